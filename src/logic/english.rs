@@ -1,0 +1,1 @@
+//! The ProofWriter/RuleTaker English grammar: sentences to facts and rules, and back.

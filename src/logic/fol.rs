@@ -1,0 +1,1 @@
+//! Parser of FOLIO first-order annotations.

@@ -1,0 +1,1 @@
+//! Sound FOLIO label checker: Skolemise, ground, decide with a SAT solver.

@@ -1,0 +1,1 @@
+//! Seeded generator of fresh theories in the ProofWriter grammar (the embedded default data).

@@ -1,0 +1,1 @@
+//! Open-world (classical negation) and closed-world (stratified negation as failure) solvers.

@@ -1,8 +1,16 @@
 //! Readers for the benchmark files: each turns a file into base items, or says exactly which
 //! record and field is wrong.
 
+mod belief_r;
+mod clomo;
+mod folio;
+mod proofwriter;
+mod record;
+mod ruletaker;
+
 use crate::logic::{Label, World};
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
 /// Where an item came from: the dataset, the file (as given on the command line, made relative
 /// to the ingest root) and the position inside it.
@@ -43,4 +51,123 @@ pub struct BaseItem {
     /// Dataset-specific fields kept verbatim (Belief-R options and step t+1, CLoMo fields), sorted
     /// by key so the canonical encoding is stable.
     pub extra: Vec<(String, String)>,
+}
+
+/// The benchmark formats deltalogic reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Format {
+    Folio,
+    #[value(name = "proofwriter")]
+    ProofWriter,
+    #[value(name = "ruletaker")]
+    RuleTaker,
+    #[value(name = "belief-r")]
+    BeliefR,
+    Clomo,
+}
+
+impl Format {
+    /// The `Origin::dataset` name of the items this format yields.
+    pub fn dataset(self) -> &'static str {
+        match self {
+            Format::Folio => "folio",
+            Format::ProofWriter => "proofwriter",
+            Format::RuleTaker => "ruletaker",
+            Format::BeliefR => "belief-r",
+            Format::Clomo => "clomo",
+        }
+    }
+
+    /// Whether a file met while walking a directory is one this format reads. Belief-R is read
+    /// as a pair, so only the step-t file stands for it.
+    fn reads(self, path: &Path) -> bool {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        match self {
+            Format::Folio | Format::RuleTaker => name.ends_with(".jsonl"),
+            Format::ProofWriter | Format::Clomo => name.ends_with(".json"),
+            Format::BeliefR => name == belief_r::STEP_T_FILE,
+        }
+    }
+}
+
+/// One malformed record: the file, where in it, which field, and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {place}: {}{message}", field_prefix(.field))]
+pub struct RecordError {
+    pub file: String,
+    /// `line 12`, `record 3`, `row 40`.
+    pub place: String,
+    /// The field at fault (`premises-FOL`, `questions[3].label`); empty when the record as a
+    /// whole is unreadable (invalid JSON, a CSV row with the wrong number of cells).
+    pub field: String,
+    pub message: String,
+}
+
+fn field_prefix(field: &str) -> String {
+    if field.is_empty() {
+        String::new()
+    } else {
+        format!("field `{field}`: ")
+    }
+}
+
+/// What a file yielded: the good items, and the records that could not be read. The caller
+/// decides whether a file with bad records is stored at all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadFile {
+    pub items: Vec<BaseItem>,
+    pub bad: Vec<RecordError>,
+}
+
+/// A problem with a file as a whole: nothing of it can be read as this format.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{file}: cannot read: {source}")]
+    Io {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}: not a {format} file: {why}")]
+    NotThisFormat {
+        file: String,
+        format: &'static str,
+        why: String,
+    },
+}
+
+/// Reads one file (for Belief-R: the step-t/step-t+1 pair that `file` belongs to). Origins
+/// name files relative to `root`, which is the file's parent when a single file is ingested.
+pub fn read_file(format: Format, root: &Path, file: &Path) -> Result<ReadFile, ReadError> {
+    let src = record::Source::new(format, root, file);
+    match format {
+        Format::Folio => folio::read(&src),
+        Format::ProofWriter => proofwriter::read(&src),
+        Format::RuleTaker => ruletaker::read(&src),
+        Format::BeliefR => belief_r::read(&src),
+        Format::Clomo => clomo::read(&src),
+    }
+}
+
+/// The files to read for `path`: a file is itself; a directory is walked in file-name order,
+/// keeping only the files this format reads.
+pub fn files_under(format: Format, path: &Path) -> Result<Vec<PathBuf>, ReadError> {
+    let io_error = |file: &Path, source| ReadError::Io {
+        file: file.display().to_string(),
+        source,
+    };
+    if !path.metadata().map_err(|e| io_error(path, e))?.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(path).sort_by_file_name() {
+        let entry = entry.map_err(|e| {
+            let file = e.path().unwrap_or(path).to_path_buf();
+            io_error(&file, e.into())
+        })?;
+        if entry.file_type().is_file() && format.reads(entry.path()) {
+            files.push(entry.into_path());
+        }
+    }
+    Ok(files)
 }

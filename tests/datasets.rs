@@ -514,3 +514,19 @@ fn missing_paths_are_io_errors() {
     let err = read_file(Format::Folio, &missing, &missing.join("x.jsonl")).unwrap_err();
     assert!(err.to_string().contains("x.jsonl"), "{err}");
 }
+
+#[test]
+fn format_names_on_the_command_line() {
+    use clap::ValueEnum;
+    let names: Vec<String> = Format::value_variants()
+        .iter()
+        .map(|f| f.to_possible_value().unwrap().get_name().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        ["folio", "proofwriter", "ruletaker", "belief-r", "clomo"]
+    );
+    for format in Format::value_variants() {
+        assert_eq!(Format::from_str(format.dataset(), false), Ok(*format));
+    }
+}

@@ -54,8 +54,8 @@ struct Row {
     dataset_id: String,
     /// The number in `dataset_id`, to break ties between duplicated stories.
     number: u64,
-    /// Step t+1 only: how many annotators agreed.
-    agreement: Option<String>,
+    /// How many annotators agreed; step t+1 only (empty at step t).
+    agreement: String,
 }
 
 pub(super) fn read(src: &Source) -> Result<ReadFile, ReadError> {
@@ -86,10 +86,10 @@ pub(super) fn read(src: &Source) -> Result<ReadFile, ReadError> {
                 continue;
             }
         };
-        match step_t_of(&t_rows, &index, &row) {
-            Ok(i) => {
-                revised[i] = true;
-                out.items.push(pair_item(&t1_src, &t_rows[i], &row));
+        match revision_of(&t_rows, &index, &row) {
+            Ok(revision) => {
+                revised[revision.step_t] = true;
+                out.items.push(pair_item(&t1_src, &t_rows, &row, revision));
             }
             Err(e) => out.bad.push(t1_src.record_error(&row.place, e)),
         }
@@ -112,43 +112,52 @@ fn conditional_index(rows: &[Row]) -> HashMap<(&str, &str), Vec<usize>> {
     index
 }
 
-fn step_t_of(
-    t_rows: &[Row],
-    index: &HashMap<(&str, &str), Vec<usize>>,
-    row: &Row,
-) -> Fields<usize> {
-    if row.premises.len() < 2 {
-        return Err(FieldError::new(
-            "questions",
-            "a step-t+1 row needs the step-t premises and one more",
-        ));
-    }
-    let candidates = index.get(&(row.modus.as_str(), row.premises[0].as_str()));
-    let same_number = |&&i: &&usize| t_rows[i].number == row.number;
-    candidates
-        .and_then(|c| c.iter().find(same_number).or(c.first()))
-        .copied()
-        .ok_or_else(|| {
-            let message = format!(
-                "no row of {STEP_T_FILE} has modus {} and conditional premise `{}`",
-                row.modus, row.premises[0]
-            );
-            FieldError::new("questions", message)
-        })
+/// How a step-t+1 row revises its step-t row.
+struct Revision<'r> {
+    /// Index into the step-t rows.
+    step_t: usize,
+    /// The premise step t+1 adds (its last line).
+    added: &'r str,
+    /// The step-t premises as step t+1 repeats them.
+    restated: &'r [String],
 }
 
-fn pair_item(t1_src: &Source, t: &Row, t1: &Row) -> BaseItem {
+fn revision_of<'r>(
+    t_rows: &[Row],
+    index: &HashMap<(&str, &str), Vec<usize>>,
+    row: &'r Row,
+) -> Fields<Revision<'r>> {
+    let Some((added, restated @ [conditional, ..])) = row.premises.split_last() else {
+        let message = "a step-t+1 row needs the step-t premises and one more";
+        return Err(FieldError::new("questions", message));
+    };
+    let candidates = index.get(&(row.modus.as_str(), conditional.as_str()));
+    let same_number = |&&i: &&usize| t_rows[i].number == row.number;
+    let step_t = candidates.and_then(|c| c.iter().find(same_number).or(c.first()));
+    let step_t = *step_t.ok_or_else(|| {
+        let message = format!(
+            "no row of {STEP_T_FILE} has modus {} and conditional premise `{conditional}`",
+            row.modus
+        );
+        FieldError::new("questions", message)
+    })?;
+    Ok(Revision {
+        step_t,
+        added,
+        restated,
+    })
+}
+
+fn pair_item(t1_src: &Source, t_rows: &[Row], t1: &Row, revision: Revision) -> BaseItem {
+    let t = &t_rows[revision.step_t];
     let position = format!("{}, step t {}", t1.place, t.place);
     let external_id = format!("t1:{}/{}", t1.dataset_id, t1.modus);
-    let (restated, added) = t1.premises.split_at(t1.premises.len() - 1);
     let mut extra = shared_extra(t1);
     extra.extend(step_extra("t", t));
     extra.extend(step_extra("t1", t1));
-    extra.push((
-        "agreement_lv".into(),
-        t1.agreement.clone().unwrap_or_default(),
-    ));
-    extra.push(("t1_premise".into(), added.concat()));
+    extra.push(("agreement_lv".into(), t1.agreement.clone()));
+    extra.push(("t1_premise".into(), revision.added.to_string()));
+    let restated = revision.restated;
     if restated != t.premises.as_slice() {
         extra.push(("t1_restated_premises".into(), restated.join("\n")));
     }
@@ -185,16 +194,17 @@ fn shared_extra(row: &Row) -> Vec<(String, String)> {
 /// One step's options, answer and id, under keys `t_…` or `t1_…`.
 fn step_extra(step: &str, row: &Row) -> Vec<(String, String)> {
     let [a, b, c] = row.options.clone();
-    [
+    let fields = [
         ("a", a),
         ("b", b),
         ("c", c),
         ("ground_truth", row.ground_truth.clone()),
-    ]
-    .into_iter()
-    .chain([("dataset_id", row.dataset_id.clone())])
-    .map(|(key, value)| (format!("{step}_{key}"), value))
-    .collect()
+        ("dataset_id", row.dataset_id.clone()),
+    ];
+    fields
+        .into_iter()
+        .map(|(key, value)| (format!("{step}_{key}"), value))
+        .collect()
 }
 
 /// The rows of one file, each parsed or a bad record; a file without the expected columns is
@@ -260,9 +270,7 @@ fn row<'r>(place: Place, cell: impl Fn(&str) -> &'r str) -> Fields<Row> {
         atomic_idx: cell("atomic_idx").to_string(),
         dataset_id: dataset_id.to_string(),
         number,
-        agreement: Some(cell(AGREEMENT))
-            .filter(|a| !a.is_empty())
-            .map(str::to_string),
+        agreement: cell(AGREEMENT).to_string(),
     })
 }
 

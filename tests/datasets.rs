@@ -530,3 +530,27 @@ fn format_names_on_the_command_line() {
         assert_eq!(Format::from_str(format.dataset(), false), Ok(*format));
     }
 }
+
+#[test]
+fn non_utf8_file_is_not_this_format() {
+    let err = read_fixture(Format::Folio, "latin1.jsonl").unwrap_err();
+    assert!(matches!(err, ReadError::NotThisFormat { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("latin1.jsonl: not a folio file: not UTF-8"),
+        "{err}"
+    );
+}
+
+#[test]
+fn belief_r_without_its_step_t_file_says_so() {
+    let dir = fixture("belief_r_alone");
+    let files = files_under(Format::BeliefR, &dir).unwrap();
+    assert_eq!(files, [dir.join("queries_time_t1.csv")]);
+    match read_file(Format::BeliefR, &dir, &files[0]) {
+        Err(ReadError::Io { file, .. }) => {
+            assert!(file.ends_with("belief_r_alone/basic_time_t.csv"))
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -25,8 +25,10 @@ use super::{BaseItem, ReadError, ReadFile, RecordError};
 use std::collections::HashMap;
 use std::path::Path;
 
-pub(super) const STEP_T_FILE: &str = "basic_time_t.csv";
+const STEP_T_FILE: &str = "basic_time_t.csv";
 const STEP_T1_FILE: &str = "queries_time_t1.csv";
+/// The two files of the unit, step t first.
+pub(super) const FILES: [&str; 2] = [STEP_T_FILE, STEP_T1_FILE];
 
 const STEP_T_COLUMNS: &[&str] = &[
     "questions",
@@ -60,7 +62,7 @@ struct Row {
 
 pub(super) fn read(src: &Source) -> Result<ReadFile, ReadError> {
     let name = src.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if name != STEP_T_FILE && name != STEP_T1_FILE {
+    if !FILES.contains(&name) {
         return Err(src.not_this_format(format!("expected {STEP_T_FILE} or {STEP_T1_FILE}")));
     }
     let dir = src.path.parent().unwrap_or(Path::new(""));

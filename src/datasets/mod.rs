@@ -78,14 +78,13 @@ impl Format {
         }
     }
 
-    /// Whether a file met while walking a directory is one this format reads. Belief-R is read
-    /// as a pair, so only the step-t file stands for it.
+    /// Whether a file met while walking a directory is one this format reads.
     fn reads(self, path: &Path) -> bool {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         match self {
             Format::Folio | Format::RuleTaker => name.ends_with(".jsonl"),
             Format::ProofWriter | Format::Clomo => name.ends_with(".json"),
-            Format::BeliefR => name == belief_r::STEP_T_FILE,
+            Format::BeliefR => belief_r::FILES.contains(&name),
         }
     }
 }
@@ -168,6 +167,11 @@ pub fn files_under(format: Format, path: &Path) -> Result<Vec<PathBuf>, ReadErro
         if entry.file_type().is_file() && format.reads(entry.path()) {
             files.push(entry.into_path());
         }
+    }
+    if format == Format::BeliefR {
+        // Either file reads the pair: one path per directory.
+        let mut seen = std::collections::HashSet::new();
+        files.retain(|f| seen.insert(f.parent().map(Path::to_path_buf)));
     }
     Ok(files)
 }

@@ -52,9 +52,12 @@ impl<'a> Source<'a> {
     }
 
     pub fn text(&self) -> Result<String, ReadError> {
-        std::fs::read_to_string(self.path).map_err(|source| ReadError::Io {
-            file: self.shown.clone(),
-            source,
+        std::fs::read_to_string(self.path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::InvalidData => self.not_this_format("not UTF-8 text"),
+            _ => ReadError::Io {
+                file: self.shown.clone(),
+                source,
+            },
         })
     }
 

@@ -6,16 +6,19 @@
 //!
 //! The join: MANIFEST.md joins on the number in `dataset_id` plus `modus`. That holds for the
 //! 1282 `-strong` rows of step t+1, but the 462 `-weak` rows are numbered on their own (the same
-//! number as their step-t row up to 127, one less from 129 on), so by number 236 of them would pair
-//! with a different story. What identifies the step-t row in every case is the modus plus the
-//! conditional premise (the first line), which every step-t+1 row repeats verbatim (13 weak
-//! tollens rows restate the second premise in other words: "doesn't" for "does not"). Several
-//! step-t rows can share a conditional (duplicated stories); the one with the same number wins,
-//! else the first in file order. A step-t+1 row that finds no step-t row is a bad record.
+//! number as their step-t row up to 127, mostly one less from 129 on), so by number 242 of them
+//! would pair with a different story. What identifies the step-t row in every case is the modus
+//! plus the conditional premise (the first line), which every step-t+1 row repeats verbatim (13
+//! weak tollens rows restate the second premise in other words, "doesn't" for "does not"; they
+//! keep their wording in `t1_restated_premises`). Several step-t rows can share a conditional
+//! (duplicated stories): the one with the same number wins, else the first in file order. A
+//! step-t+1 row that finds no step-t row is a bad record.
 //!
 //! Items: one per joined (t, t+1) pair, and one per step-t row that no step-t+1 row revises:
 //! Belief-R scores step t on every step-t row, and only some have a step t+1. On the shipped
-//! files that is 1744 pairs (1492 distinct step-t rows) plus 420 step-t-only items.
+//! files that is 1744 pairs (1492 distinct step-t rows) plus 420 step-t-only items. A pair is
+//! `t1:<dataset_id>/<modus>` at `row N, step t row M` of the step-t+1 file; a step-t-only item
+//! is `t:<dataset_id>/<modus>` at `row M` of the step-t file (rows count records, from 1).
 //!
 //! The answers a/b/c are majority human judgements, not logic labels: they stay in `extra`
 //! (`t_*` for step t, `t1_*` for step t+1) and `dataset_label` is None.

@@ -1,6 +1,7 @@
 //! FOLIO v0.0 JSON Lines, in both of its shapes: train (`story_id`, `example_id`, `source`, no
-//! `conclusion-FOL`) and validation (`conclusion-FOL`, no ids). Items whose NL premises and FOL
-//! formulas differ in number are kept, with the mismatch noted in `extra`.
+//! `conclusion-FOL`) and validation (`conclusion-FOL`, no ids). Train items are named by
+//! `example_id`, the others by split and line (`validation-12`). Items whose NL premises and FOL
+//! formulas differ in number are kept, with `fol_mismatch` = "NL vs FOL" counts in `extra`.
 
 use super::record::{self, Fields, Place, Record, Source};
 use super::{BaseItem, Formal, ReadError, ReadFile};

@@ -28,7 +28,7 @@ fn read_dir(format: Format, dir: &Path) -> BTreeMap<String, ReadFile> {
     files.iter().map(|f| (name(f), read(f))).collect()
 }
 
-fn json(path: &Path) -> Value {
+fn json_array(path: &Path) -> Vec<Value> {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -144,10 +144,9 @@ fn proofwriter_logic_lm() {
     let expected = BTreeMap::from([("dev.json", 600), ("test.json", 600), ("train.json", 3000)]);
     assert_eq!(item_counts(&files), expected);
     for (name, read) in &files {
-        let records = json(&dir.join(name));
-        let records = records.as_array().unwrap();
+        let records = json_array(&dir.join(name));
         assert_eq!(read.items.len(), records.len(), "{name}");
-        for (item, record) in read.items.iter().zip(records) {
+        for (item, record) in read.items.iter().zip(&records) {
             assert_eq!(
                 item.premises.join(" "),
                 record["context"].as_str().unwrap(),
@@ -361,10 +360,9 @@ fn clomo_all_prompt_settings() {
         .collect();
     assert_eq!(counts, expected);
     for (name, read) in &files {
-        let records = json(&dir.join(name));
-        let records = records.as_array().unwrap();
+        let records = json_array(&dir.join(name));
         assert_eq!(read.items.len(), records.len(), "{name}");
-        for (item, record) in read.items.iter().zip(records) {
+        for (item, record) in read.items.iter().zip(&records) {
             let info = &record["input_info"];
             let premises: Vec<&str> = ["P", "O", "Om"]
                 .iter()

@@ -1,1 +1,713 @@
 //! The ProofWriter/RuleTaker English grammar: sentences to facts and rules, and back.
+//!
+//! Facts: "Bob is cold.", "The bear is not red.", "The bear chases the cat.", "The bear does not
+//! chase the cat." Rules: "If <condition> and ... then <conclusion>.", "Red, cold things are
+//! round.", "All quiet people are not rough." A rule has at most one variable, written
+//! something/someone (first mention) and it/they (later mentions). Verbs are stored in their base
+//! form ("chase") so that "chases", "does not chase" and "they chase" are one predicate.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// An argument: a named entity, kept as written ("Bob", "the bald eagle"), or the rule variable.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Term {
+    Const(String),
+    Var,
+}
+
+/// `pred(args)`: one argument for an attribute ("cold"), two for a relation ("chase").
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Atom {
+    pub pred: String,
+    pub args: Vec<Term>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Literal {
+    pub atom: Atom,
+    pub positive: bool,
+}
+
+/// `body[0] and body[1] ... -> head`, read with one implicit variable.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Rule {
+    pub body: Vec<Literal>,
+    pub head: Literal,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Statement {
+    Fact(Literal),
+    Rule(Rule),
+}
+
+/// A sentence outside the grammar. `index` is the sentence's position in its theory, if any.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}cannot parse \"{sentence}\": {message}", index.map(|i| format!("sentence {}: ", i + 1)).unwrap_or_default())]
+pub struct ParseError {
+    pub sentence: String,
+    pub index: Option<usize>,
+    pub message: String,
+}
+
+/// The names a theory uses, each list sorted and without duplicates.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signature {
+    /// Entities as written in the theory ("Bob", "the bald eagle").
+    pub constants: Vec<String>,
+    /// Unary predicates ("cold").
+    pub attributes: Vec<String>,
+    /// Binary predicates in base form ("chase").
+    pub relations: Vec<String>,
+}
+
+const VAR_WORDS: [&str; 5] = ["something", "someone", "it", "they", "them"];
+const KEYWORDS: [&str; 12] = [
+    "if", "then", "and", "is", "are", "not", "does", "do", "the", "all", "things", "people",
+];
+
+impl Term {
+    pub fn is_var(&self) -> bool {
+        matches!(self, Term::Var)
+    }
+}
+
+impl Atom {
+    pub fn is_ground(&self) -> bool {
+        !self.args.iter().any(Term::is_var)
+    }
+
+    /// The atom with the variable replaced by `value`.
+    pub fn substitute(&self, value: &str) -> Atom {
+        let args = self
+            .args
+            .iter()
+            .map(|t| match t {
+                Term::Var => Term::Const(value.to_string()),
+                c => c.clone(),
+            })
+            .collect();
+        Atom {
+            pred: self.pred.clone(),
+            args,
+        }
+    }
+}
+
+impl Literal {
+    pub fn negated(&self) -> Literal {
+        Literal {
+            atom: self.atom.clone(),
+            positive: !self.positive,
+        }
+    }
+
+    /// The literal as a fact sentence ("The bear does not chase the cat.").
+    pub fn to_english(&self) -> String {
+        sentence(&render_literal(self, &mut Mentions::default()))
+    }
+}
+
+impl Rule {
+    pub fn literals(&self) -> impl Iterator<Item = &Literal> {
+        self.body.iter().chain(std::iter::once(&self.head))
+    }
+
+    pub fn has_var(&self) -> bool {
+        self.literals()
+            .any(|l| l.atom.args.iter().any(Term::is_var))
+    }
+}
+
+impl Statement {
+    /// The canonical sentence, with its final period: rules always read "If ... then ...".
+    pub fn to_english(&self) -> String {
+        match self {
+            Statement::Fact(l) => l.to_english(),
+            Statement::Rule(r) => {
+                let mut mentions = Mentions::default();
+                let body: Vec<String> = r
+                    .body
+                    .iter()
+                    .map(|l| render_literal(l, &mut mentions))
+                    .collect();
+                let head = render_literal(&r.head, &mut mentions);
+                sentence(&format!("If {} then {}", body.join(" and "), head))
+            }
+        }
+    }
+
+    pub fn literals(&self) -> Vec<&Literal> {
+        match self {
+            Statement::Fact(l) => vec![l],
+            Statement::Rule(r) => r.literals().collect(),
+        }
+    }
+}
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_english())
+    }
+}
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_english())
+    }
+}
+
+/// The constants, attributes and relations of a theory.
+pub fn signature(theory: &[Statement]) -> Signature {
+    let mut constants = BTreeSet::new();
+    let mut attributes = BTreeSet::new();
+    let mut relations = BTreeSet::new();
+    for lit in theory.iter().flat_map(Statement::literals) {
+        for arg in &lit.atom.args {
+            if let Term::Const(c) = arg {
+                constants.insert(c.clone());
+            }
+        }
+        let set = if lit.atom.args.len() == 1 {
+            &mut attributes
+        } else {
+            &mut relations
+        };
+        set.insert(lit.atom.pred.clone());
+    }
+    Signature {
+        constants: constants.into_iter().collect(),
+        attributes: attributes.into_iter().collect(),
+        relations: relations.into_iter().collect(),
+    }
+}
+
+/// Splits a context into sentences at a period followed by whitespace or the end; each keeps
+/// its period.
+pub fn split_sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        let at_break = chars.get(k + 1).is_none_or(|&(_, n)| n.is_whitespace());
+        if c == '.' && at_break {
+            push_trimmed(&mut out, &text[start..=i]);
+            start = i + 1;
+        }
+    }
+    push_trimmed(&mut out, &text[start..]);
+    out
+}
+
+fn push_trimmed(out: &mut Vec<String>, s: &str) {
+    let s = s.trim();
+    if !s.is_empty() {
+        out.push(s.to_string());
+    }
+}
+
+/// Parses every sentence of a theory; the first sentence outside the grammar is an error.
+pub fn parse_theory(text: &str) -> Result<Vec<Statement>, ParseError> {
+    split_sentences(text)
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            parse_statement(s).map_err(|e| ParseError {
+                index: Some(i),
+                ..e
+            })
+        })
+        .collect()
+}
+
+/// A ground fact sentence used as a question ("The cat is not round.").
+pub fn parse_query(sentence: &str) -> Result<Literal, ParseError> {
+    match parse_statement(sentence)? {
+        Statement::Fact(l) => Ok(l),
+        Statement::Rule(_) => Err(error(sentence, "a query must be a fact, not a rule")),
+    }
+}
+
+/// Parses one fact or rule, with or without its final period.
+pub fn parse_statement(sentence: &str) -> Result<Statement, ParseError> {
+    let text = sentence.trim();
+    let text = text.strip_suffix('.').unwrap_or(text);
+    let toks = tokenize(text);
+    parse_tokens(&toks).map_err(|m| error(sentence, &m))
+}
+
+fn error(sentence: &str, message: &str) -> ParseError {
+    ParseError {
+        sentence: sentence.trim().to_string(),
+        index: None,
+        message: message.to_string(),
+    }
+}
+
+/// Words, with commas as tokens of their own.
+fn tokenize(text: &str) -> Vec<String> {
+    let mut toks = Vec::new();
+    for word in text.split_whitespace() {
+        match word.strip_suffix(',') {
+            Some(w) => {
+                if !w.is_empty() {
+                    toks.push(w.to_string());
+                }
+                toks.push(",".to_string());
+            }
+            None => toks.push(word.to_string()),
+        }
+    }
+    toks
+}
+
+fn lower(tok: &str) -> String {
+    tok.to_ascii_lowercase()
+}
+
+fn is_kw(tok: &str, kw: &str) -> bool {
+    tok.eq_ignore_ascii_case(kw)
+}
+
+fn parse_tokens(toks: &[String]) -> Result<Statement, String> {
+    let first = toks.first().ok_or("empty sentence")?;
+    if is_kw(first, "if") {
+        return parse_if(&toks[1..]).map(Statement::Rule);
+    }
+    if is_kw(first, "all") {
+        return parse_generic(&toks[1..]).map(Statement::Rule);
+    }
+    if generic_noun_at(toks).is_some() {
+        return parse_generic(toks).map(Statement::Rule);
+    }
+    let lit = parse_clause(toks)?;
+    if !lit.atom.is_ground() {
+        return Err("a fact cannot mention something/someone".into());
+    }
+    Ok(Statement::Fact(lit))
+}
+
+/// Position of "things"/"people" followed by "are": the mark of "Red, cold things are round".
+fn generic_noun_at(toks: &[String]) -> Option<usize> {
+    toks.windows(2)
+        .position(|w| (is_kw(&w[0], "things") || is_kw(&w[0], "people")) && is_kw(&w[1], "are"))
+}
+
+/// "red , cold things are [not] round" → red(x) ∧ cold(x) → [¬]round(x).
+fn parse_generic(toks: &[String]) -> Result<Rule, String> {
+    let noun = generic_noun_at(toks).ok_or("expected \"... things are ...\"")?;
+    let adjectives = &toks[..noun];
+    if adjectives.is_empty() {
+        return Err("expected an attribute before \"things\"/\"people\"".into());
+    }
+    let mut body = Vec::new();
+    for (k, tok) in adjectives.iter().enumerate() {
+        // Attributes alternate with commas: "red , cold" (a comma is optional: "big red").
+        if tok == "," {
+            if k == 0 || k + 1 == adjectives.len() || adjectives[k - 1] == "," {
+                return Err("misplaced comma in the attribute list".into());
+            }
+            continue;
+        }
+        body.push(attribute(Term::Var, tok, true)?);
+    }
+    let (positive, adj) = negation_and_word(&toks[noun + 2..])?;
+    let head = attribute(Term::Var, adj, positive)?;
+    Ok(Rule { body, head })
+}
+
+/// `[not] word` → (positive, word).
+fn negation_and_word(toks: &[String]) -> Result<(bool, &str), String> {
+    match toks {
+        [w] => Ok((true, w)),
+        [n, w] if is_kw(n, "not") => Ok((false, w)),
+        _ => Err(format!(
+            "expected an attribute, found \"{}\"",
+            toks.join(" ")
+        )),
+    }
+}
+
+fn parse_if(toks: &[String]) -> Result<Rule, String> {
+    let then = toks
+        .iter()
+        .position(|t| is_kw(t, "then"))
+        .ok_or("expected \"then\"")?;
+    if toks[then + 1..].iter().any(|t| is_kw(t, "then")) {
+        return Err("more than one \"then\"".into());
+    }
+    let mut body: Vec<Literal> = Vec::new();
+    for clause in toks[..then].split(|t| is_kw(t, "and")) {
+        let lit = match (elided_attribute(clause), body.last()) {
+            // "is red and [not] cold": the attribute shares the previous subject.
+            (Some((positive, adj)), Some(prev)) if prev.atom.args.len() == 1 => {
+                attribute(prev.atom.args[0].clone(), adj, positive)?
+            }
+            _ => parse_clause(clause)?,
+        };
+        body.push(lit);
+    }
+    let head = parse_clause(&toks[then + 1..])?;
+    if body.is_empty() {
+        return Err("a rule needs a condition".into());
+    }
+    Ok(Rule { body, head })
+}
+
+/// A clause that is only `[not] attribute`, continuing an "is" clause.
+fn elided_attribute(clause: &[String]) -> Option<(bool, &str)> {
+    match clause {
+        [w] if is_adjective(w) => Some((true, w)),
+        [n, w] if is_kw(n, "not") && is_adjective(w) => Some((false, w)),
+        _ => None,
+    }
+}
+
+/// One literal: "X is [not] A", "X are [not] A", "X does/do not V Y", "X Vs Y".
+fn parse_clause(toks: &[String]) -> Result<Literal, String> {
+    if toks.is_empty() {
+        return Err("empty condition or conclusion".into());
+    }
+    if let Some(i) = toks.iter().position(|t| is_kw(t, "is") || is_kw(t, "are")) {
+        let subject = parse_term(&toks[..i])?;
+        let (positive, adj) = negation_and_word(&toks[i + 1..])?;
+        return attribute(subject, adj, positive);
+    }
+    if let Some(i) = toks
+        .windows(2)
+        .position(|w| (is_kw(&w[0], "does") || is_kw(&w[0], "do")) && is_kw(&w[1], "not"))
+    {
+        let subject = parse_term(&toks[..i])?;
+        let verb = toks.get(i + 2).ok_or("expected a verb after \"not\"")?;
+        return relation(subject, &lower(verb), &toks[i + 3..], false);
+    }
+    parse_positive_relation(toks)
+}
+
+/// "X Vs Y": the verb is the word right before the first place where an object term begins.
+fn parse_positive_relation(toks: &[String]) -> Result<Literal, String> {
+    for v in 1..toks.len().saturating_sub(1) {
+        let (Ok(subject), true) = (parse_term(&toks[..v]), starts_term(&toks[v + 1])) else {
+            continue;
+        };
+        let verb = lower(&toks[v]);
+        let base = if subject_is_plural(&toks[..v]) {
+            verb
+        } else {
+            base_form(&verb).ok_or_else(|| format!("\"{verb}\" is not a verb in -s form"))?
+        };
+        return relation(subject, &base, &toks[v + 1..], true);
+    }
+    Err(format!("not a fact or condition: \"{}\"", toks.join(" ")))
+}
+
+fn subject_is_plural(toks: &[String]) -> bool {
+    matches!(toks, [t] if is_kw(t, "they"))
+}
+
+fn starts_term(tok: &str) -> bool {
+    is_kw(tok, "the") || VAR_WORDS.iter().any(|v| is_kw(tok, v)) || is_name(tok)
+}
+
+fn relation(
+    subject: Term,
+    verb: &str,
+    object: &[String],
+    positive: bool,
+) -> Result<Literal, String> {
+    if !is_word(verb) {
+        return Err(format!("\"{verb}\" is not a verb"));
+    }
+    let object = parse_term(object)?;
+    Ok(Literal {
+        atom: Atom {
+            pred: verb.to_string(),
+            args: vec![subject, object],
+        },
+        positive,
+    })
+}
+
+fn attribute(subject: Term, adj: &str, positive: bool) -> Result<Literal, String> {
+    if !is_word(adj) {
+        return Err(format!("\"{adj}\" is not an attribute"));
+    }
+    Ok(Literal {
+        atom: Atom {
+            pred: lower(adj),
+            args: vec![subject],
+        },
+        positive,
+    })
+}
+
+/// A lowercase-able plain word that is not part of the grammar's own vocabulary.
+fn is_word(tok: &str) -> bool {
+    !tok.is_empty()
+        && tok.chars().all(|c| c.is_ascii_alphabetic())
+        && !KEYWORDS.iter().any(|k| is_kw(tok, k))
+        && !VAR_WORDS.iter().any(|k| is_kw(tok, k))
+}
+
+fn is_adjective(tok: &str) -> bool {
+    is_word(tok) && tok.chars().all(|c| c.is_ascii_lowercase())
+}
+
+/// A proper name: one capitalised word ("Bob").
+fn is_name(tok: &str) -> bool {
+    is_word(tok) && tok.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+}
+
+/// "something"/"it"/..., "Bob", or "the" followed by lowercase words ("the bald eagle").
+fn parse_term(toks: &[String]) -> Result<Term, String> {
+    match toks {
+        [] => Err("missing entity".into()),
+        [t] if VAR_WORDS.iter().any(|v| is_kw(t, v)) => Ok(Term::Var),
+        [t] if is_name(t) => Ok(Term::Const(t.clone())),
+        [the, rest @ ..] if is_kw(the, "the") && !rest.is_empty() => {
+            if rest
+                .iter()
+                .all(|w| is_word(w) && w.chars().all(|c| c.is_ascii_lowercase()))
+            {
+                Ok(Term::Const(format!("the {}", rest.join(" "))))
+            } else {
+                Err(format!("not an entity: \"{}\"", toks.join(" ")))
+            }
+        }
+        _ => Err(format!("not an entity: \"{}\"", toks.join(" "))),
+    }
+}
+
+/// "chases" → "chase", "watches" → "watch", "carries" → "carry"; the inverse of
+/// [`third_person`] on the verbs of the datasets and the generator.
+fn base_form(verb: &str) -> Option<String> {
+    if let Some(stem) = verb.strip_suffix("ies").filter(|s| s.len() > 1) {
+        return Some(format!("{stem}y"));
+    }
+    for ending in ["sses", "shes", "ches", "xes", "zzes", "oes"] {
+        if verb.ends_with(ending) {
+            return Some(verb[..verb.len() - 2].to_string());
+        }
+    }
+    verb.strip_suffix('s')
+        .filter(|s| !s.is_empty() && !s.ends_with('s'))
+        .map(str::to_string)
+}
+
+fn third_person(base: &str) -> String {
+    let consonant_y = base.len() > 1
+        && base.ends_with('y')
+        && !base[..base.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']);
+    if consonant_y {
+        format!("{}ies", &base[..base.len() - 1])
+    } else if ["ss", "sh", "ch", "x", "zz", "o"]
+        .iter()
+        .any(|e| base.ends_with(e))
+    {
+        format!("{base}es")
+    } else {
+        format!("{base}s")
+    }
+}
+
+/// Tracks whether the variable was mentioned yet: first "something", then "it".
+#[derive(Default)]
+struct Mentions {
+    var_seen: bool,
+}
+
+impl Mentions {
+    fn term(&mut self, t: &Term) -> String {
+        match t {
+            Term::Const(c) => c.clone(),
+            Term::Var if self.var_seen => "it".to_string(),
+            Term::Var => {
+                self.var_seen = true;
+                "something".to_string()
+            }
+        }
+    }
+}
+
+fn render_literal(lit: &Literal, mentions: &mut Mentions) -> String {
+    let subject = lit
+        .atom
+        .args
+        .first()
+        .map(|t| mentions.term(t))
+        .unwrap_or_default();
+    let not = if lit.positive { "" } else { "not " };
+    match lit.atom.args.get(1) {
+        None => format!("{subject} is {not}{}", lit.atom.pred),
+        Some(object) => {
+            let object = mentions.term(object);
+            if lit.positive {
+                format!("{subject} {} {object}", third_person(&lit.atom.pred))
+            } else {
+                format!("{subject} does not {} {object}", lit.atom.pred)
+            }
+        }
+    }
+}
+
+/// Capitalises the first letter and adds the final period.
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => format!("{}{}.", c.to_ascii_uppercase(), chars.as_str()),
+        None => ".".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(s: &str) -> Term {
+        Term::Const(s.to_string())
+    }
+
+    fn lit(pred: &str, args: Vec<Term>, positive: bool) -> Literal {
+        Literal {
+            atom: Atom {
+                pred: pred.to_string(),
+                args,
+            },
+            positive,
+        }
+    }
+
+    #[test]
+    fn facts() {
+        let cases = [
+            ("Bob is cold.", lit("cold", vec![c("Bob")], true)),
+            ("Bob is not cold", lit("cold", vec![c("Bob")], false)),
+            (
+                "The bald eagle chases the cat.",
+                lit("chase", vec![c("the bald eagle"), c("the cat")], true),
+            ),
+            (
+                "The bear does not see the bald eagle.",
+                lit("see", vec![c("the bear"), c("the bald eagle")], false),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_statement(text), Ok(Statement::Fact(want)), "{text}");
+        }
+    }
+
+    #[test]
+    fn rules_of_every_shape() {
+        let x = || Term::Var;
+        let cases = [
+            (
+                "Red, cold things are round.",
+                vec![lit("red", vec![x()], true), lit("cold", vec![x()], true)],
+                lit("round", vec![x()], true),
+            ),
+            (
+                "All quiet people are not rough.",
+                vec![lit("quiet", vec![x()], true)],
+                lit("rough", vec![x()], false),
+            ),
+            (
+                "If someone is kind and not rough then they chase the dog.",
+                vec![lit("kind", vec![x()], true), lit("rough", vec![x()], false)],
+                lit("chase", vec![x(), c("the dog")], true),
+            ),
+            (
+                "If something does not chase the dog then the dog chases the cow.",
+                vec![lit("chase", vec![x(), c("the dog")], false)],
+                lit("chase", vec![c("the dog"), c("the cow")], true),
+            ),
+            (
+                "If the cow visits something then it is red.",
+                vec![lit("visit", vec![c("the cow"), x()], true)],
+                lit("red", vec![x()], true),
+            ),
+            (
+                "If the bear is red and the bear chases the cat then the cat is kind.",
+                vec![
+                    lit("red", vec![c("the bear")], true),
+                    lit("chase", vec![c("the bear"), c("the cat")], true),
+                ],
+                lit("kind", vec![c("the cat")], true),
+            ),
+            (
+                "If someone sees Bob and they do not like the cat then they are not big.",
+                vec![
+                    lit("see", vec![x(), c("Bob")], true),
+                    lit("like", vec![x(), c("the cat")], false),
+                ],
+                lit("big", vec![x()], false),
+            ),
+        ];
+        for (text, body, head) in cases {
+            let want = Statement::Rule(Rule { body, head });
+            assert_eq!(parse_statement(text), Ok(want.clone()), "{text}");
+            assert_eq!(parse_statement(&want.to_english()), Ok(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn rendering_is_canonical() {
+        let s = parse_statement("Red, cold things are round.").expect("parses");
+        assert_eq!(
+            s.to_english(),
+            "If something is red and it is cold then it is round."
+        );
+        let s = parse_statement("The bald eagle does not chase Bob").expect("parses");
+        assert_eq!(s.to_english(), "The bald eagle does not chase Bob.");
+    }
+
+    #[test]
+    fn bad_sentences_are_errors() {
+        for bad in [
+            "",
+            "Bob",
+            "Bob is",
+            "Bob is very cold.",
+            "If Bob is cold.",
+            "Something is cold.",
+            "If Bob is cold then then Bob is red.",
+            "The bear chase.",
+            ", things are red.",
+            "Bob is cold and red.",
+        ] {
+            assert!(parse_statement(bad).is_err(), "{bad:?} should not parse");
+        }
+        let err = parse_theory("Bob is cold. Bob is very red.").expect_err("second is bad");
+        assert_eq!(err.index, Some(1));
+        assert!(err.to_string().contains("Bob is very red."));
+    }
+
+    #[test]
+    fn sentences_split_on_period_and_space() {
+        assert_eq!(
+            split_sentences(" Bob is cold. The cat is red.  Anne is big"),
+            vec!["Bob is cold.", "The cat is red.", "Anne is big"]
+        );
+    }
+
+    #[test]
+    fn verb_forms_round_trip() {
+        for base in [
+            "chase", "see", "like", "need", "eat", "visit", "watch", "carry", "admire", "miss",
+            "go", "obey", "buzz",
+        ] {
+            assert_eq!(base_form(&third_person(base)).as_deref(), Some(base));
+        }
+    }
+
+    #[test]
+    fn signature_lists_names() {
+        let theory = parse_theory("Bob is cold. If something chases the cat then it is red.")
+            .expect("parses");
+        let sig = signature(&theory);
+        assert_eq!(sig.constants, vec!["Bob", "the cat"]);
+        assert_eq!(sig.attributes, vec!["cold", "red"]);
+        assert_eq!(sig.relations, vec!["chase"]);
+    }
+}

@@ -1,1 +1,381 @@
 //! Open-world (classical negation) and closed-world (stratified negation as failure) solvers.
+//!
+//! Both ground every rule over the theory's constants (a rule has at most one variable) and then
+//! forward-chain. Open world: positive and negative literals are derived alike; a query is True
+//! if derived, False if its complement is derived, Uncertain otherwise (ProofWriter OWA).
+//! Closed world: ground atoms are split into strata by the negative dependencies between them;
+//! each stratum is saturated before a higher one reads it through "not" (RuleTaker CWA).
+
+use super::english::{Atom, Literal, Statement, Term};
+use super::{Label, World};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
+
+/// A theory the solvers give no answer for, rather than a wrong one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SolveError {
+    /// Open world: both the literal and its negation follow.
+    #[error("the theory is inconsistent: it implies both \"{0}\" and its negation")]
+    Inconsistent(String),
+    /// Closed world: the literal depends on its own failure through "not" (no stratification).
+    #[error("the theory is not stratified: \"{0}\" depends negatively on itself")]
+    NotStratified(String),
+}
+
+/// Everything a theory implies under one world, for fast repeated queries.
+pub struct Closure {
+    world: World,
+    ids: HashMap<Atom, usize>,
+    atoms: Vec<Atom>,
+    /// Least derivation depth of each node, indexed by [`node`]; `None` when not derived.
+    depth: Vec<Option<u32>>,
+}
+
+/// The label of `query` under `world`.
+pub fn solve(theory: &[Statement], query: &Literal, world: World) -> Result<Label, SolveError> {
+    Ok(closure(theory, world)?.label(query))
+}
+
+/// Saturates `theory` under `world`.
+pub fn closure(theory: &[Statement], world: World) -> Result<Closure, SolveError> {
+    let program = Program::ground(theory);
+    let depth = match world {
+        World::Open => program.saturate_open()?,
+        World::Closed => program.saturate_closed()?,
+    };
+    Ok(Closure {
+        world,
+        ids: program.ids,
+        atoms: program.atoms,
+        depth,
+    })
+}
+
+/// Open world: two nodes per atom, its positive and negative literal. Closed world: one.
+fn node(world: World, atom: usize, positive: bool) -> usize {
+    match world {
+        World::Open => 2 * atom + usize::from(!positive),
+        World::Closed => atom,
+    }
+}
+
+impl Closure {
+    pub fn world(&self) -> World {
+        self.world
+    }
+
+    pub fn label(&self, query: &Literal) -> Label {
+        let holds = |positive| self.derivation(&query.atom, positive).is_some();
+        match self.world {
+            World::Open if holds(query.positive) => Label::True,
+            World::Open if holds(!query.positive) => Label::False,
+            World::Open => Label::Uncertain,
+            // Negation as failure: a negative literal holds exactly when its atom is not derived.
+            World::Closed if holds(true) == query.positive => Label::True,
+            World::Closed => Label::False,
+        }
+    }
+
+    /// The number of rule applications in the shortest derivation of `lit` (0 for a fact), or
+    /// `None` when it is not derived. Closed world: negative literals are never derived (they hold
+    /// by failure), so they have no depth.
+    pub fn depth(&self, lit: &Literal) -> Option<usize> {
+        self.derivation(&lit.atom, lit.positive).map(|d| d as usize)
+    }
+
+    fn derivation(&self, atom: &Atom, positive: bool) -> Option<u32> {
+        if self.world == World::Closed && !positive {
+            return None;
+        }
+        let &id = self.ids.get(atom)?;
+        self.depth[node(self.world, id, positive)]
+    }
+
+    /// Every derived literal with its depth, sorted.
+    pub fn derived(&self) -> Vec<(Literal, usize)> {
+        let signs: &[bool] = match self.world {
+            World::Open => &[true, false],
+            World::Closed => &[true],
+        };
+        let mut out: Vec<(Literal, usize)> = self
+            .atoms
+            .iter()
+            .enumerate()
+            .flat_map(|(id, atom)| {
+                signs.iter().filter_map(move |&positive| {
+                    let d = self.depth[node(self.world, id, positive)]?;
+                    let lit = Literal {
+                        atom: atom.clone(),
+                        positive,
+                    };
+                    Some((lit, d as usize))
+                })
+            })
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+/// A ground literal: an atom id and a sign.
+type GroundLit = (usize, bool);
+
+struct GroundRule {
+    body: Vec<GroundLit>,
+    head: GroundLit,
+}
+
+/// The theory with atoms numbered and every rule instantiated for every constant.
+struct Program {
+    ids: HashMap<Atom, usize>,
+    atoms: Vec<Atom>,
+    facts: Vec<GroundLit>,
+    rules: Vec<GroundRule>,
+}
+
+impl Program {
+    fn ground(theory: &[Statement]) -> Program {
+        let domain: BTreeSet<String> = theory
+            .iter()
+            .flat_map(Statement::literals)
+            .flat_map(|l| &l.atom.args)
+            .filter_map(|t| match t {
+                Term::Const(c) => Some(c.clone()),
+                Term::Var => None,
+            })
+            .collect();
+        let mut program = Program {
+            ids: HashMap::new(),
+            atoms: Vec::new(),
+            facts: Vec::new(),
+            rules: Vec::new(),
+        };
+        for statement in theory {
+            match statement {
+                Statement::Fact(l) => {
+                    let fact = program.lit(l, None);
+                    program.facts.push(fact);
+                }
+                Statement::Rule(r) if r.has_var() => {
+                    for value in &domain {
+                        program.instantiate(&r.body, &r.head, Some(value));
+                    }
+                }
+                Statement::Rule(r) => program.instantiate(&r.body, &r.head, None),
+            }
+        }
+        program
+    }
+
+    fn instantiate(&mut self, body: &[Literal], head: &Literal, value: Option<&str>) {
+        let body = body.iter().map(|l| self.lit(l, value)).collect();
+        let head = self.lit(head, value);
+        self.rules.push(GroundRule { body, head });
+    }
+
+    fn lit(&mut self, l: &Literal, value: Option<&str>) -> GroundLit {
+        let atom = match value {
+            Some(v) => l.atom.substitute(v),
+            None => l.atom.clone(),
+        };
+        let id = match self.ids.get(&atom) {
+            Some(&id) => id,
+            None => {
+                self.atoms.push(atom.clone());
+                self.ids.insert(atom, self.atoms.len() - 1);
+                self.atoms.len() - 1
+            }
+        };
+        (id, l.positive)
+    }
+
+    fn describe(&self, (id, positive): GroundLit) -> String {
+        Literal {
+            atom: self.atoms[id].clone(),
+            positive,
+        }
+        .to_english()
+    }
+
+    /// Classical reading: every literal is a node, rules are Horn clauses over them.
+    fn saturate_open(&self) -> Result<Vec<Option<u32>>, SolveError> {
+        let world = World::Open;
+        let to_node = |&(id, positive): &GroundLit| node(world, id, positive);
+        let mut depth = vec![None; 2 * self.atoms.len()];
+        for fact in &self.facts {
+            depth[to_node(fact)] = Some(0);
+        }
+        let horn: Vec<HornRule> = self
+            .rules
+            .iter()
+            .map(|r| HornRule {
+                body: r.body.iter().map(to_node).collect(),
+                head: to_node(&r.head),
+            })
+            .collect();
+        saturate(&mut depth, &horn);
+        match (0..self.atoms.len())
+            .find(|&id| depth[2 * id].is_some() && depth[2 * id + 1].is_some())
+        {
+            Some(id) => Err(SolveError::Inconsistent(self.describe((id, true)))),
+            None => Ok(depth),
+        }
+    }
+
+    /// Negation as failure, read as the well-founded model (Van Gelder's alternating fixpoint):
+    /// on a stratified theory it is the stratified model, and it also answers theories that are
+    /// stratified only once rules that can never fire are set aside. An atom it leaves undecided
+    /// depends on its own failure: that is an error, not a guess. Negative facts and negative
+    /// conclusions state what the closed world already assumes, so they add nothing.
+    fn saturate_closed(&self) -> Result<Vec<Option<u32>>, SolveError> {
+        let mut truth = vec![None; self.atoms.len()];
+        loop {
+            let possible = self.reduct_closure(&truth);
+            let next = self.reduct_closure(&possible);
+            if same_set(&next, &truth) {
+                let undecided =
+                    (0..self.atoms.len()).find(|&a| possible[a].is_some() && next[a].is_none());
+                return match undecided {
+                    Some(a) => Err(SolveError::NotStratified(self.describe((a, true)))),
+                    None => Ok(next),
+                };
+            }
+            truth = next;
+        }
+    }
+
+    /// What the positive rules derive when "not a" holds exactly for the atoms `assumed` lacks.
+    fn reduct_closure(&self, assumed: &[Option<u32>]) -> Vec<Option<u32>> {
+        let mut depth = vec![None; self.atoms.len()];
+        for &(id, positive) in &self.facts {
+            if positive {
+                depth[id] = Some(0);
+            }
+        }
+        let horn: Vec<HornRule> = self
+            .rules
+            .iter()
+            .filter(|r| r.head.1)
+            .filter(|r| r.body.iter().all(|&(b, pos)| pos || assumed[b].is_none()))
+            .map(|r| HornRule {
+                body: r.body.iter().filter(|l| l.1).map(|l| l.0).collect(),
+                head: r.head.0,
+            })
+            .collect();
+        saturate(&mut depth, &horn);
+        depth
+    }
+}
+
+fn same_set(a: &[Option<u32>], b: &[Option<u32>]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x.is_some() == y.is_some())
+}
+
+/// A definite clause over node numbers.
+struct HornRule {
+    body: Vec<usize>,
+    head: usize,
+}
+
+/// Derives everything `rules` yield from the nodes `depth` already holds, each at its least
+/// depth (1 + the deepest body node): nodes are settled in order of depth, as in Dijkstra's
+/// algorithm, so the first derivation of a node is a shallowest one.
+fn saturate(depth: &mut [Option<u32>], rules: &[HornRule]) {
+    let mut waiting = vec![0usize; rules.len()];
+    let mut base = vec![0u32; rules.len()];
+    let mut watchers: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut queue = BinaryHeap::new();
+    for (r, rule) in rules.iter().enumerate() {
+        for &b in &rule.body {
+            match depth[b] {
+                Some(d) => base[r] = base[r].max(d),
+                None => {
+                    waiting[r] += 1;
+                    watchers.entry(b).or_default().push(r);
+                }
+            }
+        }
+        if waiting[r] == 0 {
+            queue.push(Reverse((base[r] + 1, rule.head)));
+        }
+    }
+    while let Some(Reverse((d, n))) = queue.pop() {
+        if depth[n].is_some() {
+            continue;
+        }
+        depth[n] = Some(d);
+        for &r in watchers.get(&n).map(Vec::as_slice).unwrap_or_default() {
+            waiting[r] -= 1;
+            base[r] = base[r].max(d);
+            if waiting[r] == 0 {
+                queue.push(Reverse((base[r] + 1, rules[r].head)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logic::english::{parse_query, parse_theory};
+
+    fn label(theory: &str, query: &str, world: World) -> Label {
+        let theory = parse_theory(theory).expect("theory parses");
+        let query = parse_query(query).expect("query parses");
+        solve(&theory, &query, world).expect("solvable")
+    }
+
+    #[test]
+    fn open_world_three_labels() {
+        let t = "Bob is cold. If something is cold then it is not red. Red things are big.";
+        assert_eq!(label(t, "Bob is cold.", World::Open), Label::True);
+        assert_eq!(label(t, "Bob is red.", World::Open), Label::False);
+        assert_eq!(label(t, "Bob is not red.", World::Open), Label::True);
+        assert_eq!(label(t, "Bob is big.", World::Open), Label::Uncertain);
+        assert_eq!(label(t, "The cat is big.", World::Open), Label::Uncertain);
+    }
+
+    #[test]
+    fn closed_world_negation_as_failure() {
+        let t = "The cat is cold. If something is not red then it chases the dog. \
+                 If the cat chases the dog then the dog is big.";
+        assert_eq!(
+            label(t, "The cat chases the dog.", World::Closed),
+            Label::True
+        );
+        assert_eq!(label(t, "The dog is big.", World::Closed), Label::True);
+        assert_eq!(label(t, "The dog is not big.", World::Closed), Label::False);
+        assert_eq!(label(t, "The cat is red.", World::Closed), Label::False);
+        assert_eq!(label(t, "The cat is not red.", World::Closed), Label::True);
+    }
+
+    #[test]
+    fn depths_are_shortest_derivations() {
+        let t = parse_theory(
+            "Bob is cold. If something is cold then it is red. If something is red then it is big. \
+             If something is cold then it is big.",
+        )
+        .expect("parses");
+        let c = closure(&t, World::Open).expect("consistent");
+        let depth = |q: &str| c.depth(&parse_query(q).expect("parses"));
+        assert_eq!(depth("Bob is cold."), Some(0));
+        assert_eq!(depth("Bob is red."), Some(1));
+        assert_eq!(depth("Bob is big."), Some(1));
+        assert_eq!(depth("Bob is not big."), None);
+    }
+
+    #[test]
+    fn contradictions_and_cycles_are_errors() {
+        let t = parse_theory("Bob is cold. Bob is not red. Cold things are red.").expect("parses");
+        let q = parse_query("Bob is red.").expect("parses");
+        assert!(matches!(
+            solve(&t, &q, World::Open),
+            Err(SolveError::Inconsistent(_))
+        ));
+        let t = parse_theory("If Bob is not red then Bob is red.").expect("parses");
+        assert!(matches!(
+            solve(&t, &q, World::Closed),
+            Err(SolveError::NotStratified(_))
+        ));
+    }
+}

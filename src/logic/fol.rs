@@ -13,7 +13,8 @@
 //! parenthesis after the variable) scopes as far right as possible.
 //!
 //! Tolerated stray spellings: `^` for `∧`, `⟷` for `↔`, one trailing `.`, spaces between a
-//! predicate and its `(`, and identifier characters `- + . ’ ' _` and non-ASCII letters
+//! predicate and its `(`, multi-word names in argument position (`captain america` is read as
+//! `captain_america`), and identifier characters `- + . ’ ' _` and non-ASCII letters
 //! (`Anti-abortion`, `c++`, `mr.smith`, `Companies’Stocks`, `IgaŚwiątek`). Unbalanced parentheses
 //! and other real syntax errors are errors.
 
@@ -332,7 +333,14 @@ impl Parser<'_> {
     }
 
     fn term(&mut self) -> Result<Term, FolError> {
-        let (name, args) = self.application()?;
+        let (mut name, args) = self.application()?;
+        if args.is_none() {
+            // A multi-word name (`ComeFrom(x, dc universe)`) becomes one: `dc_universe`.
+            while let Some(Tok::Ident(word)) = self.peek() {
+                name = format!("{name}_{word}");
+                self.pos += 1;
+            }
+        }
         Ok(match args {
             Some(args) => Term::Fun(name, args),
             None if self.bound.contains(&name) => Term::Var(name),
@@ -540,6 +548,9 @@ mod tests {
             atom("LostToIgaŚwiątek", &[c("x")])
         );
         assert_eq!(p(" Giant(gpt-3). ").to_string(), "Giant(gpt-3)");
+        let name = atom("ComeFrom", &[c("captain_america"), c("dc_universe")]);
+        assert_eq!(p("ComeFrom(captain america, dc universe)"), name);
+        assert!(parse_formula("Country(x) Nearby(x)").is_err());
     }
 
     #[test]

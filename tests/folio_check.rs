@@ -19,7 +19,7 @@ const MALFORMED: &[(&str, usize, &str)] = &[
     // One ')' too many at the end.
     ("folio-train.jsonl", 302, "∀x ((RelaySwimmer(x) ∧ ¬ParticipatedIn(x, finalheatfreerelay)) ↔ ¬Recieved(x, medal)))"),
     ("folio-train.jsonl", 303, "∀x ((RelaySwimmer(x) ∧ ¬ParticipatedIn(x, finalheatfreerelay)) ↔ ¬Recieved(x, medal)))"),
-    // Scope of ∀x unclear: one ')' too many after Florida(x).
+    // One ')' too many after Florida(x), leaving WantToGo(x) outside the scope of ∀x.
     ("folio-train.jsonl", 398, "∀x ((Orlando(x) ∨ Miami(x)) ∧ Florida(x)) → WantToGo(x))"),
     ("folio-train.jsonl", 399, "∀x ((Orlando(x) ∨ Miami(x)) ∧ Florida(x)) → WantToGo(x))"),
     ("folio-train.jsonl", 400, "∀x ((Orlando(x) ∨ Miami(x)) ∧ Florida(x)) → WantToGo(x))"),
@@ -57,6 +57,10 @@ const MALFORMED: &[(&str, usize, &str)] = &[
     ("folio-train.jsonl", 817, ""),
     ("folio-train.jsonl", 818, ""),
     ("folio-train.jsonl", 819, ""),
+    // y and x used after the group that binds them ends.
+    ("folio-train.jsonl", 937, "∀x ∃y (BittenBy(x, y) ∨ ScratchedBy(x, y)) → AttackedBy(x,y)"),
+    ("folio-train.jsonl", 938, "∀x ∃y (BittenBy(x, y) ∨ ScratchedBy(x, y)) → AttackedBy(x,y)"),
+    ("folio-train.jsonl", 939, "∀x ∃y (BittenBy(x, y) ∨ ScratchedBy(x, y)) → AttackedBy(x,y)"),
     // Conclusion with a '(' missing: which side of → the ∧ belongs to is unclear.
     ("folio-validation.jsonl", 3, "Chaperone(bonnie) ⊕ TalentShows(bonnie) → AcademicCareer(bonnie) ∧ Inactive(bonnie))"),
     // A comma where a connective should be (∧ or →: a guess either way).

@@ -6,7 +6,9 @@
 //! Identifiers: `Name(args)` is a predicate (or, inside arguments, a function term); a bare
 //! identifier in argument position is a variable when an enclosing quantifier binds it and a
 //! **constant otherwise** — FOLIO writes constants in lower case (`bonnie`) but also `Jess`, `kO`,
-//! `a`, so case says nothing. A bare identifier in formula position is a 0-ary predicate.
+//! `a`, so case says nothing. A name that a quantifier in the same formula binds but that occurs
+//! outside that quantifier's scope is an error, not a constant. A bare identifier in formula
+//! position is a 0-ary predicate.
 //!
 //! Quantifier scope follows how FOLIO annotators write it: `∀x (φ) ∧ ψ` scopes over the
 //! parenthesised group only (`∀x ∃y (φ)` chains to that group), while `∀x A(x) → B(x)` (no
@@ -61,8 +63,18 @@ pub fn parse_formula(s: &str) -> Result<Formula, FolError> {
         tokens,
         pos: 0,
         bound: Vec::new(),
+        quantified: Vec::new(),
+        constants: Vec::new(),
     };
     let formula = parser.formula()?;
+    // `∀x (A(x)) ∧ B(x)`: reading the second `x` as a constant would be a guess.
+    let misplaced = (parser.constants.iter()).find(|(name, _)| parser.quantified.contains(name));
+    if let Some((name, at)) = misplaced {
+        return Err(parser.error_at(
+            *at,
+            &format!("variable {name} outside its quantifier's scope"),
+        ));
+    }
     if parser.peek() == Some(&Tok::Dot) {
         parser.pos += 1;
     }
@@ -159,6 +171,9 @@ struct Parser<'a> {
     pos: usize,
     /// Variables bound by enclosing quantifiers, innermost last.
     bound: Vec<String>,
+    /// Every quantified variable, and every constant with its position, seen so far.
+    quantified: Vec<String>,
+    constants: Vec<(String, usize)>,
 }
 
 impl Parser<'_> {
@@ -276,6 +291,7 @@ impl Parser<'_> {
         };
         self.pos += 1;
         self.bound.push(var.clone());
+        self.quantified.push(var.clone());
         // Narrow scope over a following group or quantifier, wide scope otherwise (module docs).
         let body = match self.peek() {
             Some(Tok::LParen | Tok::Forall | Tok::Exists) => self.unary(),
@@ -333,6 +349,7 @@ impl Parser<'_> {
     }
 
     fn term(&mut self) -> Result<Term, FolError> {
+        let at = self.tokens.get(self.pos).map_or(0, |(_, at)| *at);
         let (mut name, args) = self.application()?;
         if args.is_none() {
             // A multi-word name (`ComeFrom(x, dc universe)`) becomes one: `dc_universe`.
@@ -344,7 +361,10 @@ impl Parser<'_> {
         Ok(match args {
             Some(args) => Term::Fun(name, args),
             None if self.bound.contains(&name) => Term::Var(name),
-            None => Term::Const(name),
+            None => {
+                self.constants.push((name.clone(), at));
+                Term::Const(name)
+            }
         })
     }
 }
@@ -489,12 +509,16 @@ mod tests {
 
     #[test]
     fn quantifier_scope() {
-        // A parenthesised body ends the scope: the `x` in `B(x)` is a constant.
-        let f = p("∀x (A(x)) ∧ B(x)");
+        // A parenthesised body ends the scope, so `x` in `B(x)` is out of scope: an error.
+        let e = parse_formula("∀x (A(x)) ∧ B(x)").unwrap_err();
+        assert_eq!(e.position, 14);
+        let e = parse_formula("∀x ∃y (R(x, y)) → S(x, y)").unwrap_err();
+        assert!(e.message.contains("variable x"), "{e}");
+        let f = p("∀x (A(x)) ∧ B(j)");
         let Formula::And(parts) = f else {
             panic!("{f:?}")
         };
-        assert_eq!(parts[1], atom("B", &[c("x")]));
+        assert_eq!(parts[1], atom("B", &[c("j")]));
         // Without a parenthesis the scope extends to the right.
         let f = p("∀x A(x) → B(x)");
         let imp = Formula::Implies(

@@ -91,6 +91,13 @@ impl Closure {
         self.depth[node(self.world, id, positive)]
     }
 
+    /// Every ground atom of the grounded theory (its facts and rule instances), sorted.
+    pub fn atoms(&self) -> Vec<&Atom> {
+        let mut atoms: Vec<&Atom> = self.atoms.iter().collect();
+        atoms.sort();
+        atoms
+    }
+
     /// Every derived literal with its depth, sorted.
     pub fn derived(&self) -> Vec<(Literal, usize)> {
         let signs: &[bool] = match self.world {

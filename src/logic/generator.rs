@@ -81,8 +81,10 @@ pub struct Generated {
     /// query itself when True, of its complement when False), `usize::MAX` when the label
     /// rests on nothing being derived (Uncertain, or negation as failure).
     pub queries: Vec<(Literal, Label, usize)>,
-    /// (query, fact): queries among `queries` whose label changes when `fact` is inserted.
-    pub resolvable: Vec<(Literal, Literal)>,
+    /// (query, fact): queries among `queries` whose label changes when `fact` is inserted: a
+    /// support (Uncertain or False becomes decided or True) or, in a closed world, a defeater of
+    /// a "not" condition (True becomes False). Verified by solving the edited theory.
+    pub flips: Vec<(Literal, Literal)>,
     /// The depth of the deepest planted chain as solved; equals `depth` unless every attempt
     /// failed to reach it.
     pub depth: usize,
@@ -206,7 +208,7 @@ pub fn generate(seed: u64, cfg: &GenConfig) -> Generated {
     best.unwrap_or(Generated {
         statements: Vec::new(),
         queries: Vec::new(),
-        resolvable: Vec::new(),
+        flips: Vec::new(),
         depth: 0,
     })
 }
@@ -240,11 +242,11 @@ fn attempt_theory(rng: &mut Rng, cfg: &GenConfig) -> Option<Generated> {
     let target = plan.target?;
     let depth = closed.depth(&target)?;
     let queries = choose_queries(rng, cfg, &statements, &closed, (&target, &plan.blocked));
-    let resolvable = resolvers(&statements, cfg.world, &closed, &queries);
+    let flips = flips(&statements, cfg.world, &closed, &queries);
     Some(Generated {
         statements,
         queries,
-        resolvable,
+        flips,
         depth,
     })
 }
@@ -521,58 +523,64 @@ fn ground(lit: &Literal, value: Option<&str>) -> Literal {
     }
 }
 
-/// For each chosen query, a fact whose insertion changes its label, if one exists among the
-/// body literals that are the only unmet condition of some rule instance for its atom.
-fn resolvers(
+/// For each query, the first candidate fact (in sorted order) whose insertion changes its label.
+fn flips(
     theory: &[Statement],
     world: World,
     closed: &Closure,
     queries: &[(Literal, Label, usize)],
 ) -> Vec<(Literal, Literal)> {
-    let constants = signature(theory).constants;
-    let mut out = Vec::new();
-    for (query, label, _) in queries {
-        let candidates = missing_conditions(theory, &constants, closed, &query.atom);
-        let found = candidates.into_iter().find(|fact| {
-            let mut edited = theory.to_vec();
-            edited.push(Statement::Fact(fact.clone()));
-            closure(&edited, world).is_ok_and(|c| c.label(query) != *label)
-        });
-        if let Some(fact) = found {
-            out.push((query.clone(), fact));
+    let mut found: Vec<Option<Literal>> = vec![None; queries.len()];
+    for fact in insertable_facts(theory, closed) {
+        if found.iter().all(Option::is_some) {
+            break;
+        }
+        let mut edited = theory.to_vec();
+        edited.push(Statement::Fact(fact.clone()));
+        // An insertion that makes the theory unsolvable flips nothing we could label.
+        let Ok(edited) = closure(&edited, world) else {
+            continue;
+        };
+        for (slot, (query, label, _)) in found.iter_mut().zip(queries) {
+            if slot.is_none() && edited.label(query) != *label {
+                *slot = Some(fact.clone());
+            }
         }
     }
-    out
+    queries
+        .iter()
+        .zip(found)
+        .filter_map(|((query, _, _), fact)| Some((query.clone(), fact?)))
+        .collect()
 }
 
-/// Ground body literals that are the single unmet, insertable condition of a rule instance
-/// concluding about `atom`, sorted.
-fn missing_conditions(
-    theory: &[Statement],
-    constants: &[String],
-    closed: &Closure,
-    atom: &Atom,
-) -> BTreeSet<Literal> {
+/// Facts worth inserting, sorted: the single unmet condition of a rule instance (a support), and,
+/// in a closed world, the atom under "not" in a rule instance that fires (a defeater).
+fn insertable_facts(theory: &[Statement], closed: &Closure) -> BTreeSet<Literal> {
+    let constants = signature(theory).constants;
     let mut out = BTreeSet::new();
     for statement in theory {
         let Statement::Rule(rule) = statement else {
             continue;
         };
-        for value in instances(rule, constants) {
-            if ground(&rule.head, value).atom != *atom {
-                continue;
-            }
-            let unmet: Vec<Literal> = rule
-                .body
+        for value in instances(rule, &constants) {
+            let body: Vec<Literal> = rule.body.iter().map(|l| ground(l, value)).collect();
+            let unmet: Vec<&Literal> = body
                 .iter()
-                .map(|l| ground(l, value))
                 .filter(|l| closed.label(l) != Label::True)
                 .collect();
-            // Only a stated fact can be inserted; a closed-world "not" cannot be met that way.
-            if let [lit] = unmet.as_slice() {
-                if lit.positive || closed.world() == World::Open {
-                    out.insert(lit.clone());
+            match (unmet.as_slice(), closed.world()) {
+                // Only a stated fact can be inserted; a closed-world "not" cannot be met that way.
+                ([lit], World::Open) => {
+                    out.insert((*lit).clone());
                 }
+                ([lit], World::Closed) if lit.positive => {
+                    out.insert((*lit).clone());
+                }
+                ([], World::Closed) => {
+                    out.extend(body.iter().filter(|l| !l.positive).map(Literal::negated));
+                }
+                _ => {}
             }
         }
     }
@@ -651,21 +659,27 @@ mod tests {
     fn label_mix_per_world() {
         for cfg in configs() {
             let mut labels = BTreeSet::new();
-            let mut resolvable = 0;
+            let (mut supported, mut defeated) = (0, 0);
             for seed in 0..20 {
                 let g = generate(seed, &cfg);
                 labels.extend(g.queries.iter().map(|q| q.1));
-                resolvable += g.resolvable.len();
+                for (q, _) in &g.flips {
+                    let before = g.queries.iter().find(|x| &x.0 == q).map(|x| x.1);
+                    match before {
+                        Some(Label::True) if q.positive => defeated += 1,
+                        _ => supported += 1,
+                    }
+                }
             }
             let want: BTreeSet<Label> = match cfg.world {
                 World::Open => Label::ALL.into_iter().collect(),
                 World::Closed => [Label::True, Label::False].into_iter().collect(),
             };
             assert_eq!(labels, want, "{cfg:?}");
-            assert!(
-                resolvable > 0,
-                "some queries that one fact decides: {cfg:?}"
-            );
+            assert!(supported > 0, "some queries one fact decides: {cfg:?}");
+            if cfg.world == World::Closed && cfg.depth > 0 {
+                assert!(defeated > 0, "some derivations one fact defeats: {cfg:?}");
+            }
         }
     }
 }

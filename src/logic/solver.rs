@@ -3,8 +3,11 @@
 //! Both ground every rule over the theory's constants (a rule has at most one variable) and then
 //! forward-chain. Open world: positive and negative literals are derived alike; a query is True
 //! if derived, False if its complement is derived, Uncertain otherwise (ProofWriter OWA).
-//! Closed world: ground atoms are split into strata by the negative dependencies between them;
-//! each stratum is saturated before a higher one reads it through "not" (RuleTaker CWA).
+//! Closed world (RuleTaker CWA): negation as failure, computed as the well-founded model, which is
+//! the stratified model whenever the ground theory is stratified. A theory that leaves some atom
+//! undecided (it depends on its own failure, as in "if X is not A then X is B; if X is not B then
+//! X is A") is refused with [`SolveError::NotStratified`] rather than answered.
+//! Depths count rule applications on the shortest derivation; a "not" condition counts 0.
 
 use super::english::{Atom, Literal, Statement, Term};
 use super::{Label, World};
@@ -89,6 +92,13 @@ impl Closure {
         }
         let &id = self.ids.get(atom)?;
         self.depth[node(self.world, id, positive)]
+    }
+
+    /// Every ground atom of the grounded theory (its facts and rule instances), sorted.
+    pub fn atoms(&self) -> Vec<&Atom> {
+        let mut atoms: Vec<&Atom> = self.atoms.iter().collect();
+        atoms.sort();
+        atoms
     }
 
     /// Every derived literal with its depth, sorted.
@@ -350,6 +360,16 @@ mod tests {
     }
 
     #[test]
+    fn cycles_through_rules_that_cannot_fire_are_answered() {
+        // blue needs "not quiet" and kind needs "not blue": a ground cycle through "not", but
+        // nothing makes Bob quiet, so the second rule never fires and the answer is clear.
+        let t = "Bob is kind. If someone is kind and not quiet then they are blue. \
+                 If someone is quiet and not blue then they are kind.";
+        assert_eq!(label(t, "Bob is blue.", World::Closed), Label::True);
+        assert_eq!(label(t, "Bob is not quiet.", World::Closed), Label::True);
+    }
+
+    #[test]
     fn depths_are_shortest_derivations() {
         let t = parse_theory(
             "Bob is cold. If something is cold then it is red. If something is red then it is big. \
@@ -372,10 +392,17 @@ mod tests {
             solve(&t, &q, World::Open),
             Err(SolveError::Inconsistent(_))
         ));
-        let t = parse_theory("If Bob is not red then Bob is red.").expect("parses");
-        assert!(matches!(
-            solve(&t, &q, World::Closed),
-            Err(SolveError::NotStratified(_))
-        ));
+        // An odd and an even cycle through "not": no single model to answer from.
+        for t in [
+            "If Bob is not red then Bob is red.",
+            "Bob is big. If something is big and not red then it is blue. \
+             If something is not blue then it is red.",
+        ] {
+            let t = parse_theory(t).expect("parses");
+            assert!(matches!(
+                solve(&t, &q, World::Closed),
+                Err(SolveError::NotStratified(_))
+            ));
+        }
     }
 }

@@ -78,7 +78,7 @@ pub fn decide(premises: &[Formula], conclusion: &Formula) -> Decision {
 /// inconsistent), `Some(false)` when a finite countermodel exists, `None` when neither is found.
 pub fn entails(premises: &[Formula], goal: &Formula) -> Option<bool> {
     let extras = [negate(goal)];
-    if refute(premises, &extras, Some(0)).ok()? {
+    if refute(premises, &extras, Some(0)) == Ok(true) {
         return Some(true);
     }
     let [countermodel] = find_models(premises, &extras).ok()?;

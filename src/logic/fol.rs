@@ -424,8 +424,9 @@ impl fmt::Display for Operand<'_> {
     }
 }
 
-/// Canonical text: parses back to an equal `Formula` (as long as no constant shares its name
-/// with a variable bound around it, which the parser cannot produce).
+/// Canonical text: parses back to an equal `Formula`. Hand-built formulas round-trip too as long
+/// as every name is an identifier and no constant shares its name with a quantified variable;
+/// the parser never produces anything else.
 impl fmt::Display for Formula {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

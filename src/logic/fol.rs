@@ -23,6 +23,10 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// Deepest nesting of parentheses, negations, quantifiers and function terms accepted, so that
+/// hostile input gets an error instead of overflowing the stack.
+pub const MAX_NESTING: usize = 128;
+
 /// A first-order term.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Term {
@@ -64,6 +68,7 @@ pub fn parse_formula(s: &str) -> Result<Formula, FolError> {
         pos: 0,
         bound: Vec::new(),
         quantified: Vec::new(),
+        depth: 0,
         constants: Vec::new(),
     };
     let formula = parser.formula()?;
@@ -174,6 +179,7 @@ struct Parser<'a> {
     /// Every quantified variable, and every constant with its position, seen so far.
     quantified: Vec<String>,
     constants: Vec<(String, usize)>,
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -264,7 +270,22 @@ impl Parser<'_> {
         })
     }
 
+    /// Runs `inner` one nesting level deeper, refusing to go past [`MAX_NESTING`].
+    fn nested<T>(&mut self, inner: fn(&mut Self) -> Result<T, FolError>) -> Result<T, FolError> {
+        if self.depth >= MAX_NESTING {
+            return Err(self.error_here("formula nested too deeply"));
+        }
+        self.depth += 1;
+        let result = inner(self);
+        self.depth -= 1;
+        result
+    }
+
     fn unary(&mut self) -> Result<Formula, FolError> {
+        self.nested(Self::prefixed)
+    }
+
+    fn prefixed(&mut self) -> Result<Formula, FolError> {
         match self.peek() {
             Some(Tok::Not) => {
                 self.pos += 1;
@@ -340,9 +361,9 @@ impl Parser<'_> {
         if !self.eat(&Tok::LParen) {
             return Ok((name, None));
         }
-        let mut args = vec![self.term()?];
+        let mut args = vec![self.nested(Self::term)?];
         while self.eat(&Tok::Comma) {
-            args.push(self.term()?);
+            args.push(self.nested(Self::term)?);
         }
         self.expect(&Tok::RParen, "',' or ')' in an argument list")?;
         Ok((name, Some(args)))
@@ -403,8 +424,9 @@ impl fmt::Display for Operand<'_> {
     }
 }
 
-/// Canonical text: parses back to an equal `Formula` (as long as no constant shares its name
-/// with a variable bound around it, which the parser cannot produce).
+/// Canonical text: parses back to an equal `Formula`. Hand-built formulas round-trip too as long
+/// as every name is an identifier and no constant shares its name with a quantified variable;
+/// the parser never produces anything else.
 impl fmt::Display for Formula {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -603,6 +625,16 @@ mod tests {
         assert!(parse_formula("A(x) # B(x)").is_err());
         assert!(parse_formula("∀ (A(x))").is_err());
         assert!(parse_formula("A(x,)").is_err());
+        let deep = format!("{}A(j){}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(parse_formula(&deep)
+            .unwrap_err()
+            .message
+            .contains("nested too deeply"));
+        let deep = format!("P({}j{})", "f(".repeat(100_000), ")".repeat(100_000));
+        assert!(parse_formula(&deep).is_err());
+        assert!(parse_formula(&format!("{}A(j)", "¬".repeat(100_000))).is_err());
+        let fine = format!("{}A(j){}", "(".repeat(100), ")".repeat(100));
+        assert!(parse_formula(&fine).is_ok());
     }
 
     #[test]

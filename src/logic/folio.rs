@@ -78,7 +78,7 @@ pub fn decide(premises: &[Formula], conclusion: &Formula) -> Decision {
 /// inconsistent), `Some(false)` when a finite countermodel exists, `None` when neither is found.
 pub fn entails(premises: &[Formula], goal: &Formula) -> Option<bool> {
     let extras = [negate(goal)];
-    if refute(premises, &extras, Some(0)).ok()? {
+    if refute(premises, &extras, Some(0)) == Ok(true) {
         return Some(true);
     }
     let [countermodel] = find_models(premises, &extras).ok()?;
@@ -805,6 +805,52 @@ mod tests {
         // A model must identify b with a, which the model search does not do: no guess.
         let p = ["b = a", "Red(a)"];
         assert!(matches!(check(&p, "Red(b)"), Decision::Undecided(_)));
+    }
+
+    #[test]
+    fn biconditional() {
+        let p = ["∀x (Emmet(x) ↔ Blake(x))", "¬Blake(tower)"];
+        assert_eq!(check(&p, "Emmet(tower)"), Decision::Proved(Label::False));
+        assert_eq!(
+            check(&p, "¬(Emmet(tower) ↔ Blake(tower))"),
+            Decision::Proved(Label::False)
+        );
+    }
+
+    #[test]
+    fn only_infinite_models_give_no_verdict() {
+        // A strict order without a maximum has no finite model: nothing may be claimed,
+        // in particular not that the premises are inconsistent.
+        let p = [
+            "∀x ∃y (Less(x, y))",
+            "∀x (¬Less(x, x))",
+            "∀x ∀y ∀z (Less(x, y) ∧ Less(y, z) → Less(x, z))",
+        ];
+        let d = check(&p, "Red(zero)");
+        assert_eq!(
+            d,
+            undecided("no finite model of the premises within bounds")
+        );
+        // Consequences are still proved, with the Skolem term sk(zero) as the witness.
+        let premises: Vec<Formula> = p.iter().map(|s| parse_formula(s).unwrap()).collect();
+        let goal = parse_formula("∃y (Less(zero, y))").unwrap();
+        assert_eq!(entails(&premises, &goal), Some(true));
+    }
+
+    #[test]
+    fn bounds_give_undecided() {
+        let constants: Vec<String> = (0..=MAX_DOMAIN).map(|i| format!("P(c{i})")).collect();
+        let p: Vec<&str> = constants.iter().map(String::as_str).collect();
+        assert!(matches!(check(&p, "P(c0)"), Decision::Undecided(why) if why.contains("domain")));
+        // A free variable in a hand-built formula is refused, not guessed at.
+        let open = Formula::Atom {
+            pred: "P".into(),
+            args: vec![Term::Var("x".into())],
+        };
+        assert!(matches!(
+            decide(std::slice::from_ref(&open), &open),
+            Decision::Undecided(_)
+        ));
     }
 
     #[test]

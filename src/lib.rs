@@ -1,5 +1,9 @@
 //! deltalogic: does a language model revise its beliefs correctly when the evidence changes?
 
-pub mod logic;
+pub mod check;
+pub mod cli;
 pub mod datasets;
+pub mod episodes;
+pub mod logic;
+pub mod registry;
 pub mod rng;

@@ -1,1 +1,17 @@
-fn main() {}
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    // Output piped into `head` should end quietly, as other command-line tools do.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let cli = deltalogic::cli::Cli::parse();
+    match deltalogic::cli::run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

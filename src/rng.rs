@@ -12,7 +12,10 @@ impl Rng {
     /// A generator for a named sub-stream, so that adding draws to one part of a build does not
     /// shift the draws of another.
     pub fn derive(seed: u64, stream: &str) -> Rng {
-        let h = blake3::derive_key("deltalogic 2026-11 rng stream", format!("{seed}/{stream}").as_bytes());
+        let h = blake3::derive_key(
+            "deltalogic 2026-11 rng stream",
+            format!("{seed}/{stream}").as_bytes(),
+        );
         Rng(u64::from_le_bytes(h[..8].try_into().expect("8 bytes")))
     }
 

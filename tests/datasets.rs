@@ -324,7 +324,12 @@ fn belief_r_pairs_and_step_t_only_items() {
         first.query,
         "What necessarily had to follow assuming that the above premises were true?"
     );
-    assert_eq!(extra(first, "t1_premise"), Some("If Jessica explains quantum physics to John for the first time, then John learns something new"));
+    assert_eq!(
+        extra(first, "t1_premise"),
+        Some(
+            "If Jessica explains quantum physics to John for the first time, then John learns something new"
+        )
+    );
     assert_eq!(
         (
             extra(first, "t_ground_truth"),

@@ -14,8 +14,17 @@ use std::path::{Path, PathBuf};
 
 /// Where an item came from: the dataset, the file (as given on the command line, made relative
 /// to the ingest root) and the position inside it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 pub struct Origin {
     /// Dataset name: `folio`, `proofwriter`, `ruletaker`, `belief-r`, `clomo`, `generated`.
     pub dataset: String,
@@ -28,8 +37,17 @@ pub struct Origin {
 }
 
 /// A formal form shipped with an item (FOLIO's FOL annotations).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 pub struct Formal {
     pub premises: Vec<String>,
     /// Absent in FOLIO train, which has no conclusion-FOL.
@@ -38,8 +56,17 @@ pub struct Formal {
 
 /// One question over one premise set, as the dataset states it. `gold` is the dataset's own label
 /// (normalised): it is never used as a gold label downstream, only compared against the solvers.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+#[derive(
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
 pub struct BaseItem {
     pub origin: Origin,
     /// The semantics the dataset uses, where it has one (ProofWriter open, RuleTaker closed).
@@ -174,4 +201,19 @@ pub fn files_under(format: Format, path: &Path) -> Result<Vec<PathBuf>, ReadErro
         files.retain(|f| seen.insert(f.parent().map(Path::to_path_buf)));
     }
     Ok(files)
+}
+
+/// The files whose bytes make up what `read_file` reads for `file` (a Belief-R pair is two).
+pub fn unit_files(format: Format, file: &Path) -> Vec<PathBuf> {
+    match format {
+        Format::BeliefR => {
+            let dir = if file.is_dir() {
+                file
+            } else {
+                file.parent().unwrap_or(Path::new(""))
+            };
+            belief_r::FILES.iter().map(|f| dir.join(f)).collect()
+        }
+        _ => vec![file.to_path_buf()],
+    }
 }

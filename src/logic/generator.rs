@@ -12,6 +12,10 @@ use super::{Label, World};
 use crate::rng::Rng;
 use std::collections::BTreeSet;
 
+/// Names the generation algorithm. Build specs record it, so changing what `generate` makes
+/// must change this name.
+pub const VERSION: &str = "generator-2026-11-21";
+
 const NAMES: [&str; 12] = [
     "Quillon", "Varenka", "Teodric", "Ysolde", "Brannoch", "Mirabeth", "Oswin", "Pelagia",
     "Corvin", "Isaura", "Tamsin", "Ludovic",

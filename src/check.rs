@@ -1,0 +1,194 @@
+//! `deltalogic datasets check`: the logic engine against the datasets' own labels. The engine's
+//! labels are the gold labels of deltalogic; this check shows where the two part ways.
+
+use crate::datasets::BaseItem;
+use crate::logic::fol;
+use crate::logic::folio::{self, Decision};
+use crate::logic::{english, solver, Label, World};
+use crate::registry::{Id, Registry};
+use anyhow::Result;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Serialize)]
+pub struct Disagreement {
+    pub item: Id,
+    pub file: String,
+    pub position: String,
+    pub query: String,
+    pub dataset_label: Label,
+    /// The engine's label, or why it has none.
+    pub ours: String,
+}
+
+/// What the engine makes of one item.
+enum Outcome {
+    Label(Label),
+    NoFormalForm,
+    Unparseable,
+    Undecided,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct DatasetCheck {
+    pub dataset: String,
+    pub items: usize,
+    pub agree: usize,
+    pub disagree: usize,
+    /// Items without a formal form to check (FOLIO train has no conclusion FOL).
+    pub no_formal_form: usize,
+    /// The engine gives no label (FOLIO: beyond the checker's bounds; theories: no answer).
+    pub undecided: usize,
+    /// Items whose text or FOL the engine cannot parse (malformed annotations).
+    pub unparseable: usize,
+    /// Per dataset label: [agree, items].
+    pub per_label: BTreeMap<String, [usize; 2]>,
+    pub disagreements: Vec<Disagreement>,
+}
+
+impl DatasetCheck {
+    fn record(&mut self, item: &BaseItem, id: Id, ours: Outcome) {
+        let Some(gold) = item.dataset_label else {
+            return;
+        };
+        self.items += 1;
+        let slot = self.per_label.entry(gold.as_str().to_string()).or_default();
+        slot[1] += 1;
+        match ours {
+            Outcome::Label(l) if l == gold => {
+                self.agree += 1;
+                slot[0] += 1;
+            }
+            Outcome::Label(l) => {
+                self.disagree += 1;
+                self.disagreements.push(Disagreement {
+                    item: id,
+                    file: item.origin.file.clone(),
+                    position: item.origin.position.clone(),
+                    query: item.query.clone(),
+                    dataset_label: gold,
+                    ours: l.to_string(),
+                });
+            }
+            Outcome::NoFormalForm => self.no_formal_form += 1,
+            Outcome::Unparseable => self.unparseable += 1,
+            Outcome::Undecided => self.undecided += 1,
+        }
+    }
+}
+
+/// Checks every ingested item with a dataset label, per dataset (or only `only`).
+pub fn check(reg: &Registry, only: Option<&str>) -> Result<Vec<DatasetCheck>> {
+    let mut by_dataset: BTreeMap<String, Vec<(Id, BaseItem)>> = BTreeMap::new();
+    for (id, item) in reg.all::<BaseItem>()? {
+        if only.is_none_or(|d| d == item.origin.dataset) {
+            by_dataset
+                .entry(item.origin.dataset.clone())
+                .or_default()
+                .push((id, item));
+        }
+    }
+    let mut out = Vec::new();
+    for (dataset, items) in by_dataset {
+        let mut c = DatasetCheck {
+            dataset: dataset.clone(),
+            ..Default::default()
+        };
+        if dataset == "folio" {
+            for (id, item) in &items {
+                c.record(item, *id, folio_label(item));
+            }
+        } else {
+            check_theories(&mut c, &items);
+        }
+        if c.items > 0 {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// Theories in the ProofWriter grammar: parsed and saturated once per premise set.
+fn check_theories(c: &mut DatasetCheck, items: &[(Id, BaseItem)]) {
+    type Theory<'a> = (&'a [String], Option<World>);
+    let mut groups: BTreeMap<Theory, Vec<&(Id, BaseItem)>> = BTreeMap::new();
+    for entry in items {
+        groups
+            .entry((&entry.1.premises, entry.1.world))
+            .or_default()
+            .push(entry);
+    }
+    for ((premises, world), members) in groups {
+        let Some(world) = world else { continue };
+        let closure = match premises
+            .iter()
+            .map(|p| english::parse_statement(p))
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(theory) => solver::closure(&theory, world).map_err(|_| Outcome::Undecided),
+            Err(_) => Err(Outcome::Unparseable),
+        };
+        for (id, item) in members {
+            let ours = match (&closure, english::parse_query(&item.query)) {
+                (Ok(cl), Ok(q)) => Outcome::Label(cl.label(&q)),
+                (Err(Outcome::Undecided), _) => Outcome::Undecided,
+                _ => Outcome::Unparseable,
+            };
+            c.record(item, *id, ours);
+        }
+    }
+}
+
+fn folio_label(item: &BaseItem) -> Outcome {
+    let Some((formal, conclusion)) = item
+        .formal
+        .as_ref()
+        .and_then(|f| Some((f, f.conclusion.as_ref()?)))
+    else {
+        return Outcome::NoFormalForm;
+    };
+    let premises = formal
+        .premises
+        .iter()
+        .map(|s| fol::parse_formula(s))
+        .collect::<Result<Vec<_>, _>>();
+    match (premises, fol::parse_formula(conclusion)) {
+        (Ok(p), Ok(c)) => match folio::decide(&p, &c) {
+            Decision::Proved(l) => Outcome::Label(l),
+            Decision::Undecided(_) => Outcome::Undecided,
+        },
+        _ => Outcome::Unparseable,
+    }
+}
+
+pub fn print(checks: &[DatasetCheck], list: usize) {
+    for c in checks {
+        let checked = c.items - c.no_formal_form;
+        let rate = 100.0 * c.agree as f64 / checked.max(1) as f64;
+        println!(
+            "{}: {} items with a label, {} without a formal form; of the {checked} checked: {} agree ({rate:.1}%), \
+             {} disagree, {} undecided, {} unparseable",
+            c.dataset, c.items, c.no_formal_form, c.agree, c.disagree, c.undecided, c.unparseable
+        );
+        for (label, [agree, n]) in &c.per_label {
+            println!("  gold {label:<9} {agree}/{n}");
+        }
+        for d in c.disagreements.iter().take(list) {
+            println!(
+                "  disagree {} {} {}: dataset {}, engine {}: {}",
+                d.item.short(),
+                d.file,
+                d.position,
+                d.dataset_label,
+                d.ours,
+                d.query
+            );
+        }
+        if c.disagreements.len() > list {
+            println!(
+                "  … {} more (use --list or --json)",
+                c.disagreements.len() - list
+            );
+        }
+    }
+}

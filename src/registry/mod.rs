@@ -1,0 +1,386 @@
+//! The registry: an embedded, content-addressed store (redb) of ingested files, base items,
+//! episodes and named episode sets.
+//!
+//! Format, fixed by this module (see also `store/README.md`):
+//! - Every record's id is `blake3::derive_key(CONTEXT_OF_ITS_KIND, canonical JSON of its content)`.
+//!   The canonical encoding is serde_json of a struct whose fields are in declaration order and
+//!   whose maps are sorted vectors, so the same content has the same id on every machine.
+//! - Values are rkyv archives built with the features `little_endian`, `pointer_width_32` and
+//!   `unaligned`. redb does not align value slices, so archives are made alignment-free and read
+//!   through validated access (`bytecheck`) straight from the page, never trusted blindly.
+//! - A `meta` table holds the schema version; a database of another version is refused.
+//! - Every command writes in one transaction: a failure or interruption leaves the store as it was.
+
+pub mod ingest;
+mod records;
+
+pub use records::{SourceFile, StoredSet, StoredSpec};
+
+use anyhow::{anyhow, bail, Context, Result};
+use redb::{
+    Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle,
+};
+use rkyv::api::high::{HighSerializer, HighValidator};
+use rkyv::de::Pool;
+use rkyv::rancor::{self, Strategy};
+use rkyv::ser::allocator::ArenaHandle;
+use rkyv::util::AlignedVec;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Bumped whenever a table or record layout changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const SET_NAMES: TableDefinition<&str, [u8; 32]> = TableDefinition::new("set_names");
+
+/// A content address: blake3 in key-derivation mode, one context string per kind of record.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Id(pub [u8; 32]);
+
+impl Id {
+    pub fn derive(kind: Kind, content: &[u8]) -> Id {
+        Id(blake3::derive_key(kind.context(), content))
+    }
+
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The first 12 hex digits: what listings show and what `show` accepts as a prefix.
+    pub fn short(&self) -> String {
+        self.hex()[..12].to_string()
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.hex())
+    }
+}
+
+impl fmt::Debug for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Id({})", self.short())
+    }
+}
+
+impl serde::Serialize for Id {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.hex())
+    }
+}
+
+/// The kinds of content-addressed records, each with its own key-derivation context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    SourceFile,
+    BaseItem,
+    Episode,
+    EpisodeSet,
+    BuildSpec,
+}
+
+impl Kind {
+    fn context(self) -> &'static str {
+        match self {
+            Kind::SourceFile => "deltalogic 2026-11-21 source file v1",
+            Kind::BaseItem => "deltalogic 2026-11-21 base item v1",
+            Kind::Episode => "deltalogic 2026-11-21 episode v1",
+            Kind::EpisodeSet => "deltalogic 2026-11-21 episode set v1",
+            Kind::BuildSpec => "deltalogic 2026-11-21 build spec v1",
+        }
+    }
+
+    fn table(self) -> TableDefinition<'static, [u8; 32], &'static [u8]> {
+        TableDefinition::new(match self {
+            Kind::SourceFile => "sources",
+            Kind::BaseItem => "items",
+            Kind::Episode => "episodes",
+            Kind::EpisodeSet => "sets",
+            Kind::BuildSpec => "specs",
+        })
+    }
+}
+
+/// The canonical encoding that ids hash: JSON of the content, fields in declaration order.
+pub fn canonical<T: serde::Serialize>(content: &T) -> Vec<u8> {
+    serde_json::to_vec(content).expect("records serialise to JSON")
+}
+
+type Serializer<'a> = HighSerializer<AlignedVec, ArenaHandle<'a>, rancor::Error>;
+
+/// A record kept in the registry under its content id.
+pub trait Record: rkyv::Archive + for<'a> rkyv::Serialize<Serializer<'a>> + Sized
+where
+    Self::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
+        + rkyv::Deserialize<Self, Strategy<Pool, rancor::Error>>,
+{
+    const KIND: Kind;
+
+    /// The canonical encoding of what this record *is*; provenance that may differ between two
+    /// copies of the same content (where it was first seen) stays out of it.
+    fn content(&self) -> Vec<u8>;
+
+    fn id(&self) -> Id {
+        Id::derive(Self::KIND, &self.content())
+    }
+}
+
+fn decode<R: Record>(bytes: &[u8], path: &Path, id: &Id) -> Result<R>
+where
+    R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
+        + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
+{
+    rkyv::from_bytes::<R, rancor::Error>(bytes).map_err(|e| {
+        anyhow!(
+            "{}: record {} in table `{}` is corrupt: {e}",
+            path.display(),
+            id.short(),
+            R::KIND.table().name()
+        )
+    })
+}
+
+/// The store. Opening it checks (or, for a new file, writes) the schema version.
+pub struct Registry {
+    db: Database,
+    path: PathBuf,
+}
+
+impl Registry {
+    pub fn open(path: &Path) -> Result<Registry> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the store folder {}", dir.display()))?;
+        }
+        let db = Database::create(path).map_err(|e| {
+            anyhow!(
+                "{}: not a deltalogic store (or unreadable): {e}",
+                path.display()
+            )
+        })?;
+        let reg = Registry {
+            db,
+            path: path.to_path_buf(),
+        };
+        reg.check_schema()?;
+        Ok(reg)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check_schema(&self) -> Result<()> {
+        let found = {
+            let txn = self.db.begin_read()?;
+            match txn.open_table(META) {
+                Ok(t) => t.get("schema_version")?.map(|v| v.value().to_vec()),
+                Err(redb::TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        match found {
+            Some(bytes) => {
+                let v = <[u8; 4]>::try_from(bytes.as_slice())
+                    .map(u32::from_le_bytes)
+                    .map_err(|_| {
+                        anyhow!(
+                            "{}: the schema version record is corrupt",
+                            self.path.display()
+                        )
+                    })?;
+                if v != SCHEMA_VERSION {
+                    bail!(
+                        "{}: written by deltalogic schema version {v}; this build reads version {SCHEMA_VERSION}. \
+                         Use a deltalogic that matches, or another --store.",
+                        self.path.display()
+                    );
+                }
+                Ok(())
+            }
+            None => {
+                let txn = self.db.begin_write()?;
+                {
+                    let has_tables = txn.list_tables()?.next().is_some();
+                    if has_tables {
+                        bail!(
+                            "{}: a redb database without a deltalogic schema record; refusing to use it",
+                            self.path.display()
+                        );
+                    }
+                    let mut meta = txn.open_table(META)?;
+                    meta.insert("schema_version", SCHEMA_VERSION.to_le_bytes().as_slice())?;
+                }
+                txn.commit()?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs `f` inside one write transaction; it is committed only if `f` succeeds.
+    pub fn write<T>(&self, f: impl FnOnce(&mut Writer<'_>) -> Result<T>) -> Result<T> {
+        let txn = self.db.begin_write()?;
+        let mut w = Writer {
+            txn: &txn,
+            path: &self.path,
+        };
+        let out = f(&mut w)?;
+        txn.commit().with_context(|| {
+            format!(
+                "{}: commit failed; nothing was written",
+                self.path.display()
+            )
+        })?;
+        Ok(out)
+    }
+
+    pub fn get<R: Record>(&self, id: &Id) -> Result<Option<R>>
+    where
+        R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
+            + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
+    {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(R::KIND.table()) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let found = table.get(&id.0)?;
+        found.map(|v| decode(v.value(), &self.path, id)).transpose()
+    }
+
+    /// Every record of a kind, in id order.
+    pub fn all<R: Record>(&self) -> Result<Vec<(Id, R)>>
+    where
+        R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
+            + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
+    {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(R::KIND.table()) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::with_capacity(table.len()? as usize);
+        for entry in table.iter()? {
+            let (k, v) = entry?;
+            let id = Id(k.value());
+            out.push((id, decode(v.value(), &self.path, &id)?));
+        }
+        Ok(out)
+    }
+
+    pub fn count(&self, kind: Kind) -> Result<u64> {
+        let txn = self.db.begin_read()?;
+        match txn.open_table(kind.table()) {
+            Ok(t) => Ok(t.len()?),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Resolves a full id or a unique hex prefix of one (at least 6 digits).
+    pub fn resolve(&self, kind: Kind, prefix: &str) -> Result<Id> {
+        let prefix = prefix.trim().to_ascii_lowercase();
+        if prefix.len() < 6 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
+            bail!("`{prefix}` is not an id (give at least 6 hex digits)");
+        }
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(kind.table()) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                bail!("no record starts with `{prefix}`")
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut hits = Vec::new();
+        for entry in table.iter()? {
+            let id = Id(entry?.0.value());
+            if id.hex().starts_with(&prefix) {
+                hits.push(id);
+            }
+        }
+        match hits.as_slice() {
+            [id] => Ok(*id),
+            [] => bail!("no {kind:?} record starts with `{prefix}`"),
+            _ => bail!("`{prefix}` names {} records; give more digits", hits.len()),
+        }
+    }
+
+    pub fn set_by_name(&self, name: &str) -> Result<Option<(Id, StoredSet)>> {
+        let txn = self.db.begin_read()?;
+        let names = match txn.open_table(SET_NAMES) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let Some(id) = names.get(name)?.map(|v| Id(v.value())) else {
+            return Ok(None);
+        };
+        drop(names);
+        drop(txn);
+        let set = self.get::<StoredSet>(&id)?.ok_or_else(|| {
+            anyhow!(
+                "{}: set name `{name}` points to a missing set {}",
+                self.path.display(),
+                id.short()
+            )
+        })?;
+        Ok(Some((id, set)))
+    }
+
+    pub fn set_names(&self) -> Result<Vec<(String, Id)>> {
+        let txn = self.db.begin_read()?;
+        let names = match txn.open_table(SET_NAMES) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for entry in names.iter()? {
+            let (k, v) = entry?;
+            out.push((k.value().to_string(), Id(v.value())));
+        }
+        Ok(out)
+    }
+}
+
+/// Writes inside one transaction (see [`Registry::write`]).
+pub struct Writer<'t> {
+    txn: &'t redb::WriteTransaction,
+    path: &'t Path,
+}
+
+impl Writer<'_> {
+    /// Stores a record under its content id. Returns the id and whether it was new; an existing
+    /// record with the same id is left as it is (same content, same id).
+    pub fn put<R: Record>(&mut self, record: &R) -> Result<(Id, bool)>
+    where
+        R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
+            + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
+    {
+        let id = record.id();
+        let mut table = self.txn.open_table(R::KIND.table())?;
+        if table.get(&id.0)?.is_some() {
+            return Ok((id, false));
+        }
+        let bytes = rkyv::to_bytes::<rancor::Error>(record).map_err(|e| {
+            anyhow!(
+                "{}: cannot encode a {:?} record: {e}",
+                self.path.display(),
+                R::KIND
+            )
+        })?;
+        table.insert(&id.0, bytes.as_slice())?;
+        Ok((id, true))
+    }
+
+    /// Points a set name at a set (replacing an earlier set of that name; the old set stays).
+    pub fn name_set(&mut self, name: &str, id: Id) -> Result<()> {
+        let mut names = self.txn.open_table(SET_NAMES)?;
+        names.insert(name, id.0)?;
+        Ok(())
+    }
+}

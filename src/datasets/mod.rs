@@ -148,7 +148,7 @@ pub struct ReadFile {
 /// A problem with a file as a whole: nothing of it can be read as this format.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("{file}: cannot read: {source}")]
+    #[error("{file}: cannot read")]
     Io {
         file: String,
         #[source]

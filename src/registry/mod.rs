@@ -92,6 +92,17 @@ impl Kind {
         }
     }
 
+    /// How messages name a record of this kind.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Kind::SourceFile => "source file",
+            Kind::BaseItem => "item",
+            Kind::Episode => "episode",
+            Kind::EpisodeSet => "episode set",
+            Kind::BuildSpec => "build spec",
+        }
+    }
+
     fn table(self) -> TableDefinition<'static, [u8; 32], &'static [u8]> {
         TableDefinition::new(match self {
             Kind::SourceFile => "sources",
@@ -291,7 +302,7 @@ impl Registry {
         let table = match txn.open_table(kind.table()) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => {
-                bail!("no record starts with `{prefix}`")
+                bail!("no {} id starts with `{prefix}`", kind.noun())
             }
             Err(e) => return Err(e.into()),
         };
@@ -304,7 +315,7 @@ impl Registry {
         }
         match hits.as_slice() {
             [id] => Ok(*id),
-            [] => bail!("no {kind:?} record starts with `{prefix}`"),
+            [] => bail!("no {} id starts with `{prefix}`", kind.noun()),
             _ => bail!("`{prefix}` names {} records; give more digits", hits.len()),
         }
     }
@@ -368,9 +379,9 @@ impl Writer<'_> {
         }
         let bytes = rkyv::to_bytes::<rancor::Error>(record).map_err(|e| {
             anyhow!(
-                "{}: cannot encode a {:?} record: {e}",
+                "{}: cannot encode a {} record: {e}",
                 self.path.display(),
-                R::KIND
+                R::KIND.noun()
             )
         })?;
         table.insert(&id.0, bytes.as_slice())?;

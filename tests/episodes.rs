@@ -163,3 +163,52 @@ fn killed_ingest_leaves_the_store_as_it_was() {
         }
     }
 }
+
+#[test]
+fn extended_sets_cover_closed_world_and_every_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = Registry::open(&dir.path().join("x.redb")).unwrap();
+    let extended = |from, seed| BuildSpec {
+        seed,
+        from,
+        per_type: Some(5),
+        extended: true,
+    };
+    let generated = episodes::build(&reg, &extended(From::Generated, 5), "gen").unwrap();
+    assert_eq!(generated.episodes, 7 * 5, "{:#?}", generated.cells);
+
+    ingest::ingest(
+        &reg,
+        Format::Folio,
+        &shared().join("folio/v0.0/folio-validation.jsonl"),
+        false,
+    )
+    .unwrap();
+    ingest::ingest(
+        &reg,
+        Format::ProofWriter,
+        &shared().join("proofwriter/logic-lm/dev.json"),
+        false,
+    )
+    .unwrap();
+    ingest::ingest(
+        &reg,
+        Format::RuleTaker,
+        &shared().join("ruletaker_cwa/depth-2/dev.jsonl"),
+        false,
+    )
+    .unwrap();
+    let ingested = episodes::build(&reg, &extended(From::Ingested, 5), "ing").unwrap();
+    assert_eq!(ingested.episodes, 11 * 5, "{:#?}", ingested.cells);
+
+    let mut cells = BTreeSet::new();
+    for name in ["gen", "ing"] {
+        let eps = set_episodes(&reg, name);
+        assert_sound(&eps);
+        cells.extend(
+            eps.iter()
+                .map(|(_, e)| (e.source.clone(), e.semantics, e.edit_type)),
+        );
+    }
+    assert_eq!(cells.len(), 7 + 11, "every cell is made: {cells:?}");
+}

@@ -4,8 +4,8 @@
 use crate::check;
 use crate::datasets::{BaseItem, Format};
 use crate::episodes::{self, EditType, Episode, From};
-use crate::registry::{ingest, Id, Kind, Registry, SourceFile};
-use anyhow::{bail, Context, Result};
+use crate::registry::{ingest, Id, Kind, Names, Registry, SourceFile};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -227,21 +227,7 @@ fn emit<T: Serialize>(json: bool, value: &T, text: impl FnOnce()) -> Result<()> 
 /// The episodes a filter selects, in id order.
 fn select(reg: &Registry, f: &Filter) -> Result<Vec<(Id, Episode)>> {
     let mut eps = match &f.set {
-        Some(name) => {
-            let Some((_, set)) = reg.set_by_name(name)? else {
-                bail!(
-                    "no episode set named `{name}` in {} (see `deltalogic stats`)",
-                    reg.path().display()
-                );
-            };
-            set.episode_ids()
-                .map(|id| {
-                    reg.get::<Episode>(&id)?.map(|e| (id, e)).with_context(|| {
-                        format!("set `{name}` names a missing episode {}", id.short())
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?
-        }
+        Some(name) => episodes::load_set(reg, name)?.1,
         None => reg.all::<Episode>()?,
     };
     eps.retain(|(_, e)| {
@@ -395,7 +381,7 @@ fn stats(reg: &Registry) -> Result<Stats> {
             .or_insert(0) += 1;
     }
     let mut sets = Vec::new();
-    for (name, id) in reg.set_names()? {
+    for (name, id) in reg.names(Names::Sets)? {
         let n = reg.set_by_name(&name)?.map_or(0, |(_, s)| s.episodes.len());
         sets.push(SetStats {
             name,

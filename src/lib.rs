@@ -1,5 +1,6 @@
 //! deltalogic: does a language model revise its beliefs correctly when the evidence changes?
 
+pub mod cache;
 pub mod check;
 pub mod cli;
 pub mod datasets;
@@ -7,3 +8,4 @@ pub mod episodes;
 pub mod logic;
 pub mod registry;
 pub mod rng;
+pub mod scoring;

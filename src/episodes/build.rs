@@ -5,7 +5,7 @@ use super::{folio, theory, verify, EditType, Episode, Premise, Semantics};
 use crate::datasets::{BaseItem, Origin};
 use crate::logic::generator::{self, GenConfig};
 use crate::logic::{Label, World};
-use crate::registry::{canonical, Id, Record, Registry, StoredSet, StoredSpec};
+use crate::registry::{canonical, Id, Names, Record, Registry, StoredSet, StoredSpec};
 use crate::rng::Rng;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -225,7 +225,7 @@ pub fn build(reg: &Registry, spec: &BuildSpec, name: &str) -> Result<BuildOutcom
         let set = StoredSet::new("deltalogic", spec_id, ids);
         let n = set.episodes.len();
         let (set_id, _) = w.put(&set)?;
-        w.name_set(name, set_id)?;
+        w.name(Names::Sets, name, set_id)?;
         Ok(BuildOutcome {
             name: name.to_string(),
             set: set_id,

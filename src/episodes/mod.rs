@@ -230,6 +230,24 @@ impl Record for Episode {
     }
 }
 
+/// The episodes of a named set, in id order.
+pub fn load_set(reg: &crate::registry::Registry, name: &str) -> Result<(Id, Vec<(Id, Episode)>)> {
+    let Some((set_id, set)) = reg.set_by_name(name)? else {
+        bail!(
+            "no episode set named `{name}` in {} (see `deltalogic stats`)",
+            reg.path().display()
+        );
+    };
+    let episodes = set
+        .episode_ids()
+        .map(|id| match reg.get::<Episode>(&id)? {
+            Some(e) => Ok((id, e)),
+            None => bail!("set `{name}` names a missing episode {}", id.short()),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((set_id, episodes))
+}
+
 /// Recomputes both labels of an episode from its premises with the solvers; an episode whose
 /// stored labels or edit effect do not hold is an error.
 pub fn verify(ep: &Episode) -> Result<()> {

@@ -32,7 +32,24 @@ use std::path::{Path, PathBuf};
 pub const SCHEMA_VERSION: u32 = 1;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-const SET_NAMES: TableDefinition<&str, [u8; 32]> = TableDefinition::new("set_names");
+
+/// Tables of names: aliases pointing at content ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Names {
+    Sets,
+    Models,
+}
+
+impl Names {
+    pub const ALL: [Names; 2] = [Names::Sets, Names::Models];
+
+    fn table(self) -> TableDefinition<'static, &'static str, [u8; 32]> {
+        TableDefinition::new(match self {
+            Names::Sets => "set_names",
+            Names::Models => "model_names",
+        })
+    }
+}
 
 /// A content address: blake3 in key-derivation mode, one context string per kind of record.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -72,16 +89,34 @@ impl serde::Serialize for Id {
 }
 
 /// The kinds of content-addressed records, each with its own key-derivation context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
     SourceFile,
     BaseItem,
     Episode,
     EpisodeSet,
     BuildSpec,
+    Model,
+    Template,
+    Prompt,
+    Score,
+    Result,
 }
 
 impl Kind {
+    pub const ALL: [Kind; 10] = [
+        Kind::SourceFile,
+        Kind::BaseItem,
+        Kind::Episode,
+        Kind::EpisodeSet,
+        Kind::BuildSpec,
+        Kind::Model,
+        Kind::Template,
+        Kind::Prompt,
+        Kind::Score,
+        Kind::Result,
+    ];
+
     fn context(self) -> &'static str {
         match self {
             Kind::SourceFile => "deltalogic 2026-11-21 source file v1",
@@ -89,6 +124,11 @@ impl Kind {
             Kind::Episode => "deltalogic 2026-11-21 episode v1",
             Kind::EpisodeSet => "deltalogic 2026-11-21 episode set v1",
             Kind::BuildSpec => "deltalogic 2026-11-21 build spec v1",
+            Kind::Model => "deltalogic 2026-11-21 model fingerprint v1",
+            Kind::Template => "deltalogic 2026-11-21 prompt template v1",
+            Kind::Prompt => "deltalogic 2026-11-21 prompt text v1",
+            Kind::Score => "deltalogic 2026-11-21 score key v1",
+            Kind::Result => "deltalogic 2026-11-21 result v1",
         }
     }
 
@@ -100,6 +140,11 @@ impl Kind {
             Kind::Episode => "episode",
             Kind::EpisodeSet => "episode set",
             Kind::BuildSpec => "build spec",
+            Kind::Model => "model",
+            Kind::Template => "template",
+            Kind::Prompt => "prompt",
+            Kind::Score => "score",
+            Kind::Result => "result",
         }
     }
 
@@ -110,6 +155,11 @@ impl Kind {
             Kind::Episode => "episodes",
             Kind::EpisodeSet => "sets",
             Kind::BuildSpec => "specs",
+            Kind::Model => "models",
+            Kind::Template => "templates",
+            Kind::Prompt => "prompts",
+            Kind::Score => "scores",
+            Kind::Result => "results",
         })
     }
 }
@@ -138,7 +188,7 @@ where
     }
 }
 
-fn decode<R: Record>(bytes: &[u8], path: &Path, id: &Id) -> Result<R>
+pub fn decode<R: Record>(bytes: &[u8], path: &Path, id: &Id) -> Result<R>
 where
     R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
         + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
@@ -177,6 +227,15 @@ impl Registry {
         };
         reg.check_schema()?;
         Ok(reg)
+    }
+
+    /// Opens a store that must already exist (a cache file to read or merge): a missing file is
+    /// an error, not a new empty store.
+    pub fn open_existing(path: &Path) -> Result<Registry> {
+        if !path.is_file() {
+            bail!("{}: no such cache file", path.display());
+        }
+        Registry::open(path)
     }
 
     pub fn path(&self) -> &Path {
@@ -283,6 +342,33 @@ impl Registry {
         Ok(out)
     }
 
+    /// Every record of a kind as stored bytes, in id order (for copying between stores).
+    pub fn raw_all(&self, kind: Kind) -> Result<Vec<(Id, Vec<u8>)>> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(kind.table()) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for entry in table.iter()? {
+            let (k, v) = entry?;
+            out.push((Id(k.value()), v.value().to_vec()));
+        }
+        Ok(out)
+    }
+
+    pub fn raw_get(&self, kind: Kind, id: &Id) -> Result<Option<Vec<u8>>> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(kind.table()) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let found = table.get(&id.0)?.map(|v| v.value().to_vec());
+        Ok(found)
+    }
+
     pub fn count(&self, kind: Kind) -> Result<u64> {
         let txn = self.db.begin_read()?;
         match txn.open_table(kind.table()) {
@@ -320,18 +406,38 @@ impl Registry {
         }
     }
 
-    pub fn set_by_name(&self, name: &str) -> Result<Option<(Id, StoredSet)>> {
+    /// The id a name points at.
+    pub fn lookup(&self, names: Names, name: &str) -> Result<Option<Id>> {
         let txn = self.db.begin_read()?;
-        let names = match txn.open_table(SET_NAMES) {
+        let table = match txn.open_table(names.table()) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        let Some(id) = names.get(name)?.map(|v| Id(v.value())) else {
+        let found = table.get(name)?.map(|v| Id(v.value()));
+        Ok(found)
+    }
+
+    /// Every name of a table, sorted.
+    pub fn names(&self, names: Names) -> Result<Vec<(String, Id)>> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(names.table()) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for entry in table.iter()? {
+            let (k, v) = entry?;
+            out.push((k.value().to_string(), Id(v.value())));
+        }
+        Ok(out)
+    }
+
+    pub fn set_by_name(&self, name: &str) -> Result<Option<(Id, StoredSet)>> {
+        let Some(id) = self.lookup(Names::Sets, name)? else {
             return Ok(None);
         };
-        drop(names);
-        drop(txn);
         let set = self.get::<StoredSet>(&id)?.ok_or_else(|| {
             anyhow!(
                 "{}: set name `{name}` points to a missing set {}",
@@ -340,21 +446,6 @@ impl Registry {
             )
         })?;
         Ok(Some((id, set)))
-    }
-
-    pub fn set_names(&self) -> Result<Vec<(String, Id)>> {
-        let txn = self.db.begin_read()?;
-        let names = match txn.open_table(SET_NAMES) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
-        };
-        let mut out = Vec::new();
-        for entry in names.iter()? {
-            let (k, v) = entry?;
-            out.push((k.value().to_string(), Id(v.value())));
-        }
-        Ok(out)
     }
 }
 
@@ -388,10 +479,21 @@ impl Writer<'_> {
         Ok((id, true))
     }
 
-    /// Points a set name at a set (replacing an earlier set of that name; the old set stays).
-    pub fn name_set(&mut self, name: &str, id: Id) -> Result<()> {
-        let mut names = self.txn.open_table(SET_NAMES)?;
-        names.insert(name, id.0)?;
+    /// Stores bytes read from another store under their key. The caller has validated them
+    /// (see `crate::cache`); an existing record is kept.
+    pub fn put_raw(&mut self, kind: Kind, id: Id, bytes: &[u8]) -> Result<bool> {
+        let mut table = self.txn.open_table(kind.table())?;
+        if table.get(&id.0)?.is_some() {
+            return Ok(false);
+        }
+        table.insert(&id.0, bytes)?;
+        Ok(true)
+    }
+
+    /// Points a name at a record (an earlier record of that name stays, unnamed).
+    pub fn name(&mut self, names: Names, name: &str, id: Id) -> Result<()> {
+        let mut table = self.txn.open_table(names.table())?;
+        table.insert(name, id.0)?;
         Ok(())
     }
 }

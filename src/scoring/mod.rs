@@ -1,0 +1,324 @@
+//! Constrained label scoring through the content-addressed cache: every `(model, prompt prefix,
+//! label)` score is computed once, stored under its key, and read back by every later run.
+
+pub mod prompt;
+pub mod records;
+pub mod tree;
+
+pub use records::{
+    ModelRecord, Normalisation, PromptRecord, ResultRecord, ResultRow, ScoreRecord, TemplateRecord,
+};
+
+use crate::episodes::Episode;
+use crate::logic::Label;
+use crate::registry::{Id, Record, Registry};
+use anyhow::{anyhow, Context, Result};
+use prompt::Template;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What the scorer needs of a causal language model.
+pub trait LanguageModel {
+    type State;
+    /// The backend name recorded with every score.
+    fn backend(&self) -> &str;
+    /// The context's tokens and each label's tokens, such that the context's tokens are a
+    /// prefix of the tokens of context+label (an error otherwise, never shifted tokens).
+    fn split_tokens(&self, context: &str, labels: &[String]) -> Result<(Vec<u32>, Vec<Vec<u32>>)>;
+    fn empty_state(&self) -> Self::State;
+    fn prefill(&self, state: &Self::State, tokens: &[u32]) -> Result<Self::State>;
+    fn score_continuation(&self, state: &Self::State, tokens: &[u32]) -> Result<Vec<f32>>;
+}
+
+/// Scores committed per write transaction: an interrupted run loses at most this many.
+pub const BATCH: usize = 24;
+
+/// What a scoring run did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ScoreReport {
+    pub episodes: usize,
+    pub scores_needed: usize,
+    pub scores_found_in_cache: usize,
+    pub scores_computed: usize,
+    pub forward_tokens: u64,
+    /// Distinct tokens of the prefix tree of the computed requests: the lower bound.
+    pub tree_tokens: u64,
+    pub seconds: f64,
+}
+
+/// One prompt prefix and its three labels, with their keys.
+struct Request {
+    prompt: String,
+    prompt_id: Id,
+    keys: [Id; 3],
+}
+
+impl Request {
+    fn new(model: Id, template: &Template, prompt: String) -> Request {
+        let prompt_id = PromptRecord {
+            text: prompt.clone(),
+        }
+        .id();
+        let keys = template
+            .labels
+            .map(|l| ScoreRecord::key(model, prompt_id, l));
+        Request {
+            prompt,
+            prompt_id,
+            keys,
+        }
+    }
+}
+
+/// Reads stored scores; `None` for any missing.
+fn cached(reg: &Registry, keys: &[Id]) -> Result<Vec<Option<ScoreRecord>>> {
+    keys.iter().map(|k| reg.get::<ScoreRecord>(k)).collect()
+}
+
+/// The label the scores pick: the highest normalised score, ties to the earlier label.
+pub fn predict(scores: &[ScoreRecord], norm: Normalisation) -> Label {
+    let mut best = 0;
+    for (i, s) in scores.iter().enumerate() {
+        if s.normalised(norm) > scores[best].normalised(norm) {
+            best = i;
+        }
+    }
+    Label::ALL[best]
+}
+
+/// Everything one episode's scoring reads: its two requests (step 2 once step 1 is known).
+pub struct EpisodeScores {
+    pub episode: Id,
+    pub step1: [Id; 3],
+    pub step2: [Id; 3],
+    pub pred0: Label,
+    pub pred1: Label,
+}
+
+/// Scores every episode of a set: step 1 for all, then step 2 with the model's own step-1
+/// labels, each time computing only the scores the cache lacks. `load` is called only if
+/// something must be computed.
+pub fn score_set<M: LanguageModel>(
+    reg: &Registry,
+    model_id: Id,
+    load: impl FnOnce() -> Result<M>,
+    episodes: &[(Id, Episode)],
+    template: &Template,
+    norm: Normalisation,
+    progress: &mut dyn Progress,
+) -> Result<(ScoreReport, Vec<EpisodeScores>)> {
+    let start = std::time::Instant::now();
+    let mut report = ScoreReport {
+        episodes: episodes.len(),
+        ..Default::default()
+    };
+    let mut model: Option<M> = None;
+    let mut loader = Some(load);
+    let mut get_model = |report: &mut ScoreReport, reqs: &[Request]| -> Result<()> {
+        let missing = missing(reg, reqs)?;
+        report.scores_needed += reqs.len() * 3;
+        report.scores_found_in_cache +=
+            reqs.len() * 3 - missing.iter().map(|(_, m)| m.len()).sum::<usize>();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if model.is_none() {
+            model = Some((loader.take().expect("loaded once"))()?);
+        }
+        let m = model.as_ref().expect("just loaded");
+        compute(reg, m, model_id, template, reqs, &missing, report, progress)
+    };
+    reg.write(|w| {
+        w.put(&template.record())?;
+        Ok(())
+    })?;
+
+    let step1: Vec<Request> = episodes
+        .iter()
+        .map(|(_, ep)| Request::new(model_id, template, template.step1(ep)))
+        .collect();
+    get_model(&mut report, &step1)?;
+    let mut pred0 = Vec::with_capacity(episodes.len());
+    for r in &step1 {
+        pred0.push(predict(&must(reg, &r.keys)?, norm));
+    }
+    let mut step2 = Vec::with_capacity(episodes.len());
+    for ((_, ep), p0) in episodes.iter().zip(&pred0) {
+        let after = ep.premises_after()?;
+        step2.push(Request::new(
+            model_id,
+            template,
+            template.step2(ep, *p0, &after),
+        ));
+    }
+    get_model(&mut report, &step2)?;
+    let mut out = Vec::with_capacity(episodes.len());
+    for (((id, _), (r1, r2)), p0) in episodes.iter().zip(step1.iter().zip(&step2)).zip(pred0) {
+        out.push(EpisodeScores {
+            episode: *id,
+            step1: r1.keys,
+            step2: r2.keys,
+            pred0: p0,
+            pred1: predict(&must(reg, &r2.keys)?, norm),
+        });
+    }
+    report.seconds = start.elapsed().as_secs_f64();
+    Ok((report, out))
+}
+
+fn must(reg: &Registry, keys: &[Id]) -> Result<Vec<ScoreRecord>> {
+    cached(reg, keys)?
+        .into_iter()
+        .zip(keys)
+        .map(|(s, k)| s.ok_or_else(|| anyhow!("score {} is missing after scoring", k.short())))
+        .collect()
+}
+
+/// Per request index, the label slots whose scores are not stored.
+fn missing(reg: &Registry, reqs: &[Request]) -> Result<Vec<(usize, Vec<usize>)>> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, r) in reqs.iter().enumerate() {
+        let slots: Vec<usize> = cached(reg, &r.keys)?
+            .iter()
+            .enumerate()
+            .filter(|(j, s)| s.is_none() && seen.insert(r.keys[*j]))
+            .map(|(j, _)| j)
+            .collect();
+        if !slots.is_empty() {
+            out.push((i, slots));
+        }
+    }
+    Ok(out)
+}
+
+/// Progress of a scoring run (a terminal bar, or nothing).
+pub trait Progress {
+    fn start(&mut self, total: u64, cached: u64);
+    fn advance(&mut self, scores: u64, tokens: u64);
+    fn finish(&mut self);
+}
+
+/// No progress output (tests, `--json`).
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn start(&mut self, _: u64, _: u64) {}
+    fn advance(&mut self, _: u64, _: u64) {}
+    fn finish(&mut self) {}
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compute<M: LanguageModel>(
+    reg: &Registry,
+    model: &M,
+    model_id: Id,
+    template: &Template,
+    reqs: &[Request],
+    missing: &[(usize, Vec<usize>)],
+    report: &mut ScoreReport,
+    progress: &mut dyn Progress,
+) -> Result<()> {
+    let labels: Vec<String> = template.labels.iter().map(|l| l.to_string()).collect();
+    let mut jobs = Vec::new();
+    let mut tags = Vec::new(); // tag -> (request, slot, tokens)
+    for (i, slots) in missing {
+        let r = &reqs[*i];
+        let (context, label_tokens) = model
+            .split_tokens(&r.prompt, &labels)
+            .with_context(|| format!("prompt {}", r.prompt_id.short()))?;
+        let mut job = tree::Job {
+            context,
+            labels: Vec::new(),
+        };
+        for &slot in slots {
+            job.labels.push((tags.len(), label_tokens[slot].clone()));
+            tags.push((*i, slot, label_tokens[slot].clone()));
+        }
+        jobs.push(job);
+    }
+    let total = tags.len();
+    progress.start(total as u64, report.scores_found_in_cache as u64);
+    let mut pending: Vec<ScoreRecord> = Vec::new();
+    let mut prompts: BTreeMap<Id, String> = BTreeMap::new();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let flush =
+        |pending: &mut Vec<ScoreRecord>, prompts: &mut BTreeMap<Id, String>| -> Result<()> {
+            reg.write(|w| {
+                for text in prompts.values() {
+                    w.put(&PromptRecord { text: text.clone() })?;
+                }
+                for s in pending.iter() {
+                    w.put(s)?;
+                }
+                Ok(())
+            })?;
+            pending.clear();
+            prompts.clear();
+            Ok(())
+        };
+    let stats = tree::run(model, jobs, |tag, logprobs, took| {
+        let (i, slot, tokens) = &tags[tag];
+        let r = &reqs[*i];
+        let label = template.labels[*slot];
+        let n_tokens = tokens.len() as u64;
+        prompts
+            .entry(r.prompt_id)
+            .or_insert_with(|| r.prompt.clone());
+        pending.push(ScoreRecord {
+            model: model_id.0,
+            prompt: r.prompt_id.0,
+            label: label.to_string(),
+            tokens: tokens.clone(),
+            logprobs,
+            chars: label.chars().count() as u32,
+            bytes: label.len() as u32,
+            backend: model.backend().to_string(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            compute_micros: took.as_micros() as u64,
+            computed_at: now,
+        });
+        progress.advance(1, n_tokens);
+        if pending.len() >= BATCH {
+            flush(&mut pending, &mut prompts)?;
+        }
+        Ok(())
+    })?;
+    flush(&mut pending, &mut prompts)?;
+    progress.finish();
+    report.scores_computed += total;
+    report.forward_tokens += stats.forward_tokens;
+    report.tree_tokens += stats.tree_tokens;
+    Ok(())
+}
+
+/// Stores the result of a scoring run: the predictions and the keys of every score they read.
+pub fn record_result(
+    reg: &Registry,
+    model: Id,
+    set: Id,
+    template: &Template,
+    norm: Normalisation,
+    scores: &[EpisodeScores],
+) -> Result<Id> {
+    let rows = scores
+        .iter()
+        .map(|s| ResultRow {
+            episode: s.episode.0,
+            pred0: s.pred0,
+            pred1: s.pred1,
+            keys: s.step1.iter().chain(&s.step2).map(|k| k.0).collect(),
+        })
+        .collect();
+    let result = ResultRecord {
+        model: model.0,
+        set: set.0,
+        template: template.id().0,
+        normalisation: norm.as_str().to_string(),
+        rows,
+    };
+    reg.write(|w| Ok(w.put(&result)?.0))
+}

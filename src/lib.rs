@@ -5,5 +5,6 @@ pub mod cli;
 pub mod datasets;
 pub mod episodes;
 pub mod logic;
+pub mod metrics;
 pub mod registry;
 pub mod rng;

@@ -7,4 +7,5 @@ pub mod episodes;
 pub mod logic;
 pub mod metrics;
 pub mod registry;
+pub mod report;
 pub mod rng;

@@ -59,16 +59,27 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// The metrics in Table 1 order, with stable snake-case keys (the JSON field names).
+    /// Stable keys of the metrics in Table 1 order (the JSON field names).
+    pub const KEYS: [&'static str; 6] = [
+        "initial_accuracy",
+        "revision_accuracy",
+        "revision_gap",
+        "inertia",
+        "over_flip",
+        "abstain",
+    ];
+
+    /// The metrics in Table 1 order, with their [`Metrics::KEYS`].
     pub fn entries(&self) -> [(&'static str, &Metric); 6] {
-        [
-            ("initial_accuracy", &self.initial_accuracy),
-            ("revision_accuracy", &self.revision_accuracy),
-            ("revision_gap", &self.revision_gap),
-            ("inertia", &self.inertia),
-            ("over_flip", &self.over_flip),
-            ("abstain", &self.abstain),
-        ]
+        let metrics = [
+            &self.initial_accuracy,
+            &self.revision_accuracy,
+            &self.revision_gap,
+            &self.inertia,
+            &self.over_flip,
+            &self.abstain,
+        ];
+        std::array::from_fn(|i| (Self::KEYS[i], metrics[i]))
     }
 }
 

@@ -6,6 +6,8 @@ pub mod cli;
 pub mod datasets;
 pub mod episodes;
 pub mod logic;
+pub mod metrics;
 pub mod registry;
+pub mod report;
 pub mod rng;
 pub mod scoring;

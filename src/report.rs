@@ -1,0 +1,364 @@
+//! The paper-style report: Table 1 (one row per model) and the edit-type breakdown as Markdown,
+//! every group as CSV, everything as JSON, and an SVG figure of the failure modes per model.
+//!
+//! Tables give percentages with their 95% bootstrap interval, `63.0 [55.1, 70.2]`; the revision
+//! gap is initial minus revision accuracy, in points. A cell whose conditioning set is smaller than
+//! the row's episode count (inertia, over-flip) carries its own `n`; an empty one reads `—`.
+
+use crate::metrics::{Breakdown, Metric, Metrics};
+use anyhow::Result;
+use serde::Serialize;
+use std::fmt::Write;
+
+/// The metrics of one model on one episode set under one prompt template and label
+/// normalisation.
+#[derive(Clone, Debug, Serialize)]
+pub struct ResultEntry {
+    pub model: String,
+    pub set: String,
+    pub template: String,
+    pub normalisation: String,
+    pub result_id: String,
+    pub breakdown: Breakdown,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Md,
+    Csv,
+    Json,
+}
+
+pub fn render(results: &[ResultEntry], format: Format) -> Result<String> {
+    Ok(match format {
+        Format::Md => table_markdown(results),
+        Format::Csv => table_csv(results),
+        Format::Json => serde_json::to_string_pretty(results)? + "\n",
+    })
+}
+
+type Setting = (&'static str, fn(&ResultEntry) -> &str);
+
+/// The run settings besides the model, with their column titles.
+const SETTINGS: [Setting; 3] = [
+    ("Set", |r| &r.set),
+    ("Template", |r| &r.template),
+    ("Normalisation", |r| &r.normalisation),
+];
+
+/// The settings that tell entries apart: only these get a column (or a label line), so a
+/// one-set comparison reads like the paper's table.
+fn varying(results: &[ResultEntry]) -> Vec<Setting> {
+    SETTINGS
+        .into_iter()
+        .filter(|(_, get)| results.iter().any(|r| get(r) != get(&results[0])))
+        .collect()
+}
+
+fn title(key: &str) -> &'static str {
+    match key {
+        "initial_accuracy" => "Init acc",
+        "revision_accuracy" => "Rev acc",
+        "revision_gap" => "Gap",
+        "inertia" => "Inertia",
+        "over_flip" => "Over-flip",
+        "abstain" => "Abstain",
+        _ => unreachable!("no title for metric {key}"),
+    }
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1}", 100.0 * x)
+}
+
+/// `63.0 [55.1, 70.2]`, or `—` without a value.
+fn estimate(m: &Metric) -> String {
+    let mut s = m.value.map_or_else(|| "—".to_string(), percent);
+    if let (Some(lo), Some(hi)) = (m.lo, m.hi) {
+        write!(s, " [{}, {}]", percent(lo), percent(hi)).expect("writing to a String");
+    }
+    s
+}
+
+/// The estimate, plus ` (n=k)` when the metric's own n differs from the row's.
+fn cell(m: &Metric, row_n: usize) -> String {
+    let mut s = estimate(m);
+    if m.n != row_n {
+        write!(s, " (n={})", m.n).expect("writing to a String");
+    }
+    s
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+fn md_line<S: AsRef<str>>(cells: impl IntoIterator<Item = S>) -> String {
+    let cells: Vec<String> = cells.into_iter().map(|c| md_escape(c.as_ref())).collect();
+    format!("| {} |\n", cells.join(" | "))
+}
+
+/// One table: label columns, then the six metrics and n.
+fn md_table<'a>(labels: &[&str], rows: impl Iterator<Item = (Vec<String>, &'a Metrics)>) -> String {
+    let head: Vec<&str> = labels
+        .iter()
+        .copied()
+        .chain(Metrics::KEYS.iter().map(|k| title(k)))
+        .chain(["n"])
+        .collect();
+    let mut out = md_line(&head);
+    out += &md_line(head.iter().map(|_| "---"));
+    for (mut cells, m) in rows {
+        cells.extend(m.entries().iter().map(|(_, x)| cell(x, m.n)));
+        cells.push(m.n.to_string());
+        out += &md_line(cells);
+    }
+    out
+}
+
+fn labels(r: &ResultEntry, settings: &[Setting]) -> Vec<String> {
+    std::iter::once(r.model.clone())
+        .chain(settings.iter().map(|(_, get)| get(r).to_string()))
+        .collect()
+}
+
+/// Table 1 (one row per model) and the edit-type breakdown (one row per model and edit type).
+pub fn table_markdown(results: &[ResultEntry]) -> String {
+    let settings = varying(results);
+    let mut heads = vec!["Model"];
+    heads.extend(settings.iter().map(|(t, _)| *t));
+    let overall = md_table(
+        &heads,
+        results
+            .iter()
+            .map(|r| (labels(r, &settings), &r.breakdown.overall)),
+    );
+    heads.push("Edit type");
+    let by_edit = md_table(
+        &heads,
+        results.iter().flat_map(|r| {
+            let settings = &settings;
+            r.breakdown.by_edit_type.iter().map(move |(t, m)| {
+                let mut l = labels(r, settings);
+                l.push(t.clone());
+                (l, m)
+            })
+        }),
+    );
+    format!(
+        "## Table 1: belief revision per model\n\n{overall}\n\
+         ## By edit type\n\n{by_edit}\n\
+         Percentages with 95% bootstrap intervals. Gap = Init acc − Rev acc (points). \
+         Inertia: the edited premises change the gold label but the model keeps its correct \
+         first answer; over-flip: the gold label stays but the model abandons its correct first \
+         answer; their n counts those episodes. Abstain: share of Uncertain answers after the \
+         edit.\n"
+    )
+}
+
+/// Every group of a breakdown: `(group_by, group, metrics)`.
+fn groups(b: &Breakdown) -> impl Iterator<Item = (&'static str, &str, &Metrics)> {
+    std::iter::once(("overall", "all", &b.overall))
+        .chain(
+            b.by_edit_type
+                .iter()
+                .map(|(k, m)| ("edit-type", k.as_str(), m)),
+        )
+        .chain(b.by_source.iter().map(|(k, m)| ("source", k.as_str(), m)))
+}
+
+/// One row per (model, set, template, normalisation, group); proportions as fractions, an
+/// undefined value as an empty field.
+pub fn table_csv(results: &[ResultEntry]) -> String {
+    let mut head: Vec<String> = [
+        "model",
+        "set",
+        "template",
+        "normalisation",
+        "result_id",
+        "group_by",
+        "group",
+        "n",
+    ]
+    .map(String::from)
+    .to_vec();
+    for key in Metrics::KEYS {
+        head.extend(["value", "lo", "hi", "n"].map(|f| format!("{key}_{f}")));
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(&head).expect("writing CSV to memory");
+    let field = |x: Option<f64>| x.map_or_else(String::new, |v| v.to_string());
+    for r in results {
+        for (by, group, m) in groups(&r.breakdown) {
+            let mut rec = vec![
+                r.model.clone(),
+                r.set.clone(),
+                r.template.clone(),
+                r.normalisation.clone(),
+                r.result_id.clone(),
+                by.to_string(),
+                group.to_string(),
+                m.n.to_string(),
+            ];
+            for (_, x) in m.entries() {
+                rec.extend([field(x.value), field(x.lo), field(x.hi), x.n.to_string()]);
+            }
+            w.write_record(&rec).expect("writing CSV to memory");
+        }
+    }
+    String::from_utf8(w.into_inner().expect("writing CSV to memory")).expect("CSV of strings")
+}
+
+/// The failure modes the figure shows: key, legend, colour (Okabe–Ito, safe for colour blindness).
+type Mode = (fn(&Metrics) -> &Metric, &'static str, &'static str);
+const MODES: [Mode; 3] = [
+    (|m| &m.inertia, "Inertia", "#D55E00"),
+    (|m| &m.over_flip, "Over-flip", "#0072B2"),
+    (|m| &m.abstain, "Abstention", "#009E73"),
+];
+const BAR_W: f64 = 28.0;
+const BAR_GAP: f64 = 4.0;
+const GROUP_W: f64 = 150.0;
+const PLOT_H: f64 = 240.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 24.0;
+const TOP: f64 = 78.0;
+const BOTTOM: f64 = 70.0;
+const MIN_W: f64 = 560.0;
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The y coordinate of a proportion.
+fn y(p: f64) -> f64 {
+    TOP + PLOT_H * (1.0 - p.clamp(0.0, 1.0))
+}
+
+/// Grouped bars per entry (inertia, over-flip, abstention) with 95% interval whiskers, on a 0–100%
+/// axis, with a legend and a title: a standalone SVG document.
+pub fn svg(results: &[ResultEntry]) -> String {
+    let width = (LEFT + GROUP_W * results.len() as f64 + RIGHT).max(MIN_W);
+    let height = TOP + PLOT_H + BOTTOM;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{}\" y=\"26\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">\
+         Belief-revision failure modes per model</text>\n",
+        width / 2.0
+    );
+    s += &legend(width);
+    s += &axis(width);
+    let settings = varying(results);
+    for (i, r) in results.iter().enumerate() {
+        s += &bar_group(r, &settings, LEFT + GROUP_W * i as f64);
+    }
+    s += "</svg>\n";
+    s
+}
+
+fn legend(width: f64) -> String {
+    let mut s = String::from("<g class=\"legend\">\n");
+    let x0 = width / 2.0 - 230.0;
+    for (i, (_, name, colour)) in MODES.iter().enumerate() {
+        let x = x0 + 110.0 * i as f64;
+        s += &format!(
+            "<rect x=\"{x}\" y=\"40\" width=\"12\" height=\"12\" fill=\"{colour}\"/>\
+             <text x=\"{}\" y=\"50\">{name}</text>\n",
+            x + 17.0
+        );
+    }
+    s += &format!(
+        "<text x=\"{}\" y=\"50\" fill=\"#555\">whiskers: 95% bootstrap interval</text>\n</g>\n",
+        x0 + 110.0 * MODES.len() as f64
+    );
+    s
+}
+
+/// Horizontal grid lines with percentage ticks, and the baseline.
+fn axis(width: f64) -> String {
+    let mut s = String::from("<g class=\"axis\" stroke=\"#ddd\">\n");
+    for tick in [0, 25, 50, 75, 100] {
+        let ty = y(f64::from(tick) / 100.0);
+        s += &format!(
+            "<line x1=\"{LEFT}\" y1=\"{ty}\" x2=\"{}\" y2=\"{ty}\"/>\
+             <text x=\"{}\" y=\"{}\" text-anchor=\"end\" stroke=\"none\" fill=\"#333\">{tick}%</text>\n",
+            width - RIGHT,
+            LEFT - 6.0,
+            ty + 4.0
+        );
+    }
+    s += &format!(
+        "<line x1=\"{LEFT}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"#333\"/>\n</g>\n",
+        y(0.0),
+        width - RIGHT
+    );
+    s
+}
+
+/// One entry's three bars, whiskers and labels (model; the varying settings; episode count).
+fn bar_group(r: &ResultEntry, settings: &[Setting], x0: f64) -> String {
+    let m = &r.breakdown.overall;
+    let mut s = format!(
+        "<g class=\"model\" data-model=\"{}\">\n",
+        xml_escape(&r.model)
+    );
+    let bars_w = MODES.len() as f64 * BAR_W + (MODES.len() - 1) as f64 * BAR_GAP;
+    let left = x0 + (GROUP_W - bars_w) / 2.0;
+    for (i, (get, name, colour)) in MODES.iter().enumerate() {
+        s += &bar(get(m), name, colour, left + i as f64 * (BAR_W + BAR_GAP));
+    }
+    let centre = x0 + GROUP_W / 2.0;
+    let mut lines = vec![r.model.clone()];
+    let detail: Vec<&str> = settings.iter().map(|(_, get)| get(r)).collect();
+    if !detail.is_empty() {
+        lines.push(detail.join(" · "));
+    }
+    lines.push(format!("n = {}", m.n));
+    for (i, line) in lines.iter().enumerate() {
+        s += &format!(
+            "<text x=\"{centre}\" y=\"{}\" text-anchor=\"middle\"{}>{}</text>\n",
+            y(0.0) + 18.0 + 15.0 * i as f64,
+            if i == 0 {
+                " font-weight=\"bold\""
+            } else {
+                " fill=\"#555\""
+            },
+            xml_escape(line)
+        );
+    }
+    s += "</g>\n";
+    s
+}
+
+/// A bar with its interval whisker and a tooltip; an undefined metric shows `n/a` instead.
+fn bar(m: &Metric, name: &str, colour: &str, x: f64) -> String {
+    let centre = x + BAR_W / 2.0;
+    let tip = format!("{name}: {} (n = {})", estimate(m), m.n);
+    let Some(v) = m.value else {
+        return format!(
+            "<text x=\"{centre}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"#555\">\
+             n/a<title>{tip}</title></text>\n",
+            y(0.0) - 4.0
+        );
+    };
+    let mut s = format!(
+        "<rect x=\"{x}\" y=\"{}\" width=\"{BAR_W}\" height=\"{}\" fill=\"{colour}\">\
+         <title>{tip}</title></rect>\n",
+        y(v),
+        y(0.0) - y(v)
+    );
+    if let (Some(lo), Some(hi)) = (m.lo, m.hi) {
+        let (cap_l, cap_r) = (centre - 5.0, centre + 5.0);
+        let (ylo, yhi) = (y(lo), y(hi));
+        s += &format!(
+            "<path d=\"M{centre} {ylo}V{yhi}M{cap_l} {ylo}H{cap_r}M{cap_l} {yhi}H{cap_r}\" \
+             stroke=\"#222\" stroke-width=\"1.5\" fill=\"none\"/>\n"
+        );
+    }
+    s
+}

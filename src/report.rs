@@ -218,19 +218,31 @@ const MODES: [Mode; 3] = [
 ];
 const BAR_W: f64 = 28.0;
 const BAR_GAP: f64 = 4.0;
-const GROUP_W: f64 = 150.0;
+const GROUP_W: f64 = 180.0;
 const PLOT_H: f64 = 240.0;
 const LEFT: f64 = 64.0;
 const RIGHT: f64 = 24.0;
-const TOP: f64 = 78.0;
+const TOP: f64 = 92.0;
 const BOTTOM: f64 = 70.0;
 const MIN_W: f64 = 560.0;
+/// Labels longer than this (about a group's width in 12px bold) are shortened, in full in a tooltip.
+const LABEL_CHARS: usize = 24;
 
 fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+/// The escaped label, cut to [`LABEL_CHARS`] with the full text as a tooltip so that
+/// neighbouring groups' labels do not overlap.
+fn shortened(label: &str) -> String {
+    if label.chars().count() <= LABEL_CHARS {
+        return xml_escape(label);
+    }
+    let cut: String = label.chars().take(LABEL_CHARS - 1).collect();
+    format!("{}…<title>{}</title>", xml_escape(&cut), xml_escape(label))
 }
 
 /// The y coordinate of a proportion.
@@ -247,15 +259,19 @@ pub fn svg(results: &[ResultEntry]) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
          viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{}\" y=\"26\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">\
-         Belief-revision failure modes per model</text>\n",
+         <text x=\"{0}\" y=\"26\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">\
+         Belief-revision failure modes per model</text>\n\
+         <text x=\"{0}\" y=\"46\" text-anchor=\"middle\" fill=\"#555\">\
+         whiskers: 95% bootstrap interval; n: episodes</text>\n",
         width / 2.0
     );
     s += &legend(width);
     s += &axis(width);
     let settings = varying(results);
+    // Centre the groups when the minimum width leaves room to spare.
+    let first = (width - RIGHT + LEFT - GROUP_W * results.len() as f64) / 2.0;
     for (i, r) in results.iter().enumerate() {
-        s += &bar_group(r, &settings, LEFT + GROUP_W * i as f64);
+        s += &bar_group(r, &settings, first + GROUP_W * i as f64);
     }
     s += "</svg>\n";
     s
@@ -263,19 +279,17 @@ pub fn svg(results: &[ResultEntry]) -> String {
 
 fn legend(width: f64) -> String {
     let mut s = String::from("<g class=\"legend\">\n");
-    let x0 = width / 2.0 - 230.0;
+    const ITEM_W: f64 = 110.0;
+    let x0 = (width - ITEM_W * MODES.len() as f64) / 2.0;
     for (i, (_, name, colour)) in MODES.iter().enumerate() {
-        let x = x0 + 110.0 * i as f64;
+        let x = x0 + ITEM_W * i as f64;
         s += &format!(
-            "<rect x=\"{x}\" y=\"40\" width=\"12\" height=\"12\" fill=\"{colour}\"/>\
-             <text x=\"{}\" y=\"50\">{name}</text>\n",
+            "<rect x=\"{x}\" y=\"58\" width=\"12\" height=\"12\" fill=\"{colour}\"/>\
+             <text x=\"{}\" y=\"68\">{name}</text>\n",
             x + 17.0
         );
     }
-    s += &format!(
-        "<text x=\"{}\" y=\"50\" fill=\"#555\">whiskers: 95% bootstrap interval</text>\n</g>\n",
-        x0 + 110.0 * MODES.len() as f64
-    );
+    s += "</g>\n";
     s
 }
 
@@ -328,7 +342,7 @@ fn bar_group(r: &ResultEntry, settings: &[Setting], x0: f64) -> String {
             } else {
                 " fill=\"#555\""
             },
-            xml_escape(line)
+            shortened(line)
         );
     }
     s += "</g>\n";
@@ -361,4 +375,36 @@ fn bar(m: &Metric, name: &str, colour: &str, x: f64) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metric(value: Option<f64>, n: usize, ci: Option<(f64, f64)>) -> Metric {
+        Metric {
+            value,
+            n,
+            lo: ci.map(|c| c.0),
+            hi: ci.map(|c| c.1),
+        }
+    }
+
+    #[test]
+    fn cells_are_percentages_with_interval_and_own_n() {
+        let m = metric(Some(0.63), 100, Some((0.551, 0.7024)));
+        assert_eq!(cell(&m, 100), "63.0 [55.1, 70.2]");
+        assert_eq!(cell(&m, 120), "63.0 [55.1, 70.2] (n=100)");
+        assert_eq!(cell(&metric(Some(-0.05), 9, None), 9), "-5.0");
+        assert_eq!(cell(&metric(None, 0, None), 9), "— (n=0)");
+    }
+
+    #[test]
+    fn long_labels_are_shortened_with_a_tooltip() {
+        assert_eq!(shortened("a & b"), "a &amp; b");
+        let long = "x".repeat(LABEL_CHARS + 1);
+        let short = shortened(&long);
+        assert!(short.starts_with(&format!("{}…<title>", "x".repeat(LABEL_CHARS - 1))));
+        assert!(short.ends_with(&format!("{long}</title>")));
+    }
 }

@@ -1,11 +1,11 @@
 //! The command line. Each command does its work through the library and prints either a
 //! readable summary or, with the global `--json`, one JSON document.
 
-use crate::check;
 use crate::datasets::{BaseItem, Format};
 use crate::episodes::{self, EditType, Episode, From};
 use crate::registry::{ingest, Id, Kind, Names, Registry, SourceFile};
-use anyhow::{Context, Result};
+use crate::{cache, check, report, results};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -58,6 +58,52 @@ pub enum Command {
     },
     /// Counts of everything in the store.
     Stats,
+    /// The paper-style table (Table 1) and the edit-type breakdown of stored results, and an SVG
+    /// figure of the failure modes per model.
+    Report {
+        /// Only these models (names).
+        #[arg(long, num_args = 1..)]
+        models: Vec<String>,
+        /// Only these episode sets (names).
+        #[arg(long, num_args = 1..)]
+        sets: Vec<String>,
+        #[arg(long, value_enum, default_value_t = report::Format::Md)]
+        format: report::Format,
+        /// Where to write the SVG figure.
+        #[arg(long, default_value = "store/failure-modes.svg")]
+        svg: PathBuf,
+    },
+    /// Every score behind a result: key, episode, step, label, model, log-probs, when computed.
+    Audit {
+        /// A result id (or a unique prefix of one), as `report --format json` shows.
+        result: String,
+    },
+    /// Share caches: export, merge, verify, stats.
+    Cache {
+        #[command(subcommand)]
+        command: CacheCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CacheCommand {
+    /// Write a self-contained cache file: the scores of a model on a set, with the prompts,
+    /// templates, episodes, set and model record they refer to.
+    Export {
+        #[arg(long)]
+        model: String,
+        #[arg(long)]
+        set: String,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Add a colleague's cache file: a union of content-addressed records; a key that exists here
+    /// with another value is reported as a conflict and never overwritten.
+    Merge { file: PathBuf },
+    /// Check every record (rkyv validity, key = hash of content) of a cache file or the store.
+    Verify { file: Option<PathBuf> },
+    /// Record counts of a cache file or the store.
+    Stats { file: Option<PathBuf> },
 }
 
 #[derive(Subcommand, Debug)]
@@ -211,6 +257,130 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Stats => {
             let s = stats(&reg)?;
             emit(json, &s, || print_stats(&s))
+        }
+        Command::Report {
+            models,
+            sets,
+            format,
+            svg,
+        } => {
+            let entries = results::entries(&reg, &models, &sets)?;
+            if entries.is_empty() {
+                bail!("no results to report: score a set first (`deltalogic score` or `deltalogic run`)");
+            }
+            let format = if json { report::Format::Json } else { format };
+            print!("{}", report::render(&entries, format)?);
+            write_svg(&svg, &report::svg(&entries))
+        }
+        Command::Audit { result } => {
+            let a = results::audit(&reg, &result)?;
+            emit(json, &a, || {
+                println!(
+                    "result {} on set {} ({} episodes), template {}, normalisation {}: {} scores",
+                    a.result.short(),
+                    a.set.short(),
+                    a.set_size,
+                    a.template.short(),
+                    a.normalisation,
+                    a.scores.len()
+                );
+                for l in &a.scores {
+                    let lp: Vec<String> = l.logprobs.iter().map(|x| format!("{x:.4}")).collect();
+                    println!(
+                        "{}  episode {} step {} {:<11} model {} [{}] at {}",
+                        l.key.short(),
+                        l.episode.short(),
+                        l.step,
+                        format!("{:?}", l.label),
+                        l.model.short(),
+                        lp.join(", "),
+                        l.computed_at
+                    );
+                }
+            })
+        }
+        Command::Cache { command } => cache_command(&reg, json, command),
+    }
+}
+
+fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("figure written to {}", path.display());
+    Ok(())
+}
+
+fn cache_command(reg: &Registry, json: bool, command: CacheCommand) -> Result<()> {
+    let open_other = |file: &Option<PathBuf>| -> Result<Option<Registry>> {
+        file.as_ref()
+            .map(|f| Registry::open_existing(f))
+            .transpose()
+    };
+    match command {
+        CacheCommand::Export { model, set, output } => {
+            let id = reg
+                .lookup(Names::Models, &model)?
+                .map_or_else(|| reg.resolve(Kind::Model, &model), Ok)
+                .with_context(|| format!("unknown model `{model}`"))?;
+            let r = cache::export(reg, id, &set, &output)?;
+            emit(json, &r, || {
+                let total: usize = r.records.values().sum();
+                println!("{total} records written to {}", r.file);
+                for (k, n) in &r.records {
+                    println!("  {k:<12} {n}");
+                }
+            })
+        }
+        CacheCommand::Merge { file } => {
+            let other = Registry::open_existing(&file)?;
+            let r = cache::merge(reg, &other)?;
+            emit(json, &r, || {
+                for (k, n) in &r.added {
+                    println!("added {k:<12} {n}");
+                }
+                println!(
+                    "already present: {}",
+                    r.already_present.values().sum::<usize>()
+                );
+                for c in &r.conflicts {
+                    println!("conflict {} {}: {}", c.kind, c.key.short(), c.detail);
+                }
+                println!(
+                    "{} conflicts (the original records were kept)",
+                    r.conflicts.len()
+                );
+            })
+        }
+        CacheCommand::Verify { file } => {
+            let other = open_other(&file)?;
+            let r = cache::verify(other.as_ref().unwrap_or(reg))?;
+            emit(json, &r, || {
+                for (k, c) in &r.kinds {
+                    println!("{k:<12} {} records, {} bad", c.records, c.bad);
+                }
+                for p in &r.problems {
+                    println!("problem: {p}");
+                }
+            })?;
+            if !r.problems.is_empty() {
+                bail!("{}: {} problem(s)", r.file, r.problems.len());
+            }
+            Ok(())
+        }
+        CacheCommand::Stats { file } => {
+            let other = open_other(&file)?;
+            let r = cache::stats(other.as_ref().unwrap_or(reg))?;
+            emit(json, &r, || {
+                println!("{}: {} bytes", r.file, r.bytes);
+                for (k, n) in &r.records {
+                    println!("  {k:<12} {n}");
+                }
+                for (m, n) in &r.scores_per_model {
+                    println!("  scores of model {m}: {n}");
+                }
+            })
         }
     }
 }

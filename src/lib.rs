@@ -9,5 +9,6 @@ pub mod logic;
 pub mod metrics;
 pub mod registry;
 pub mod report;
+pub mod results;
 pub mod rng;
 pub mod scoring;

@@ -43,6 +43,13 @@ pub enum Names {
 impl Names {
     pub const ALL: [Names; 2] = [Names::Sets, Names::Models];
 
+    pub fn noun(self) -> &'static str {
+        match self {
+            Names::Sets => "episode set",
+            Names::Models => "model",
+        }
+    }
+
     fn table(self) -> TableDefinition<'static, &'static str, [u8; 32]> {
         TableDefinition::new(match self {
             Names::Sets => "set_names",

@@ -72,7 +72,7 @@ pub fn entries(reg: &Registry, models: &[String], sets: &[String]) -> Result<Vec
     let mut out = Vec::new();
     for (rid, r) in reg.all::<ResultRecord>()? {
         let (model, set) = (Id(r.model), Id(r.set));
-        let keep_model = want_models.as_ref().map_or(true, |m| m.contains(&model));
+        let keep_model = want_models.as_ref().is_none_or(|m| m.contains(&model));
         // Without --sets, only sets that a name points at now (a rebuilt name hides the old set).
         let keep_set = match &want_sets {
             Some(s) => s.contains(&set),

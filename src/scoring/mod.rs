@@ -260,11 +260,11 @@ fn compute<M: LanguageModel>(
             prompts.clear();
             Ok(())
         };
-    let stats = tree::run(model, jobs, |tag, logprobs, took| {
+    let mut reported_tokens = 0;
+    let stats = tree::run(model, jobs, |tag, logprobs, took, forward| {
         let (i, slot, tokens) = &tags[tag];
         let r = &reqs[*i];
         let label = template.labels[*slot];
-        let n_tokens = tokens.len() as u64;
         prompts
             .entry(r.prompt_id)
             .or_insert_with(|| r.prompt.clone());
@@ -281,7 +281,8 @@ fn compute<M: LanguageModel>(
             compute_micros: took.as_micros() as u64,
             computed_at: now,
         });
-        progress.advance(1, n_tokens);
+        progress.advance(1, forward - reported_tokens);
+        reported_tokens = forward;
         if pending.len() >= BATCH {
             flush(&mut pending, &mut prompts)?;
         }

@@ -30,11 +30,12 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// Scores every job; `done(tag, logprobs, time)` is called for each label as it is scored.
+/// Scores every job; `done(tag, logprobs, time, forward tokens so far)` is called for each label
+/// as it is scored.
 pub fn run<M: LanguageModel>(
     model: &M,
     mut jobs: Vec<Job>,
-    mut done: impl FnMut(usize, Vec<f32>, Duration) -> Result<()>,
+    mut done: impl FnMut(usize, Vec<f32>, Duration, u64) -> Result<()>,
 ) -> Result<TreeStats> {
     jobs.sort_by(|a, b| a.context.cmp(&b.context));
     // shared[i]: tokens job i has in common with job i + 1.
@@ -63,7 +64,7 @@ pub fn run<M: LanguageModel>(
             stats.forward_tokens += tokens.len() as u64;
             let t = Instant::now();
             let logprobs = model.score_continuation(state, tokens)?;
-            done(*tag, logprobs, t.elapsed())?;
+            done(*tag, logprobs, t.elapsed(), stats.forward_tokens)?;
         }
     }
     Ok(stats)

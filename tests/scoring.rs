@@ -33,7 +33,7 @@ fn score(reg: &Registry, model: &'static str, set: &str) -> (ScoreReport, Id) {
         model_id(model),
         || Ok(ByteModel::new(model)),
         &eps,
-        &prompt::PLAIN,
+        &prompt::plain(),
         Normalisation::Mean,
         &mut Quiet,
     )
@@ -42,7 +42,7 @@ fn score(reg: &Registry, model: &'static str, set: &str) -> (ScoreReport, Id) {
         reg,
         model_id(model),
         set_id,
-        &prompt::PLAIN,
+        &prompt::plain(),
         Normalisation::Mean,
         &rows,
     )
@@ -229,4 +229,42 @@ fn corrupt_or_missing_cache_files_are_refused() {
         let _ = cache::merge(&ours, &other);
     }
     assert_eq!(scores(&ours), before);
+}
+
+/// SmolLM2-135M-Instruct's chat template, as its GGUF file carries it.
+const SMOLLM2_CHAT: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+#[test]
+fn step_two_continues_step_one_in_both_templates() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let (_, eps) = build(&reg, "set", 1);
+    let chat = prompt::chat(SMOLLM2_CHAT).unwrap();
+    for t in [prompt::plain(), chat] {
+        for (_, ep) in &eps {
+            let after = ep.premises_after().unwrap();
+            let s1 = t.step1(ep).unwrap();
+            let s2 = t
+                .step2(ep, deltalogic::logic::Label::False, &after)
+                .unwrap();
+            let answered = format!("{s1}{}", t.label_text(deltalogic::logic::Label::False));
+            assert!(
+                s2.starts_with(&answered),
+                "{}: step 2 must continue step 1 and its answer",
+                t.name
+            );
+            assert!(
+                s2.contains(&after.last().map_or(String::new(), |p| p.text.clone()))
+                    || after.len() < ep.premises.len()
+            );
+        }
+    }
+    assert_ne!(
+        prompt::plain().id(),
+        prompt::chat(SMOLLM2_CHAT).unwrap().id()
+    );
+    assert!(
+        prompt::chat("{% for m in messages %}").is_err(),
+        "a broken chat template is refused up front"
+    );
 }

@@ -134,10 +134,10 @@ pub fn score_set<M: LanguageModel>(
         Ok(())
     })?;
 
-    let step1: Vec<Request> = episodes
+    let step1 = episodes
         .iter()
-        .map(|(_, ep)| Request::new(model_id, template, template.step1(ep)))
-        .collect();
+        .map(|(_, ep)| Ok(Request::new(model_id, template, template.step1(ep)?)))
+        .collect::<Result<Vec<_>>>()?;
     get_model(&mut report, &step1)?;
     let mut pred0 = Vec::with_capacity(episodes.len());
     for r in &step1 {
@@ -149,7 +149,7 @@ pub fn score_set<M: LanguageModel>(
         step2.push(Request::new(
             model_id,
             template,
-            template.step2(ep, *p0, &after),
+            template.step2(ep, *p0, &after)?,
         ));
     }
     get_model(&mut report, &step2)?;

@@ -2,46 +2,87 @@
 //! the dialogue continued with the model's own step-1 label, then P', then q again. Templates
 //! are versioned and content-hashed: any change to the text they produce changes their id, and
 //! so every score key and result that used them.
+//!
+//! - `plain`: the paper's form, premises and question ending in `Label:`; labels ` True`,
+//!   ` False`, ` Uncertain` (with their separating space).
+//! - `chat`: the same question as a user turn in the model's own chat template (GGUF
+//!   `tokenizer.chat_template` or HF `tokenizer_config.json`), rendered with minijinja; the
+//!   model's step-1 label becomes its assistant turn. Labels `True`, `False`, `Uncertain` open
+//!   the assistant turn.
 
 use super::records::TemplateRecord;
 use crate::episodes::{Episode, Premise, Semantics};
 use crate::logic::Label;
 use crate::registry::{canonical, Id, Record};
+use anyhow::{Context, Result};
 use serde::Serialize;
+
+/// The wording shared by both templates.
+#[derive(Clone, Debug, Serialize)]
+struct Wording {
+    intro: &'static str,
+    revised_intro: &'static str,
+    open_world_rule: &'static str,
+    closed_world_rule: &'static str,
+    question: &'static str,
+}
+
+const WORDING: Wording = Wording {
+    intro: "Premises:\n",
+    revised_intro: "The premises have been revised. Revised premises:\n",
+    open_world_rule: "Answer Uncertain when the premises settle neither the statement nor its negation.\n",
+    closed_world_rule: "Closed world: anything that is not stated and cannot be derived from the premises is false.\n",
+    question: "Question: Based only on the premises, is the following statement True, False, or Uncertain?\nStatement: ",
+};
+
+#[derive(Clone, Debug, Serialize)]
+enum Form {
+    /// Plain text: `Label:` cues the answer, the revision follows as more text.
+    Plain { answer_cue: &'static str },
+    /// The model's chat template (jinja source), user and assistant turns.
+    Chat { jinja: String },
+}
 
 /// Everything that decides the text of a prompt and its labels.
 #[derive(Clone, Debug, Serialize)]
 pub struct Template {
     pub name: &'static str,
     pub version: u32,
-    /// Surface form of each label, in the order True, False, Uncertain; each starts with its
-    /// separating space so the prompt's tokens stay a prefix of prompt+label.
+    /// Surface form of each label, in the order True, False, Uncertain.
     pub labels: [&'static str; 3],
-    intro: &'static str,
-    revised_intro: &'static str,
-    question: &'static str,
-    open_world_rule: &'static str,
-    closed_world_rule: &'static str,
-    answer_cue: &'static str,
+    wording: Wording,
+    form: Form,
 }
 
-/// The paper's form: premises, question, ending in `Label:`.
-pub const PLAIN: Template = Template {
-    name: "plain",
-    version: 1,
-    labels: [" True", " False", " Uncertain"],
-    intro: "Premises:\n",
-    revised_intro: "\n\nThe premises have been revised. Revised premises:\n",
-    question: "Question: Based only on the premises, is the following statement True, False, or Uncertain?\nStatement: ",
-    open_world_rule: "Answer Uncertain when the premises settle neither the statement nor its negation.\n",
-    closed_world_rule: "Closed world: anything that is not stated and cannot be derived from the premises is false.\n",
-    answer_cue: "Label:",
-};
+pub const TEMPLATE_NAMES: [&str; 2] = ["plain", "chat"];
 
-pub const TEMPLATES: [&Template; 1] = [&PLAIN];
+pub fn plain() -> Template {
+    Template {
+        name: "plain",
+        version: 1,
+        labels: [" True", " False", " Uncertain"],
+        wording: WORDING,
+        form: Form::Plain {
+            answer_cue: "Label:",
+        },
+    }
+}
 
-pub fn by_name(name: &str) -> Option<&'static Template> {
-    TEMPLATES.iter().copied().find(|t| t.name == name)
+/// The chat template of a model, from its jinja source.
+pub fn chat(jinja: &str) -> Result<Template> {
+    let t = Template {
+        name: "chat",
+        version: 1,
+        labels: ["True", "False", "Uncertain"],
+        wording: WORDING,
+        form: Form::Chat {
+            jinja: jinja.to_string(),
+        },
+    };
+    // Fail now, not half way through a run.
+    t.render_chat(&[("user", "x".into())])
+        .context("the model's chat template does not render")?;
+    Ok(t)
 }
 
 impl Template {
@@ -61,39 +102,63 @@ impl Template {
     }
 
     /// Step 1: the premises and the question.
-    pub fn step1(&self, ep: &Episode) -> String {
-        let mut s = String::from(self.intro);
-        push_premises(&mut s, &ep.premises);
-        self.push_question(&mut s, ep);
-        s
+    pub fn step1(&self, ep: &Episode) -> Result<String> {
+        let turn = self.turn(self.wording.intro, &ep.premises, ep);
+        match &self.form {
+            Form::Plain { answer_cue } => Ok(format!("{turn}{answer_cue}")),
+            Form::Chat { .. } => self.render_chat(&[("user", turn)]),
+        }
     }
 
     /// Step 2: step 1 answered with the model's own label, the revised premises, the question.
-    pub fn step2(&self, ep: &Episode, pred0: Label, after: &[Premise]) -> String {
-        let mut s = self.step1(ep);
-        s.push_str(self.label_text(pred0));
-        s.push_str(self.revised_intro);
-        push_premises(&mut s, after);
-        self.push_question(&mut s, ep);
+    pub fn step2(&self, ep: &Episode, pred0: Label, after: &[Premise]) -> Result<String> {
+        let first = self.turn(self.wording.intro, &ep.premises, ep);
+        let second = self.turn(self.wording.revised_intro, after, ep);
+        let answer = self.label_text(pred0);
+        match &self.form {
+            Form::Plain { answer_cue } => Ok(format!(
+                "{first}{answer_cue}{answer}\n\n{second}{answer_cue}"
+            )),
+            Form::Chat { .. } => self.render_chat(&[
+                ("user", first),
+                ("assistant", answer.to_string()),
+                ("user", second),
+            ]),
+        }
+    }
+
+    /// One question turn: premises, the world's rule, the statement.
+    fn turn(&self, intro: &str, premises: &[Premise], ep: &Episode) -> String {
+        let mut s = String::from(intro);
+        for (i, p) in premises.iter().enumerate() {
+            s.push_str(&format!("{}. {}\n", i + 1, p.text));
+        }
+        s.push('\n');
+        s.push_str(match ep.semantics {
+            Semantics::ClosedWorld => self.wording.closed_world_rule,
+            Semantics::OpenWorld | Semantics::FirstOrder => self.wording.open_world_rule,
+        });
+        s.push_str(self.wording.question);
+        s.push_str(&ep.query.text);
+        s.push('\n');
         s
     }
 
-    fn push_question(&self, s: &mut String, ep: &Episode) {
-        s.push('\n');
-        s.push_str(match ep.semantics {
-            Semantics::ClosedWorld => self.closed_world_rule,
-            Semantics::OpenWorld | Semantics::FirstOrder => self.open_world_rule,
-        });
-        s.push_str(self.question);
-        s.push_str(&ep.query.text);
-        s.push('\n');
-        s.push_str(self.answer_cue);
-    }
-}
-
-fn push_premises(s: &mut String, premises: &[Premise]) {
-    for (i, p) in premises.iter().enumerate() {
-        s.push_str(&format!("{}. {}\n", i + 1, p.text));
+    fn render_chat(&self, turns: &[(&str, String)]) -> Result<String> {
+        let Form::Chat { jinja } = &self.form else {
+            unreachable!("render_chat on a chat template")
+        };
+        let mut env = minijinja::Environment::new();
+        env.add_template("chat", jinja).context("chat template")?;
+        let messages: Vec<_> = turns
+            .iter()
+            .map(|(role, content)| minijinja::context! { role => *role, content => content })
+            .collect();
+        let text = env
+            .get_template("chat")?
+            .render(minijinja::context! { messages => messages, add_generation_prompt => true })
+            .context("rendering the chat template")?;
+        Ok(text)
     }
 }
 

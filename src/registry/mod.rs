@@ -250,14 +250,11 @@ impl Registry {
     }
 
     fn check_schema(&self) -> Result<()> {
-        let found = {
-            let txn = self.db.begin_read()?;
-            match txn.open_table(META) {
-                Ok(t) => t.get("schema_version")?.map(|v| v.value().to_vec()),
-                Err(redb::TableError::TableDoesNotExist(_)) => None,
-                Err(e) => return Err(e.into()),
-            }
-        };
+        let found = self
+            .read(META, |t| {
+                Ok(t.get("schema_version")?.map(|v| v.value().to_vec()))
+            })?
+            .flatten();
         match found {
             Some(bytes) => {
                 let v = <[u8; 4]>::try_from(bytes.as_slice())
@@ -313,19 +310,27 @@ impl Registry {
         Ok(out)
     }
 
+    /// Runs `f` on a table in a read transaction; `None` when the table was never written.
+    fn read<K: redb::Key + 'static, V: redb::Value + 'static, T>(
+        &self,
+        def: TableDefinition<K, V>,
+        f: impl FnOnce(&redb::ReadOnlyTable<K, V>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let txn = self.db.begin_read()?;
+        match txn.open_table(def) {
+            Ok(t) => f(&t).map(Some),
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     pub fn get<R: Record>(&self, id: &Id) -> Result<Option<R>>
     where
         R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
             + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
     {
-        let txn = self.db.begin_read()?;
-        let table = match txn.open_table(R::KIND.table()) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let found = table.get(&id.0)?;
-        found.map(|v| decode(v.value(), &self.path, id)).transpose()
+        let bytes = self.raw_get(R::KIND, id)?;
+        bytes.map(|b| decode(&b, &self.path, id)).transpose()
     }
 
     /// Every record of a kind, in id order.
@@ -334,55 +339,40 @@ impl Registry {
         R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
             + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
     {
-        let txn = self.db.begin_read()?;
-        let table = match txn.open_table(R::KIND.table()) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
-        };
-        let mut out = Vec::with_capacity(table.len()? as usize);
-        for entry in table.iter()? {
-            let (k, v) = entry?;
-            let id = Id(k.value());
-            out.push((id, decode(v.value(), &self.path, &id)?));
-        }
-        Ok(out)
+        let found = self.read(R::KIND.table(), |t| {
+            let mut out = Vec::with_capacity(t.len()? as usize);
+            for entry in t.iter()? {
+                let (k, v) = entry?;
+                let id = Id(k.value());
+                out.push((id, decode(v.value(), &self.path, &id)?));
+            }
+            Ok(out)
+        })?;
+        Ok(found.unwrap_or_default())
     }
 
     /// Every record of a kind as stored bytes, in id order (for copying between stores).
     pub fn raw_all(&self, kind: Kind) -> Result<Vec<(Id, Vec<u8>)>> {
-        let txn = self.db.begin_read()?;
-        let table = match txn.open_table(kind.table()) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
-        };
-        let mut out = Vec::new();
-        for entry in table.iter()? {
-            let (k, v) = entry?;
-            out.push((Id(k.value()), v.value().to_vec()));
-        }
-        Ok(out)
+        let found = self.read(kind.table(), |t| {
+            t.iter()?
+                .map(|e| {
+                    e.map(|(k, v)| (Id(k.value()), v.value().to_vec()))
+                        .map_err(Into::into)
+                })
+                .collect()
+        })?;
+        Ok(found.unwrap_or_default())
     }
 
     pub fn raw_get(&self, kind: Kind, id: &Id) -> Result<Option<Vec<u8>>> {
-        let txn = self.db.begin_read()?;
-        let table = match txn.open_table(kind.table()) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let found = table.get(&id.0)?.map(|v| v.value().to_vec());
-        Ok(found)
+        let found = self.read(kind.table(), |t| {
+            Ok(t.get(&id.0)?.map(|v| v.value().to_vec()))
+        })?;
+        Ok(found.flatten())
     }
 
     pub fn count(&self, kind: Kind) -> Result<u64> {
-        let txn = self.db.begin_read()?;
-        match txn.open_table(kind.table()) {
-            Ok(t) => Ok(t.len()?),
-            Err(redb::TableError::TableDoesNotExist(_)) => Ok(0),
-            Err(e) => Err(e.into()),
-        }
+        Ok(self.read(kind.table(), |t| Ok(t.len()?))?.unwrap_or(0))
     }
 
     /// Resolves a full id or a unique hex prefix of one (at least 6 digits).
@@ -391,54 +381,41 @@ impl Registry {
         if prefix.len() < 6 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
             bail!("`{prefix}` is not an id (give at least 6 hex digits)");
         }
-        let txn = self.db.begin_read()?;
-        let table = match txn.open_table(kind.table()) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => {
-                bail!("no {} id starts with `{prefix}`", kind.noun())
+        let hits = self.read(kind.table(), |t| {
+            let mut hits = Vec::new();
+            for entry in t.iter()? {
+                let id = Id(entry?.0.value());
+                if id.hex().starts_with(&prefix) {
+                    hits.push(id);
+                }
             }
-            Err(e) => return Err(e.into()),
-        };
-        let mut hits = Vec::new();
-        for entry in table.iter()? {
-            let id = Id(entry?.0.value());
-            if id.hex().starts_with(&prefix) {
-                hits.push(id);
-            }
-        }
-        match hits.as_slice() {
+            Ok(hits)
+        })?;
+        match hits.unwrap_or_default().as_slice() {
             [id] => Ok(*id),
             [] => bail!("no {} id starts with `{prefix}`", kind.noun()),
-            _ => bail!("`{prefix}` names {} records; give more digits", hits.len()),
+            hits => bail!("`{prefix}` names {} records; give more digits", hits.len()),
         }
     }
 
     /// The id a name points at.
     pub fn lookup(&self, names: Names, name: &str) -> Result<Option<Id>> {
-        let txn = self.db.begin_read()?;
-        let table = match txn.open_table(names.table()) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let found = table.get(name)?.map(|v| Id(v.value()));
-        Ok(found)
+        Ok(self
+            .read(names.table(), |t| Ok(t.get(name)?.map(|v| Id(v.value()))))?
+            .flatten())
     }
 
     /// Every name of a table, sorted.
     pub fn names(&self, names: Names) -> Result<Vec<(String, Id)>> {
-        let txn = self.db.begin_read()?;
-        let table = match txn.open_table(names.table()) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e.into()),
-        };
-        let mut out = Vec::new();
-        for entry in table.iter()? {
-            let (k, v) = entry?;
-            out.push((k.value().to_string(), Id(v.value())));
-        }
-        Ok(out)
+        let found = self.read(names.table(), |t| {
+            t.iter()?
+                .map(|e| {
+                    e.map(|(k, v)| (k.value().to_string(), Id(v.value())))
+                        .map_err(Into::into)
+                })
+                .collect()
+        })?;
+        Ok(found.unwrap_or_default())
     }
 
     pub fn set_by_name(&self, name: &str) -> Result<Option<(Id, StoredSet)>> {

@@ -159,3 +159,21 @@ impl LanguageModel for Loaded {
         Ok(self.scorer.score_continuation(state, tokens)?)
     }
 }
+
+/// The model's own chat template: GGUF `tokenizer.chat_template`, or HF
+/// `tokenizer_config.json`'s `chat_template`.
+pub fn chat_template(record: &ModelRecord) -> Result<String> {
+    let path = Path::new(&record.path);
+    if path.is_dir() {
+        let config = path.join("tokenizer_config.json");
+        let text = std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("{}: not JSON", config.display()))?;
+        json["chat_template"]
+            .as_str()
+            .map(str::to_string)
+            .with_context(|| format!("{}: no chat_template", config.display()))
+    } else {
+        Ok(Gguf::open(path)?.get_str("tokenizer.chat_template")?.to_string())
+    }
+}

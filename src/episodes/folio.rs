@@ -139,33 +139,22 @@ impl Case {
             }
         };
         rng.shuffle(&mut candidates);
-        let mut tried = 0;
-        for edit in candidates.into_iter().take(limit) {
-            tried += 1;
-            let Some(y1) = self.relabel(&edit) else {
-                continue;
-            };
+        let relabel = |e: &Edit| self.relabel(e);
+        let accept = |edit: &Edit, y1: Label| {
             if !super::build::effect_holds(t, Semantics::FirstOrder, self.y0, y1) {
-                continue;
+                return false;
             }
-            // A defeater contradicts the premises it enters (P ⊨ ¬c), and the premise it replaces
-            // is support: without it alone q loses its label.
-            if let (EditType::DefeatingFact, Edit::Replace { at, premise }) = (t, &edit) {
-                if !self.contradicts(premise)
-                    || self.relabel(&Edit::Remove { at: *at }) == Some(self.y0)
-                {
-                    continue;
+            // A defeater contradicts the premises it enters (P ⊨ ¬c), and the premise it
+            // replaces is support: without it alone q loses its label.
+            match (t, edit) {
+                (EditType::DefeatingFact, Edit::Replace { at, premise }) => {
+                    self.contradicts(premise)
+                        && self.relabel(&Edit::Remove { at: *at }) != Some(self.y0)
                 }
+                _ => true,
             }
-            let found = Found {
-                premises: self.premises.clone(),
-                y0: self.y0,
-                edit,
-                y1,
-            };
-            return (Some(found), tried);
-        }
-        (None, tried)
+        };
+        super::first_found(candidates, limit, &self.premises, self.y0, relabel, accept)
     }
 
     /// Support insertion for a decided problem: hold back one premise without which q is

@@ -161,6 +161,37 @@ pub(crate) struct Found {
     pub y1: Label,
 }
 
+/// Tries up to `limit` candidates in order; the first whose new label `accept`s is found.
+/// Returns it (if any) and the number tried.
+fn first_found(
+    candidates: Vec<Edit>,
+    limit: usize,
+    premises: &[Premise],
+    y0: Label,
+    relabel: impl Fn(&Edit) -> Option<Label>,
+    accept: impl Fn(&Edit, Label) -> bool,
+) -> (Option<Found>, usize) {
+    let mut tried = 0;
+    for edit in candidates.into_iter().take(limit) {
+        tried += 1;
+        match relabel(&edit) {
+            Some(y1) if accept(&edit, y1) => {
+                return (
+                    Some(Found {
+                        premises: premises.to_vec(),
+                        y0,
+                        edit,
+                        y1,
+                    }),
+                    tried,
+                );
+            }
+            _ => {}
+        }
+    }
+    (None, tried)
+}
+
 /// The semantics an episode's labels are computed under.
 #[derive(
     Clone,

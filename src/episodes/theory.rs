@@ -95,23 +95,15 @@ impl Case {
             World::Open => Semantics::OpenWorld,
             World::Closed => Semantics::ClosedWorld,
         };
-        let mut tried = 0;
-        for edit in candidates.into_iter().take(limit) {
-            tried += 1;
-            let Some(y1) = self.relabel(&edit) else {
-                continue;
-            };
-            if super::build::effect_holds(t, semantics, self.y0, y1) {
-                let found = Found {
-                    premises: self.premises.clone(),
-                    y0: self.y0,
-                    edit,
-                    y1,
-                };
-                return (Some(found), tried);
-            }
-        }
-        (None, tried)
+        let accept = |_: &Edit, y1: Label| super::build::effect_holds(t, semantics, self.y0, y1);
+        super::first_found(
+            candidates,
+            limit,
+            &self.premises,
+            self.y0,
+            |e| self.relabel(e),
+            accept,
+        )
     }
 
     /// The label after an edit, or None if the edited theory has no answer (contradictory in the

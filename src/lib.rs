@@ -3,3 +3,4 @@
 pub mod logic;
 pub mod datasets;
 pub mod rng;
+pub mod model;

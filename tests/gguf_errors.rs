@@ -41,7 +41,12 @@ impl Writer {
     }
 
     fn tensor(mut self, name: &'static str, ne: &[u64], ty: u32, data: Vec<u8>) -> Self {
-        self.tensors.push(Tensor { name, ne: ne.to_vec(), ty, data });
+        self.tensors.push(Tensor {
+            name,
+            ne: ne.to_vec(),
+            ty,
+            data,
+        });
         self
     }
 
@@ -118,12 +123,23 @@ fn good() -> Writer {
         .kv("llama.block_count", Val::U32(1))
         .kv("tokenizer.ggml.model", Val::Str("gpt2"))
         .kv("tokenizer.ggml.pre", Val::Str("smollm"))
-        .kv("tokenizer.ggml.tokens", Val::Strs(vec!["<|endoftext|>", "a", "b", "ab", "Ġ", "Ġab", "1"]))
-        .kv("tokenizer.ggml.token_type", Val::I32s(vec![3, 1, 1, 1, 1, 1, 1]))
+        .kv(
+            "tokenizer.ggml.tokens",
+            Val::Strs(vec!["<|endoftext|>", "a", "b", "ab", "Ġ", "Ġab", "1"]),
+        )
+        .kv(
+            "tokenizer.ggml.token_type",
+            Val::I32s(vec![3, 1, 1, 1, 1, 1, 1]),
+        )
         .kv("tokenizer.ggml.merges", Val::Strs(vec!["a b", "Ġ ab"]))
         .kv("tokenizer.ggml.bos_token_id", Val::U32(0))
         .kv("tokenizer.ggml.add_bos_token", Val::Bool(false))
-        .tensor("w", &[3, 2], F32, f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]))
+        .tensor(
+            "w",
+            &[3, 2],
+            F32,
+            f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+        )
         .tensor("q", &[32, 1], Q8_0, q8_block())
 }
 
@@ -136,7 +152,10 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 /// The error's message, checked to name the file and to contain `what`.
 fn message(err: ModelError, path: &Path, what: &str) -> String {
     let msg = err.to_string();
-    assert!(msg.contains(&path.display().to_string()), "message does not name the file: {msg}");
+    assert!(
+        msg.contains(&path.display().to_string()),
+        "message does not name the file: {msg}"
+    );
     assert!(msg.contains(what), "message does not say {what:?}: {msg}");
     msg
 }
@@ -159,7 +178,10 @@ fn good_file_reads_back() {
     assert_eq!(data, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     let (shape, data) = g.tensor_f32("q").unwrap();
     assert_eq!(shape, [1, 32]);
-    assert_eq!(data, (0..32).map(|i| (i - 16) as f32 * 0.5).collect::<Vec<_>>());
+    assert_eq!(
+        data,
+        (0..32).map(|i| (i - 16) as f32 * 0.5).collect::<Vec<_>>()
+    );
 
     let tok = Tokenizer::from_gguf(&g).unwrap();
     // " ab" merges to "Ġab"; digits split alone; special-token text is matched whole.
@@ -219,7 +241,11 @@ fn unsupported_tensor_type() {
     let bytes = good().tensor("k", &[256], Q2_K, vec![0; 84]).bytes();
     let path = write(dir.path(), "q2k.gguf", &bytes);
     let g = Gguf::open(&path).unwrap();
-    let msg = message(g.tensor_f32("k").unwrap_err(), &path, "unsupported type Q2_K");
+    let msg = message(
+        g.tensor_f32("k").unwrap_err(),
+        &path,
+        "unsupported type Q2_K",
+    );
     assert!(msg.contains("tensor k"), "{msg}");
 }
 
@@ -228,7 +254,11 @@ fn shape_not_whole_blocks() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = good().tensor("odd", &[33], Q8_0, vec![0; 68]).bytes();
     let path = write(dir.path(), "odd.gguf", &bytes);
-    message(open_err(&path), &path, "tensor odd: dims [33] do not fit Q8_0");
+    message(
+        open_err(&path),
+        &path,
+        "tensor odd: dims [33] do not fit Q8_0",
+    );
 }
 
 #[test]
@@ -236,9 +266,21 @@ fn missing_tensor_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "good.gguf", &good().bytes());
     let g = Gguf::open(&path).unwrap();
-    message(g.tensor_f32("nope").unwrap_err(), &path, "tensor nope is missing");
-    message(g.get_u32("llama.context_length").unwrap_err(), &path, "llama.context_length is missing");
-    message(g.get_u32("general.architecture").unwrap_err(), &path, "is string, expected uint32");
+    message(
+        g.tensor_f32("nope").unwrap_err(),
+        &path,
+        "tensor nope is missing",
+    );
+    message(
+        g.get_u32("llama.context_length").unwrap_err(),
+        &path,
+        "llama.context_length is missing",
+    );
+    message(
+        g.get_u32("general.architecture").unwrap_err(),
+        &path,
+        "is string, expected uint32",
+    );
 }
 
 #[test]
@@ -248,17 +290,29 @@ fn missing_or_unsupported_tokenizer() {
     w.kv.retain(|(k, _)| *k != "tokenizer.ggml.tokens");
     let path = write(dir.path(), "notok.gguf", &w.bytes());
     let g = Gguf::open(&path).unwrap();
-    message(Tokenizer::from_gguf(&g).unwrap_err(), &path, "tokenizer.ggml.tokens is missing");
+    message(
+        Tokenizer::from_gguf(&g).unwrap_err(),
+        &path,
+        "tokenizer.ggml.tokens is missing",
+    );
 
     let mut w = good();
     w.kv.retain(|(k, _)| *k != "tokenizer.ggml.pre");
     let w = w.kv("tokenizer.ggml.pre", Val::Str("mystery"));
     let path = write(dir.path(), "pre.gguf", &w.bytes());
     let g = Gguf::open(&path).unwrap();
-    message(Tokenizer::from_gguf(&g).unwrap_err(), &path, "pre-tokenizer \"mystery\" is not supported");
+    message(
+        Tokenizer::from_gguf(&g).unwrap_err(),
+        &path,
+        "pre-tokenizer \"mystery\" is not supported",
+    );
 
     let path = dir.path().join("tokenizer.json");
-    message(Tokenizer::from_hf_file(&path).unwrap_err(), &path, "file not found");
+    message(
+        Tokenizer::from_hf_file(&path).unwrap_err(),
+        &path,
+        "file not found",
+    );
 }
 
 #[test]

@@ -92,8 +92,11 @@ impl TensorInfo {
         self.ne.iter().rev().map(|&d| d as usize).collect()
     }
 
+    /// Number of values (saturating: dims of an unsupported type are not validated).
     pub fn len(&self) -> usize {
-        self.ne.iter().map(|&d| d as usize).product()
+        self.ne
+            .iter()
+            .fold(1usize, |acc, &d| acc.saturating_mul(d as usize))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -126,26 +129,23 @@ impl Gguf {
     /// Opens and validates a GGUF file.
     pub fn open(path: impl AsRef<Path>) -> Result<Gguf, ModelError> {
         let path = path.as_ref().to_path_buf();
-        let io = |source| ModelError::Io { path: path.clone(), source };
+        let io = |source| ModelError::Io {
+            path: path.clone(),
+            source,
+        };
         let file = File::open(&path).map_err(io)?;
-        // SAFETY: the map is read-only; the model files are not written while open, and a file
-        // changed underneath would give wrong numbers, not memory unsafety in our reads, which are
-        // all bounds-checked against the length taken at map time.
+        // SAFETY: a read-only map of a file nobody writes while a model is in use (modifying a
+        // model file under a running scorer is outside what we guard against); every read is
+        // bounds-checked against the length at map time.
         let map = unsafe { Mmap::map(&file) }.map_err(io)?;
         let header = parse(&map, &path)?;
-        let by_name = header
-            .tensors
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.name.clone(), i))
-            .collect();
         Ok(Gguf {
             path,
             map,
             version: header.version,
             metadata: header.metadata,
             tensors: header.tensors,
-            by_name,
+            by_name: header.by_name,
         })
     }
 
@@ -259,10 +259,12 @@ impl Gguf {
     /// A tensor dequantised to f32, with its shape in PyTorch order (outermost first) and its
     /// data row-major.
     pub fn tensor_f32(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>), ModelError> {
-        let info = self.tensor_info(name).ok_or_else(|| ModelError::MissingTensor {
-            path: self.path.clone(),
-            tensor: name.to_string(),
-        })?;
+        let info = self
+            .tensor_info(name)
+            .ok_or_else(|| ModelError::MissingTensor {
+                path: self.path.clone(),
+                tensor: name.to_string(),
+            })?;
         let ty = GgmlType::from_id(info.type_id).ok_or_else(|| ModelError::UnsupportedType {
             path: self.path.clone(),
             tensor: name.to_string(),
@@ -281,6 +283,7 @@ struct Header {
     version: u32,
     metadata: BTreeMap<String, Value>,
     tensors: Vec<TensorInfo>,
+    by_name: HashMap<String, usize>,
 }
 
 /// A bounds-checked little-endian reader over the file bytes.
@@ -318,7 +321,11 @@ impl<'a> Cursor<'a> {
     }
 
     fn malformed(&self, at: usize, detail: String) -> ModelError {
-        ModelError::Malformed { path: self.path.to_path_buf(), offset: at as u64, detail }
+        ModelError::Malformed {
+            path: self.path.to_path_buf(),
+            offset: at as u64,
+            detail,
+        }
     }
 
     fn string(&mut self, what: &str) -> Result<String, ModelError> {
@@ -378,20 +385,33 @@ impl<'a> Cursor<'a> {
         ModelError::Truncated {
             path: self.path.to_path_buf(),
             offset: self.pos as u64,
-            detail: format!("{what}: count {count} exceeds the {} bytes left", self.bytes.len() - self.pos),
+            detail: format!(
+                "{what}: count {count} exceeds the {} bytes left",
+                self.bytes.len() - self.pos
+            ),
         }
     }
 }
 
 fn parse(bytes: &[u8], path: &Path) -> Result<Header, ModelError> {
-    let mut c = Cursor { bytes, pos: 0, path };
+    let mut c = Cursor {
+        bytes,
+        pos: 0,
+        path,
+    };
     let magic = c.array::<4>("magic")?;
     if &magic != MAGIC {
-        return Err(ModelError::BadMagic { path: path.to_path_buf(), found: magic });
+        return Err(ModelError::BadMagic {
+            path: path.to_path_buf(),
+            found: magic,
+        });
     }
     let version = c.u32("version")?;
     if !(2..=3).contains(&version) {
-        return Err(ModelError::Version { path: path.to_path_buf(), version });
+        return Err(ModelError::Version {
+            path: path.to_path_buf(),
+            version,
+        });
     }
     let n_tensors = c.u64("tensor count")?;
     let n_kv = c.u64("metadata count")?;
@@ -430,29 +450,41 @@ fn parse(bytes: &[u8], path: &Path) -> Result<Header, ModelError> {
         None => DEFAULT_ALIGNMENT,
         Some(v) => match v.as_i128() {
             Some(a) if a > 0 && (a as u64).is_power_of_two() => a as u64,
-            _ => return Err(c.malformed(0, format!("general.alignment {v:?} is not a power of two"))),
+            _ => {
+                return Err(c.malformed(0, format!("general.alignment {v:?} is not a power of two")))
+            }
         },
     };
     let data_start = (c.pos as u64).div_ceil(alignment) * alignment;
 
     let mut tensors = Vec::with_capacity(infos.len());
-    let mut seen = HashMap::new();
+    let mut by_name = HashMap::with_capacity(infos.len());
     for (at, name, ne, type_id, offset) in infos {
-        if seen.insert(name.clone(), ()).is_some() {
+        if by_name.insert(name.clone(), tensors.len()).is_some() {
             return Err(c.malformed(at, format!("tensor {name} appears twice")));
         }
         if offset % alignment != 0 {
-            return Err(c.malformed(at, format!("tensor {name}: offset {offset} not aligned to {alignment}")));
+            return Err(c.malformed(
+                at,
+                format!("tensor {name}: offset {offset} not aligned to {alignment}"),
+            ));
         }
         let start = data_start.checked_add(offset);
         if let Some(ty) = GgmlType::from_id(type_id) {
+            // ggml quantises rows: the innermost dimension must be whole blocks.
+            let row = ne.first().copied().unwrap_or(1);
             let n = ne.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
             let n = n.and_then(|n| usize::try_from(n).ok());
-            let size = n.and_then(|n| ty.bytes_for(n));
+            let size = n
+                .filter(|_| row % ty.block_len() as u64 == 0)
+                .and_then(|n| ty.bytes_for(n));
             let Some(size) = size else {
                 return Err(c.malformed(
                     at,
-                    format!("tensor {name}: dims {ne:?} do not fit {} blocks", quant::type_name(type_id)),
+                    format!(
+                        "tensor {name}: dims {ne:?} do not fit {} blocks",
+                        quant::type_name(type_id)
+                    ),
                 ));
             };
             let end = start.and_then(|s| s.checked_add(size as u64));
@@ -469,8 +501,20 @@ fn parse(bytes: &[u8], path: &Path) -> Result<Header, ModelError> {
                 });
             }
         }
-        let start = start.and_then(|s| usize::try_from(s).ok()).unwrap_or(usize::MAX);
-        tensors.push(TensorInfo { name, ne, type_id, start });
+        let start = start
+            .and_then(|s| usize::try_from(s).ok())
+            .unwrap_or(usize::MAX);
+        tensors.push(TensorInfo {
+            name,
+            ne,
+            type_id,
+            start,
+        });
     }
-    Ok(Header { version, metadata, tensors })
+    Ok(Header {
+        version,
+        metadata,
+        tensors,
+        by_name,
+    })
 }

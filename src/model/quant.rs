@@ -49,7 +49,9 @@ impl GgmlType {
     pub fn block_len(self) -> usize {
         match self {
             GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => 1,
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 => QK,
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 => {
+                QK
+            }
             GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K => QK_K,
         }
     }
@@ -72,7 +74,8 @@ impl GgmlType {
 
     /// Bytes taken by `n` values, or `None` when `n` is not a whole number of blocks.
     pub fn bytes_for(self, n: usize) -> Option<usize> {
-        (n % self.block_len() == 0).then(|| n / self.block_len() * self.block_bytes())
+        n.is_multiple_of(self.block_len())
+            .then(|| n / self.block_len() * self.block_bytes())
     }
 }
 
@@ -96,9 +99,13 @@ pub fn dequantize(ty: GgmlType, data: &[u8], out: &mut [f32]) {
         .chunks_exact(ty.block_bytes())
         .zip(out.chunks_exact_mut(ty.block_len()));
     match ty {
-        GgmlType::F32 => blocks.for_each(|(b, y)| y[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        GgmlType::F32 => {
+            blocks.for_each(|(b, y)| y[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        }
         GgmlType::F16 => blocks.for_each(|(b, y)| y[0] = half16(b)),
-        GgmlType::Bf16 => blocks.for_each(|(b, y)| y[0] = bf16::from_le_bytes([b[0], b[1]]).to_f32()),
+        GgmlType::Bf16 => {
+            blocks.for_each(|(b, y)| y[0] = bf16::from_le_bytes([b[0], b[1]]).to_f32())
+        }
         GgmlType::Q4_0 => blocks.for_each(|(b, y)| q4_0(b, y)),
         GgmlType::Q4_1 => blocks.for_each(|(b, y)| q4_1(b, y)),
         GgmlType::Q5_0 => blocks.for_each(|(b, y)| q5_0(b, y)),
@@ -175,7 +182,10 @@ fn scale_min_k4(j: usize, s: &[u8]) -> (f32, f32) {
     let (sc, m) = if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
     } else {
-        ((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4))
+        (
+            (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4),
+            (s[j + 4] >> 4) | ((s[j] >> 6) << 4),
+        )
     };
     (sc as f32, m as f32)
 }
@@ -186,7 +196,11 @@ fn scale_min_k4(j: usize, s: &[u8]) -> (f32, f32) {
 fn q4_k(b: &[u8], y: &mut [f32]) {
     let (d, dmin) = (half16(b), half16(&b[2..]));
     let scales = &b[4..16];
-    for (chunk, (qs, y)) in b[16..144].chunks_exact(32).zip(y.chunks_exact_mut(64)).enumerate() {
+    for (chunk, (qs, y)) in b[16..144]
+        .chunks_exact(32)
+        .zip(y.chunks_exact_mut(64))
+        .enumerate()
+    {
         let (sc1, m1) = scale_min_k4(2 * chunk, scales);
         let (sc2, m2) = scale_min_k4(2 * chunk + 1, scales);
         for (l, &q) in qs.iter().enumerate() {
@@ -202,7 +216,11 @@ fn q5_k(b: &[u8], y: &mut [f32]) {
     let (d, dmin) = (half16(b), half16(&b[2..]));
     let scales = &b[4..16];
     let qh = &b[16..48];
-    for (chunk, (qs, y)) in b[48..176].chunks_exact(32).zip(y.chunks_exact_mut(64)).enumerate() {
+    for (chunk, (qs, y)) in b[48..176]
+        .chunks_exact(32)
+        .zip(y.chunks_exact_mut(64))
+        .enumerate()
+    {
         let (sc1, m1) = scale_min_k4(2 * chunk, scales);
         let (sc2, m2) = scale_min_k4(2 * chunk + 1, scales);
         let (bit1, bit2) = (1u8 << (2 * chunk), 1u8 << (2 * chunk + 1));
@@ -291,7 +309,10 @@ mod tests {
 
     /// Packs 32 5-bit values: low nibbles as Q4, fifth bit of value i at bit i of `qh`.
     fn pack_q5(q: &[u8]) -> Vec<u8> {
-        let qh = q.iter().enumerate().fold(0u32, |acc, (i, &v)| acc | (((v >> 4) as u32 & 1) << i));
+        let qh = q
+            .iter()
+            .enumerate()
+            .fold(0u32, |acc, (i, &v)| acc | (((v >> 4) as u32 & 1) << i));
         let low: Vec<u8> = q.iter().map(|v| v & 0xF).collect();
         [&qh.to_le_bytes()[..], &pack_nibbles(&low)].concat()
     }

@@ -25,8 +25,7 @@ const TOKEN_CONTROL: i32 = 3;
 const TOKEN_USER_DEFINED: i32 = 4;
 
 /// GPT-2's split, as llama.cpp writes it.
-const GPT2_REGEX: &str =
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)";
+const GPT2_REGEX: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)";
 /// Llama 3's split (digits in runs of up to three), case-insensitive contractions spelled out
 /// as llama.cpp does.
 const LLAMA3_REGEX: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -51,10 +50,31 @@ fn pre_tokenizer(pre: &str) -> Option<PreTokenizer> {
         _ => return None,
     };
     // Llama 3 is the family among these that llama.cpp gives a BOS by default.
-    Some(PreTokenizer { regexes, ignore_merges, add_bos: ignore_merges })
+    Some(PreTokenizer {
+        regexes,
+        ignore_merges,
+        add_bos: ignore_merges,
+    })
 }
 
 const SUPPORTED_PRE: &str = "llama3, llama-v3, llama-bpe, qwen2, deepseek-r1-qwen, megrez, smollm, starcoder, refact, gpt-2";
+
+/// `tokenizer.ggml.merges` as pairs. Byte-level tokens never contain a space, so the first space
+/// after the first character separates the pair (as in llama.cpp).
+fn merges(gguf: &Gguf) -> Result<Vec<(String, String)>, ModelError> {
+    let merges = gguf.get_str_array("tokenizer.ggml.merges")?;
+    merges
+        .into_iter()
+        .map(|m| {
+            let at = m.char_indices().skip(1).find(|&(_, c)| c == ' ');
+            at.map(|(i, _)| (m[..i].to_string(), m[i + 1..].to_string()))
+                .ok_or_else(|| ModelError::Tokenizer {
+                    path: gguf.path().to_path_buf(),
+                    detail: format!("merge {m:?} has no space"),
+                })
+        })
+        .collect()
+}
 
 /// A tokenizer and the special-token facts the scorer needs.
 pub struct Tokenizer {
@@ -80,33 +100,35 @@ impl Tokenizer {
     /// Only byte-level BPE (`tokenizer.ggml.model = "gpt2"`) is supported.
     pub fn from_gguf(gguf: &Gguf) -> Result<Tokenizer, ModelError> {
         let path = gguf.path();
-        let err = |detail: String| ModelError::Tokenizer { path: path.to_path_buf(), detail };
+        let err = |detail: String| ModelError::Tokenizer {
+            path: path.to_path_buf(),
+            detail,
+        };
         let model = gguf.get_str("tokenizer.ggml.model")?;
         if model != "gpt2" {
-            return Err(err(format!("tokenizer.ggml.model {model:?} is not supported (only \"gpt2\", byte-level BPE)")));
+            return Err(err(format!(
+                "tokenizer.ggml.model {model:?} is not supported (only \"gpt2\", byte-level BPE)"
+            )));
         }
         let pre_name = gguf.get_str("tokenizer.ggml.pre")?;
-        let pre = pre_tokenizer(pre_name)
-            .ok_or_else(|| err(format!("pre-tokenizer {pre_name:?} is not supported ({SUPPORTED_PRE})")))?;
+        let pre = pre_tokenizer(pre_name).ok_or_else(|| {
+            err(format!(
+                "pre-tokenizer {pre_name:?} is not supported ({SUPPORTED_PRE})"
+            ))
+        })?;
         let tokens = gguf.get_str_array("tokenizer.ggml.tokens")?;
         let types = match gguf.get("tokenizer.ggml.token_type") {
             Some(_) => gguf.get_i32_array("tokenizer.ggml.token_type")?,
             None => vec![1; tokens.len()],
         };
         if types.len() != tokens.len() {
-            return Err(err(format!("{} token types for {} tokens", types.len(), tokens.len())));
+            return Err(err(format!(
+                "{} token types for {} tokens",
+                types.len(),
+                tokens.len()
+            )));
         }
-        let merges = gguf
-            .get_str_array("tokenizer.ggml.merges")?
-            .into_iter()
-            .map(|m| {
-                // Byte-level tokens never contain a space; the first one after the first
-                // character separates the pair (as in llama.cpp).
-                let at = m.char_indices().skip(1).find(|&(_, c)| c == ' ').map(|(i, _)| i);
-                at.map(|i| (m[..i].to_string(), m[i + 1..].to_string()))
-                    .ok_or_else(|| err(format!("merge {m:?} has no space")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let merges = merges(gguf)?;
 
         let id = |i: usize| u32::try_from(i).map_err(|_| err("too many tokens".into()));
         // Where a string repeats, the last id wins, as in llama.cpp's token-to-id map.
@@ -125,17 +147,21 @@ impl Tokenizer {
             .regexes
             .iter()
             .map(|re| {
-                Split::new(SplitPattern::Regex(re.to_string()), SplitDelimiterBehavior::Isolated, false)
-                    .map(PreTokenizerWrapper::Split)
-                    .map_err(|e| err(format!("regex {re:?}: {e}")))
+                Split::new(
+                    SplitPattern::Regex(re.to_string()),
+                    SplitDelimiterBehavior::Isolated,
+                    false,
+                )
+                .map(PreTokenizerWrapper::Split)
+                .map_err(|e| err(format!("regex {re:?}: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         splits.push(ByteLevel::new(false, false, false).into());
         inner.with_pre_tokenizer(Some(Sequence::new(splits)));
         inner.with_decoder(Some(ByteLevelDecoder::default()));
 
-        // Control tokens are special (skipped when decoding); user-defined ones are plain text
-        // that is still matched whole, as llama.cpp does.
+        // Control and user-defined tokens are matched whole wherever their text appears, as
+        // llama-tokenize does (it parses special tokens by default); control ones are special.
         let added: Vec<AddedToken> = tokens
             .iter()
             .zip(&types)
@@ -151,7 +177,10 @@ impl Tokenizer {
                     let id = gguf.get_u32(key)?;
                     match tokens.get(id as usize) {
                         Some(_) => Ok(Some(id)),
-                        None => Err(err(format!("{key} = {id} is outside the vocabulary of {}", tokens.len()))),
+                        None => Err(err(format!(
+                            "{key} = {id} is outside the vocabulary of {}",
+                            tokens.len()
+                        ))),
                     }
                 }
             }
@@ -167,36 +196,59 @@ impl Tokenizer {
             let bos_text = tokens[bos as usize].to_string();
             let template = TemplateProcessing::builder()
                 .try_single(format!("{bos_text} $A"))
-                .and_then(|b| b.special_tokens(vec![(bos_text, bos)]).build().map_err(|e| e.to_string()))
+                .and_then(|b| {
+                    b.special_tokens(vec![(bos_text, bos)])
+                        .build()
+                        .map_err(|e| e.to_string())
+                })
                 .map_err(|e| err(format!("BOS template: {e}")))?;
             inner.with_post_processor(Some(template));
         }
-        Ok(Tokenizer { inner, source: path.to_path_buf(), bos, eos })
+        Ok(Tokenizer {
+            inner,
+            source: path.to_path_buf(),
+            bos,
+            eos,
+        })
     }
 
     /// Loads a Hugging Face `tokenizer.json`. BOS/EOS come from a `tokenizer_config.json` beside
     /// it when there is one; whether BOS is added is the file's own post-processor's business.
     pub fn from_hf_file(path: impl AsRef<Path>) -> Result<Tokenizer, ModelError> {
         let path = path.as_ref();
-        let err = |detail: String| ModelError::Tokenizer { path: path.to_path_buf(), detail };
+        let err = |detail: String| ModelError::Tokenizer {
+            path: path.to_path_buf(),
+            detail,
+        };
         if !path.is_file() {
             return Err(err("file not found".into()));
         }
         let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| err(e.to_string()))?;
         let config = path.with_file_name("tokenizer_config.json");
         let (bos, eos) = if config.is_file() {
-            let cfg_err = |detail: String| ModelError::Tokenizer { path: config.clone(), detail };
+            let cfg_err = |detail: String| ModelError::Tokenizer {
+                path: config.clone(),
+                detail,
+            };
             let text = std::fs::read_to_string(&config).map_err(|e| cfg_err(e.to_string()))?;
-            let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| cfg_err(e.to_string()))?;
+            let json: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| cfg_err(e.to_string()))?;
             let special = |key: &str| {
                 let v = &json[key];
-                v.as_str().or_else(|| v["content"].as_str()).and_then(|t| inner.token_to_id(t))
+                v.as_str()
+                    .or_else(|| v["content"].as_str())
+                    .and_then(|t| inner.token_to_id(t))
             };
             (special("bos_token"), special("eos_token"))
         } else {
             (None, None)
         };
-        Ok(Tokenizer { inner, source: path.to_path_buf(), bos, eos })
+        Ok(Tokenizer {
+            inner,
+            source: path.to_path_buf(),
+            bos,
+            eos,
+        })
     }
 
     /// Token ids for `text`, with BOS only where the model adds one. Special-token text such as
@@ -236,6 +288,9 @@ impl Tokenizer {
     }
 
     fn error(&self, e: tokenizers::Error) -> ModelError {
-        ModelError::Tokenizer { path: self.source.clone(), detail: e.to_string() }
+        ModelError::Tokenizer {
+            path: self.source.clone(),
+            detail: e.to_string(),
+        }
     }
 }

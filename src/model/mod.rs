@@ -4,6 +4,18 @@ pub mod gguf;
 pub mod quant;
 pub mod tokenizer;
 
+pub mod bench;
+pub mod cli;
+pub mod config;
+pub mod fixtures;
+pub mod hf;
+pub mod llama;
+pub mod phi3;
+pub mod qwen2;
+pub mod qwen3;
+pub mod scorer;
+pub mod transformer;
+
 use std::path::PathBuf;
 
 /// Why a model file could not be used. Every variant names the file.
@@ -33,4 +45,9 @@ pub enum ModelError {
     UnknownArchitecture { path: PathBuf, arch: String, supported: &'static str },
     #[error("{}: tokenizer: {detail}", path.display())]
     Tokenizer { path: PathBuf, detail: String },
+    #[error("{}: {detail}", path.display())]
+    Invalid { path: PathBuf, detail: String },
+    /// A request the loaded model cannot serve (no file at fault).
+    #[error("scoring: {0}")]
+    Scoring(String),
 }

@@ -3,8 +3,12 @@
 
 use crate::datasets::{BaseItem, Format};
 use crate::episodes::{self, EditType, Episode, From};
+use crate::model::scorer::Backend;
 use crate::registry::{ingest, Id, Kind, Names, Registry, SourceFile};
-use crate::{cache, check, report, results};
+use crate::scoring::models;
+use crate::scoring::prompt::{self, Template};
+use crate::scoring::{ModelRecord, Normalisation, ScoreReport};
+use crate::{cache, check, progress, report, results, scoring};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
@@ -83,6 +87,69 @@ pub enum Command {
         #[command(subcommand)]
         command: CacheCommand,
     },
+    /// Register models by fingerprint, list them.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
+    /// Score an episode set with a model: computes only the scores the cache lacks.
+    Score(ScoreArgs),
+    /// The main job: fetch the default model, build the default set from generated theories,
+    /// score it, report. A second run computes nothing and prints the same report.
+    Run {
+        /// Seed of the generated default set.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Threads for the tensor kernels.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+    },
+    /// Score labels after a context with a model file (no cache): token ids, log-probs, sum, mean.
+    ScoreText(crate::model::cli::ScoreTextArgs),
+    /// Prefill throughput per backend beside llama.cpp's llama-bench, and peak memory.
+    Bench(crate::model::bench::BenchArgs),
+    /// Developer tools.
+    #[command(subcommand)]
+    Dev(DevCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DevCommand {
+    /// Write the tiny random-weight model fixtures of every architecture.
+    MakeFixtures(crate::model::cli::MakeFixturesArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ModelCommand {
+    /// Register a GGUF file or Hugging Face directory (same bytes, same model).
+    Add {
+        path: PathBuf,
+        /// An alias [default: the file name without extension].
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long, value_enum, default_value_t = Backend::Flex)]
+        backend: Backend,
+    },
+    /// Registered models and their names.
+    List,
+}
+
+#[derive(Args, Debug)]
+pub struct ScoreArgs {
+    /// A model name (see `model list`) or fingerprint prefix.
+    #[arg(long)]
+    pub model: String,
+    /// An episode set name.
+    #[arg(long)]
+    pub set: String,
+    #[arg(long, default_value = "plain")]
+    pub template: String,
+    /// How label log-probs are compared (step 2 continues with the label this picks).
+    #[arg(long, value_enum, default_value_t = Normalisation::Mean)]
+    pub norm: Normalisation,
+    /// Threads for the tensor kernels.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
 }
 
 #[derive(Subcommand, Debug)]
@@ -177,8 +244,15 @@ pub enum DatasetsCommand {
 }
 
 pub fn run(cli: Cli) -> Result<()> {
-    let reg = Registry::open(&cli.store)?;
     let json = cli.json;
+    // Commands on model files alone never touch the store.
+    match &cli.command {
+        Command::ScoreText(a) => return crate::model::cli::score_text(a, json),
+        Command::Bench(a) => return crate::model::bench::bench(a),
+        Command::Dev(DevCommand::MakeFixtures(a)) => return crate::model::cli::make_fixtures(a),
+        _ => {}
+    }
+    let reg = Registry::open(&cli.store)?;
     match cli.command {
         Command::Ingest {
             format,
@@ -300,7 +374,189 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Cache { command } => cache_command(&reg, json, command),
+        Command::Model {
+            command:
+                ModelCommand::Add {
+                    path,
+                    name,
+                    backend,
+                },
+        } => {
+            let (id, new) = models::add(&reg, &path, name.as_deref(), backend)?;
+            let out = serde_json::json!({"fingerprint": id, "new": new});
+            emit(json, &out, || {
+                println!(
+                    "{} model {id}",
+                    if new {
+                        "registered"
+                    } else {
+                        "already registered:"
+                    }
+                )
+            })
+        }
+        Command::Model {
+            command: ModelCommand::List,
+        } => {
+            let names = reg.names(Names::Models)?;
+            let list: Vec<_> = reg
+                .all::<ModelRecord>()?
+                .into_iter()
+                .map(|(id, m)| {
+                    let aliases: Vec<&str> =
+                        names.iter().filter(|(_, i)| *i == id).map(|(n, _)| n.as_str()).collect();
+                    serde_json::json!({"fingerprint": id, "names": aliases, "architecture": m.architecture,
+                        "format": m.format, "backend": m.backend, "path": m.path, "bytes": m.bytes})
+                })
+                .collect();
+            emit(json, &list, || {
+                for m in &list {
+                    println!(
+                        "{}  {:<24} {} {} {}",
+                        &m["fingerprint"].as_str().unwrap_or_default()[..12],
+                        m["names"].to_string(),
+                        m["architecture"].as_str().unwrap_or_default(),
+                        m["backend"].as_str().unwrap_or_default(),
+                        m["path"].as_str().unwrap_or_default()
+                    );
+                }
+            })
+        }
+        Command::Score(a) => {
+            let out = score(&reg, &a.model, &a.set, &a.template, a.norm, a.threads, json)?;
+            emit(json, &out, || print_score(&out))
+        }
+        Command::Run { seed, threads } => run_main(&reg, seed, threads, json),
+        Command::ScoreText(_) | Command::Bench(_) | Command::Dev(_) => {
+            unreachable!("handled above")
+        }
     }
+}
+
+/// A template by name; `chat` is the model's own chat template.
+fn template(name: &str, model: &ModelRecord) -> Result<Template> {
+    match name {
+        "plain" => Ok(prompt::plain()),
+        "chat" => prompt::chat(&models::chat_template(model)?),
+        _ => bail!(
+            "unknown template `{name}` (known: {})",
+            prompt::TEMPLATE_NAMES.join(", ")
+        ),
+    }
+}
+
+#[derive(Serialize)]
+struct ScoreOutcome {
+    model: Id,
+    set: Id,
+    result: Id,
+    #[serde(flatten)]
+    report: ScoreReport,
+}
+
+fn score(
+    reg: &Registry,
+    model: &str,
+    set: &str,
+    template: &str,
+    norm: Normalisation,
+    threads: usize,
+    json: bool,
+) -> Result<ScoreOutcome> {
+    let (model_id, record) = models::resolve(reg, model)?;
+    let template = &self::template(template, &record)?;
+    let (set_id, eps) = episodes::load_set(reg, set)?;
+    let mut bar = progress::Bar::new(json);
+    let load = || {
+        crate::model::scorer::set_threads(threads)?;
+        models::Loaded::open(&record)
+    };
+    let (report, rows) = scoring::score_set(reg, model_id, load, &eps, template, norm, &mut bar)?;
+    let result = scoring::record_result(reg, model_id, set_id, template, norm, &rows)?;
+    Ok(ScoreOutcome {
+        model: model_id,
+        set: set_id,
+        result,
+        report,
+    })
+}
+
+fn print_score(o: &ScoreOutcome) {
+    let r = &o.report;
+    println!(
+        "{} episodes: {} scores needed, {} found in the cache, {} computed in {:.1} s",
+        r.episodes, r.scores_needed, r.scores_found_in_cache, r.scores_computed, r.seconds
+    );
+    println!(
+        "forward tokens {} / prefix-tree tokens {} (lower bound)",
+        r.forward_tokens, r.tree_tokens
+    );
+    println!("result {}", o.result);
+}
+
+/// The default model of `run`: SmolLM2-135M-Instruct (Q4_1), fetched by `scripts/fetch_models.sh`.
+const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+const DEFAULT_MODEL_NAME: &str = "smollm2-135m";
+const DEFAULT_SET: &str = "default";
+
+fn run_main(reg: &Registry, seed: u64, threads: usize, json: bool) -> Result<()> {
+    let dir = std::env::var_os("DELTALOGIC_MODELS")
+        .map_or_else(|| PathBuf::from("models"), PathBuf::from);
+    let path = dir.join(DEFAULT_MODEL_FILE);
+    if !path.is_file() {
+        eprintln!("fetching the default model into {}", dir.display());
+        let status = std::process::Command::new("bash")
+            .arg("scripts/fetch_models.sh")
+            .arg("--only")
+            .arg("smollm2")
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .context("cannot run scripts/fetch_models.sh (run `deltalogic run` from the repository root)")?;
+        if !status.success() {
+            bail!("scripts/fetch_models.sh failed: the default model could not be fetched");
+        }
+    }
+    let (model_id, _) = models::add(reg, &path, Some(DEFAULT_MODEL_NAME), Backend::Flex)?;
+    let spec = episodes::BuildSpec {
+        seed,
+        from: From::Generated,
+        per_type: None,
+        extended: false,
+    };
+    let built = episodes::build(reg, &spec, DEFAULT_SET)?;
+    let out = score(
+        reg,
+        DEFAULT_MODEL_NAME,
+        DEFAULT_SET,
+        "plain",
+        Normalisation::Mean,
+        threads,
+        json,
+    )?;
+    let entries = results::entries(
+        reg,
+        &[DEFAULT_MODEL_NAME.to_string()],
+        &[DEFAULT_SET.to_string()],
+    )?;
+    if json {
+        let doc = serde_json::json!({"model": model_id, "set": built.set, "score": out, "results": entries});
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "set `{DEFAULT_SET}` = {} ({} episodes, {} new)",
+            built.set.short(),
+            built.episodes,
+            built.new_episodes
+        );
+        print_score(&out);
+        println!();
+        print!("{}", report::render(&entries, report::Format::Md)?);
+    }
+    write_svg(
+        std::path::Path::new("store/failure-modes.svg"),
+        &report::svg(&entries),
+    )
 }
 
 fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {

@@ -7,6 +7,8 @@ pub mod datasets;
 pub mod episodes;
 pub mod logic;
 pub mod metrics;
+pub mod model;
+pub mod progress;
 pub mod registry;
 pub mod report;
 pub mod results;

@@ -1,6 +1,7 @@
 //! Constrained label scoring through the content-addressed cache: every `(model, prompt prefix,
 //! label)` score is computed once, stored under its key, and read back by every later run.
 
+pub mod models;
 pub mod prompt;
 pub mod records;
 pub mod tree;

@@ -25,7 +25,9 @@ fn model_files(path: &Path) -> Result<Vec<PathBuf>> {
     for entry in walkdir::WalkDir::new(path).max_depth(1).sort_by_file_name() {
         let entry = entry.with_context(|| format!("cannot list {}", path.display()))?;
         let name = entry.file_name().to_string_lossy().to_string();
-        if entry.file_type().is_file() && (name.ends_with(".json") || name.ends_with(".safetensors")) {
+        if entry.file_type().is_file()
+            && (name.ends_with(".json") || name.ends_with(".safetensors"))
+        {
             files.push(entry.into_path());
         }
     }
@@ -40,8 +42,13 @@ pub fn content_hash(path: &Path) -> Result<(String, u64)> {
     let mut h = blake3::Hasher::new();
     let mut total = 0;
     for f in model_files(path)? {
-        let mut file = std::fs::File::open(&f).with_context(|| format!("cannot read {}", f.display()))?;
-        h.update(f.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
+        let mut file =
+            std::fs::File::open(&f).with_context(|| format!("cannot read {}", f.display()))?;
+        h.update(
+            f.file_name()
+                .map(|n| n.as_encoded_bytes())
+                .unwrap_or_default(),
+        );
         let len = file.metadata()?.len();
         h.update(&len.to_le_bytes());
         std::io::copy(&mut file, &mut h).with_context(|| format!("cannot read {}", f.display()))?;
@@ -53,10 +60,14 @@ pub fn content_hash(path: &Path) -> Result<(String, u64)> {
 fn architecture(path: &Path) -> Result<(String, String)> {
     if path.is_dir() {
         let config = path.join("config.json");
-        let text = std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
-        let json: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("{}: not JSON", config.display()))?;
-        let arch = json["architectures"][0].as_str().or(json["model_type"].as_str()).unwrap_or("unknown");
+        let text = std::fs::read_to_string(&config)
+            .with_context(|| format!("cannot read {}", config.display()))?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not JSON", config.display()))?;
+        let arch = json["architectures"][0]
+            .as_str()
+            .or(json["model_type"].as_str())
+            .unwrap_or("unknown");
         Ok(("hf".into(), arch.to_string()))
     } else {
         let gguf = Gguf::open(path)?;
@@ -74,7 +85,12 @@ pub fn backend_name(b: Backend) -> &'static str {
 
 /// Registers a model (idempotent: the same files and numerics are the same model). Returns its
 /// fingerprint and whether it was new.
-pub fn add(reg: &Registry, path: &Path, name: Option<&str>, backend: Backend) -> Result<(Id, bool)> {
+pub fn add(
+    reg: &Registry,
+    path: &Path,
+    name: Option<&str>,
+    backend: Backend,
+) -> Result<(Id, bool)> {
     let (format, arch) = architecture(path)?;
     let (hash, bytes) = content_hash(path)?;
     let record = ModelRecord {
@@ -84,10 +100,16 @@ pub fn add(reg: &Registry, path: &Path, name: Option<&str>, backend: Backend) ->
         scorer_version: SCORER_VERSION.into(),
         format,
         architecture: arch,
-        path: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string(),
+        path: std::fs::canonicalize(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .display()
+            .to_string(),
         bytes,
     };
-    let default_name = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    let default_name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
     let name = name.unwrap_or(&default_name);
     reg.write(|w| {
         let (id, new) = w.put(&record)?;
@@ -104,7 +126,9 @@ pub fn resolve(reg: &Registry, name: &str) -> Result<(Id, ModelRecord)> {
             .resolve(crate::registry::Kind::Model, name)
             .with_context(|| format!("unknown model `{name}` (see `deltalogic model list`)"))?,
     };
-    let record = reg.get::<ModelRecord>(&id)?.with_context(|| format!("model `{name}` has no record"))?;
+    let record = reg
+        .get::<ModelRecord>(&id)?
+        .with_context(|| format!("model `{name}` has no record"))?;
     let (hash, _) = content_hash(Path::new(&record.path))
         .with_context(|| format!("model `{name}` was registered from {}", record.path))?;
     if hash != record.files_blake3 {
@@ -132,7 +156,10 @@ impl Loaded {
             "ndarray" => Backend::Ndarray,
             other => bail!("model backend `{other}` is not built into this deltalogic"),
         };
-        Ok(Loaded { scorer: Scorer::open(Path::new(&record.path), backend)?, backend: backend_name(backend) })
+        Ok(Loaded {
+            scorer: Scorer::open(Path::new(&record.path), backend)?,
+            backend: backend_name(backend),
+        })
     }
 }
 
@@ -166,14 +193,17 @@ pub fn chat_template(record: &ModelRecord) -> Result<String> {
     let path = Path::new(&record.path);
     if path.is_dir() {
         let config = path.join("tokenizer_config.json");
-        let text = std::fs::read_to_string(&config).with_context(|| format!("cannot read {}", config.display()))?;
-        let json: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("{}: not JSON", config.display()))?;
+        let text = std::fs::read_to_string(&config)
+            .with_context(|| format!("cannot read {}", config.display()))?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not JSON", config.display()))?;
         json["chat_template"]
             .as_str()
             .map(str::to_string)
             .with_context(|| format!("{}: no chat_template", config.display()))
     } else {
-        Ok(Gguf::open(path)?.get_str("tokenizer.chat_template")?.to_string())
+        Ok(Gguf::open(path)?
+            .get_str("tokenizer.chat_template")?
+            .to_string())
     }
 }

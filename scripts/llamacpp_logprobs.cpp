@@ -1,0 +1,74 @@
+// Dev only: per-token log-probabilities from llama.cpp, the oracle that
+// scripts/llamacpp_golden.py compares deltalogic against.
+// stdin: one sequence per line, "N t0 t1 ... tk" (N = context length in tokens);
+// stdout: per line, the natural-log probability of tokens N..k, each given all before it.
+// Every line is decoded from an empty KV cache (f32 K/V cache, no flash attention).
+#include "llama.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+int main(int argc, char ** argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s MODEL.gguf [THREADS] < sequences\n", argv[0]);
+        return 2;
+    }
+    llama_backend_init();
+    llama_model_params mp = llama_model_default_params();
+    // The AMX repacked matmul of this llama.cpp crashes on this machine's CPUs; the plain CPU
+    // kernels compute the same function.
+    mp.use_extra_bufts = false;
+    llama_model * model = llama_model_load_from_file(argv[1], mp);
+    if (!model) { fprintf(stderr, "cannot load %s\n", argv[1]); return 1; }
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 2048;
+    cp.n_batch = 2048;
+    cp.n_ubatch = 2048;
+    cp.n_threads = cp.n_threads_batch = argc > 2 ? atoi(argv[2]) : 2;
+    cp.type_k = GGML_TYPE_F32;
+    cp.type_v = GGML_TYPE_F32;
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    llama_context * ctx = llama_init_from_model(model, cp);
+    if (!ctx) { fprintf(stderr, "cannot create context\n"); return 1; }
+    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        std::istringstream in(line);
+        int n_ctx;
+        in >> n_ctx;
+        std::vector<llama_token> toks;
+        for (llama_token t; in >> t;) toks.push_back(t);
+        const int n = (int) toks.size();
+        if (n_ctx < 1 || n_ctx >= n) { fprintf(stderr, "bad line: %s\n", line.c_str()); return 1; }
+        llama_memory_clear(llama_get_memory(ctx), true);
+        llama_batch batch = llama_batch_init(n, 0, 1);
+        for (int i = 0; i < n; i++) {
+            batch.token[i] = toks[i];
+            batch.pos[i] = i;
+            batch.n_seq_id[i] = 1;
+            batch.seq_id[i][0] = 0;
+            batch.logits[i] = i >= n_ctx - 1;
+        }
+        batch.n_tokens = n;
+        if (llama_decode(ctx, batch) != 0) { fprintf(stderr, "decode failed\n"); return 1; }
+        for (int i = n_ctx - 1; i < n - 1; i++) {
+            const float * lg = llama_get_logits_ith(ctx, i);
+            double mx = lg[0];
+            for (int v = 1; v < n_vocab; v++) mx = std::max(mx, (double) lg[v]);
+            double z = 0;
+            for (int v = 0; v < n_vocab; v++) z += std::exp(lg[v] - mx);
+            printf("%s%.7f", i == n_ctx - 1 ? "" : " ", lg[toks[i + 1]] - mx - std::log(z));
+        }
+        printf("\n");
+        fflush(stdout);
+        llama_batch_free(batch);
+    }
+    llama_free(ctx);
+    llama_model_free(model);
+    return 0;
+}

@@ -1,0 +1,80 @@
+//! Command-line handlers for the model: `score-text` and `dev make-fixtures`. The argument
+//! structs are clap `Args` so the main CLI can mount them.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use super::fixtures;
+use super::scorer::{set_threads, Backend, Scorer};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct ScoreTextArgs {
+    /// A GGUF file or a Hugging Face model directory.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The text the labels continue.
+    #[arg(long, allow_hyphen_values = true)]
+    pub context: String,
+    /// Candidate continuations, each with its leading space (" True").
+    #[arg(long, num_args = 1.., required = true)]
+    pub labels: Vec<String>,
+    /// Threads for the tensor kernels.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    #[arg(long, value_enum, default_value_t = Backend::Flex)]
+    pub backend: Backend,
+}
+
+/// Prints each label's token ids, per-token log-probs, sum and mean.
+pub fn score_text(args: &ScoreTextArgs, json: bool) -> anyhow::Result<()> {
+    set_threads(args.threads)?;
+    let scorer = Scorer::open(&args.model, args.backend)?;
+    let scores = scorer
+        .score(&args.context, &args.labels)
+        .with_context(|| format!("scoring with {}", args.model.display()))?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let rows: Vec<_> = scores
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "label": s.label, "tokens": s.tokens, "logprobs": s.logprobs,
+                    "sum": s.sum(), "mean": s.mean(),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({"model": args.model, "context": args.context, "labels": rows});
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        for s in &scores {
+            writeln!(out, "{:?}", s.label)?;
+            writeln!(out, "  tokens:   {:?}", s.tokens)?;
+            let lp: Vec<String> = s.logprobs.iter().map(|x| format!("{x:.6}")).collect();
+            writeln!(out, "  logprobs: [{}]", lp.join(", "))?;
+            writeln!(out, "  sum: {:.6}  mean: {:.6}", s.sum(), s.mean())?;
+        }
+    }
+    Ok(())
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct MakeFixturesArgs {
+    /// Where the per-architecture directories go.
+    #[arg(long, default_value = "fixtures/hf")]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = fixtures::SEED)]
+    pub seed: u64,
+}
+
+/// Writes the tiny random-weight checkpoints the exactness tests use.
+pub fn make_fixtures(args: &MakeFixturesArgs) -> anyhow::Result<()> {
+    fixtures::write_all(&args.out, args.seed)?;
+    println!(
+        "wrote {} fixtures under {}",
+        fixtures::ARCHS.len(),
+        args.out.display()
+    );
+    Ok(())
+}

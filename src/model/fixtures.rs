@@ -1,0 +1,452 @@
+//! Tiny random-weight Hugging Face checkpoints, one per supported architecture, written by our
+//! own code from a seed: no real checkpoint of these architectures can be downloaded here, and
+//! the exactness tests need every code path (GQA, biases, q/k norm, fused phi3 matrices, partial
+//! rotary with longrope, tied and untied heads, f32/f16/bf16, sharded weights) exercised against
+//! the independent reference (`scripts/reference.py`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use half::{bf16, f16};
+use safetensors::tensor::{Dtype, TensorView};
+use serde_json::{json, Value};
+
+use super::ModelError;
+use crate::rng::Rng;
+
+/// The seed the committed fixtures were made from.
+pub const SEED: u64 = 20_261_121;
+/// The architectures written, as directory names.
+pub const ARCHS: [&str; 4] = ["llama", "qwen2", "qwen3", "phi3"];
+
+const MERGES: usize = 64;
+const VOCAB: usize = 256 + MERGES;
+const HIDDEN: usize = 64;
+const INTERMEDIATE: usize = 96;
+const LAYERS: usize = 2;
+const HEADS: usize = 4;
+
+/// Text the tokenizer's merges are learned from: the words the fixture prompts use.
+const CORPUS: &str = "All cats are animals. Tom is a cat. Is Tom an animal? Answer: True. \
+    Every bird can fly. Penguins are birds. Can penguins fly? Answer: False. \
+    If it rains, the grass is wet. The answer is Uncertain. True False Uncertain \
+    Bob is big. Big things are heavy. Anne is kind. Kind people are nice. The cat is nice. \
+    Something is red then it is round. Erin is rough and green. Fiona likes the mouse.";
+
+/// Writes `dir/<arch>/{config.json, tokenizer.json, weights}` for every architecture.
+pub fn write_all(dir: &Path, seed: u64) -> Result<(), ModelError> {
+    let tokenizer = tokenizer_json();
+    for arch in ARCHS {
+        let out = dir.join(arch);
+        std::fs::create_dir_all(&out).map_err(|source| ModelError::Io {
+            path: out.clone(),
+            source,
+        })?;
+        let spec = Spec::of(arch);
+        write(&out.join("config.json"), &pretty(&spec.config()))?;
+        write(&out.join("tokenizer.json"), &pretty(&tokenizer))?;
+        let mut rng = Rng::derive(seed, arch);
+        let tensors = spec.tensors(&mut rng);
+        match spec.shards {
+            1 => write(
+                &out.join("model.safetensors"),
+                &serialize(&tensors, spec.dtype, &out)?,
+            )?,
+            _ => write_sharded(&out, &tensors, spec.dtype)?,
+        }
+    }
+    Ok(())
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
+    std::fs::write(path, bytes).map_err(|source| ModelError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn pretty(v: &Value) -> Vec<u8> {
+    let mut s = serde_json::to_string_pretty(v).expect("JSON values serialise");
+    s.push('\n');
+    s.into_bytes()
+}
+
+/// What varies between the fixtures.
+struct Spec {
+    arch: &'static str,
+    class: &'static str,
+    kv_heads: usize,
+    head_dim: usize,
+    qkv_bias: bool,
+    qk_norm: bool,
+    tied: bool,
+    fused: bool,
+    dtype: Dtype,
+    shards: usize,
+    theta: f64,
+}
+
+impl Spec {
+    fn of(arch: &'static str) -> Spec {
+        let base = Spec {
+            arch,
+            class: "LlamaForCausalLM",
+            kv_heads: 2,
+            head_dim: HIDDEN / HEADS,
+            qkv_bias: false,
+            qk_norm: false,
+            tied: true,
+            fused: false,
+            dtype: Dtype::F32,
+            shards: 1,
+            theta: 10_000.0,
+        };
+        match arch {
+            "qwen2" => Spec {
+                class: "Qwen2ForCausalLM",
+                kv_heads: 1,
+                qkv_bias: true,
+                tied: false,
+                dtype: Dtype::BF16,
+                theta: 1_000_000.0,
+                ..base
+            },
+            // head_dim deliberately differs from hidden / heads, as in real Qwen3 models.
+            "qwen3" => Spec {
+                class: "Qwen3ForCausalLM",
+                head_dim: 24,
+                qk_norm: true,
+                tied: false,
+                dtype: Dtype::F16,
+                shards: 2,
+                ..base
+            },
+            "phi3" => Spec {
+                class: "Phi3ForCausalLM",
+                fused: true,
+                dtype: Dtype::BF16,
+                ..base
+            },
+            _ => base,
+        }
+    }
+
+    fn config(&self) -> Value {
+        let mut c = json!({
+            "architectures": [self.class],
+            "model_type": self.arch,
+            "vocab_size": VOCAB,
+            "hidden_size": HIDDEN,
+            "intermediate_size": INTERMEDIATE,
+            "num_hidden_layers": LAYERS,
+            "num_attention_heads": HEADS,
+            "num_key_value_heads": self.kv_heads,
+            "head_dim": self.head_dim,
+            "rms_norm_eps": 1e-5,
+            "rope_theta": self.theta,
+            "max_position_embeddings": 512,
+            "tie_word_embeddings": self.tied,
+            "torch_dtype": format!("{:?}", self.dtype).to_lowercase(),
+        });
+        if self.arch == "phi3" {
+            // 16 * 0.75 = 12 rotated dims: 6 frequencies, each with its own longrope divisor.
+            let short: Vec<f64> = (0..6).map(|i| 1.0 + 0.25 * i as f64).collect();
+            let long: Vec<f64> = (0..6).map(|i| 2.0 + 0.5 * i as f64).collect();
+            c["partial_rotary_factor"] = json!(0.75);
+            c["original_max_position_embeddings"] = json!(128);
+            c["rope_scaling"] =
+                json!({"type": "longrope", "short_factor": short, "long_factor": long});
+        }
+        c
+    }
+
+    /// Named tensors in the file's naming, in a fixed order.
+    fn tensors(&self, rng: &mut Rng) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+        let (q, kv) = (HEADS * self.head_dim, self.kv_heads * self.head_dim);
+        let mut out = Vec::new();
+        let mut add = |name: String, shape: Vec<usize>, kind: Init| {
+            let n = shape.iter().product();
+            let data = (0..n)
+                .map(|_| kind.draw(rng, shape.last().copied().unwrap_or(1)))
+                .collect();
+            out.push((name, shape, data));
+        };
+        add(
+            "model.embed_tokens.weight".into(),
+            vec![VOCAB, HIDDEN],
+            Init::Embed,
+        );
+        for l in 0..LAYERS {
+            let p = |s: &str| format!("model.layers.{l}.{s}");
+            add(p("input_layernorm.weight"), vec![HIDDEN], Init::Norm);
+            if self.fused {
+                add(
+                    p("self_attn.qkv_proj.weight"),
+                    vec![q + 2 * kv, HIDDEN],
+                    Init::Matrix,
+                );
+            } else {
+                for (s, rows) in [("q", q), ("k", kv), ("v", kv)] {
+                    add(
+                        p(&format!("self_attn.{s}_proj.weight")),
+                        vec![rows, HIDDEN],
+                        Init::Matrix,
+                    );
+                    if self.qkv_bias {
+                        add(
+                            p(&format!("self_attn.{s}_proj.bias")),
+                            vec![rows],
+                            Init::Bias,
+                        );
+                    }
+                }
+            }
+            if self.qk_norm {
+                add(
+                    p("self_attn.q_norm.weight"),
+                    vec![self.head_dim],
+                    Init::Norm,
+                );
+                add(
+                    p("self_attn.k_norm.weight"),
+                    vec![self.head_dim],
+                    Init::Norm,
+                );
+            }
+            add(p("self_attn.o_proj.weight"), vec![HIDDEN, q], Init::Matrix);
+            add(
+                p("post_attention_layernorm.weight"),
+                vec![HIDDEN],
+                Init::Norm,
+            );
+            if self.fused {
+                add(
+                    p("mlp.gate_up_proj.weight"),
+                    vec![2 * INTERMEDIATE, HIDDEN],
+                    Init::Matrix,
+                );
+            } else {
+                add(
+                    p("mlp.gate_proj.weight"),
+                    vec![INTERMEDIATE, HIDDEN],
+                    Init::Matrix,
+                );
+                add(
+                    p("mlp.up_proj.weight"),
+                    vec![INTERMEDIATE, HIDDEN],
+                    Init::Matrix,
+                );
+            }
+            add(
+                p("mlp.down_proj.weight"),
+                vec![HIDDEN, INTERMEDIATE],
+                Init::Matrix,
+            );
+        }
+        add("model.norm.weight".into(), vec![HIDDEN], Init::Norm);
+        if !self.tied {
+            add("lm_head.weight".into(), vec![VOCAB, HIDDEN], Init::Embed);
+        }
+        out
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Init {
+    Embed,
+    Matrix,
+    Norm,
+    Bias,
+}
+
+impl Init {
+    /// Scales that keep activations near unit size, so log-probs are spread out rather than
+    /// uniform and a wrong computation shows.
+    fn draw(self, rng: &mut Rng, fan_in: usize) -> f32 {
+        let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+        (match self {
+            Init::Embed => 0.3 * u,
+            Init::Matrix => u * (3.0 / fan_in as f64).sqrt(),
+            Init::Norm => 1.0 + 0.2 * u,
+            Init::Bias => 0.2 * u,
+        }) as f32
+    }
+}
+
+fn encode(data: &[f32], dtype: Dtype) -> Vec<u8> {
+    match dtype {
+        Dtype::F16 => data
+            .iter()
+            .flat_map(|&x| f16::from_f32(x).to_le_bytes())
+            .collect(),
+        Dtype::BF16 => data
+            .iter()
+            .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
+            .collect(),
+        _ => data.iter().flat_map(|&x| x.to_le_bytes()).collect(),
+    }
+}
+
+fn serialize(
+    tensors: &[(String, Vec<usize>, Vec<f32>)],
+    dtype: Dtype,
+    dir: &Path,
+) -> Result<Vec<u8>, ModelError> {
+    let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
+        .iter()
+        .map(|(n, s, d)| (n.clone(), s.clone(), encode(d, dtype)))
+        .collect();
+    let views = bytes
+        .iter()
+        .map(|(n, s, b)| TensorView::new(dtype, s.clone(), b).map(|v| (n.clone(), v)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| super::config::invalid(dir, format!("building safetensors: {e}")))?;
+    safetensors::serialize(views, None)
+        .map_err(|e| super::config::invalid(dir, format!("writing safetensors: {e}")))
+}
+
+/// Layer 0 and the embedding in one shard, the rest in another, plus the index.
+fn write_sharded(
+    dir: &Path,
+    tensors: &[(String, Vec<usize>, Vec<f32>)],
+    dtype: Dtype,
+) -> Result<(), ModelError> {
+    let names = [
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+    ];
+    let (first, second): (Vec<_>, Vec<_>) = tensors.iter().cloned().partition(|(n, _, _)| {
+        n.starts_with("model.embed_tokens") || n.starts_with("model.layers.0.")
+    });
+    let mut weight_map = BTreeMap::new();
+    for (file, part) in names.iter().zip([first, second]) {
+        write(&dir.join(file), &serialize(&part, dtype, dir)?)?;
+        for (n, _, _) in &part {
+            weight_map.insert(n.clone(), json!(file));
+        }
+    }
+    let index = json!({"metadata": {}, "weight_map": weight_map});
+    write(&dir.join("model.safetensors.index.json"), &pretty(&index))
+}
+
+/// GPT-2's reversible byte-to-character map used by byte-level BPE.
+fn byte_chars() -> Vec<char> {
+    let printable =
+        |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+    let mut extra = 0;
+    (0..256u32)
+        .map(|b| {
+            if printable(b) {
+                char::from_u32(b).expect("latin-1 is valid")
+            } else {
+                extra += 1;
+                char::from_u32(255 + extra).expect("small code points are valid")
+            }
+        })
+        .collect()
+}
+
+/// A byte-level BPE tokenizer.json: 256 byte tokens plus `MERGES` merges learned greedily
+/// (most frequent pair, ties to the smallest) from `CORPUS`, split into words the way GPT-2's
+/// pre-tokenizer does for plain text (a leading space joins the word).
+fn tokenizer_json() -> Value {
+    let chars = byte_chars();
+    let mut words: BTreeMap<Vec<String>, usize> = BTreeMap::new();
+    let mut current = String::new();
+    let class = |c: char| {
+        if c.is_alphabetic() {
+            0
+        } else if c.is_numeric() {
+            1
+        } else if c == ' ' {
+            2
+        } else {
+            3
+        }
+    };
+    let mut flush = |w: &mut String| {
+        if !w.is_empty() {
+            let sym = w.bytes().map(|b| chars[b as usize].to_string()).collect();
+            *words.entry(sym).or_default() += 1;
+            w.clear();
+        }
+    };
+    for c in CORPUS.chars() {
+        let joins = current.chars().last().is_some_and(|p| {
+            class(p) == class(c) && class(c) != 2
+                || (p == ' ' && current.len() == 1 && class(c) != 2)
+        });
+        if !joins {
+            flush(&mut current);
+        }
+        current.push(c);
+    }
+    flush(&mut current);
+
+    let mut vocab: Vec<String> = chars.iter().map(|c| c.to_string()).collect();
+    let mut merges = Vec::new();
+    for _ in 0..MERGES {
+        let mut pairs: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for (w, n) in &words {
+            for p in w.windows(2) {
+                *pairs.entry((p[0].clone(), p[1].clone())).or_default() += n;
+            }
+        }
+        // A pair whose join already exists (a+bc vs ab+c) would duplicate a vocabulary entry.
+        let fresh = pairs
+            .into_iter()
+            .filter(|((a, b), _)| !vocab.contains(&format!("{a}{b}")));
+        let Some(((a, b), _)) = fresh.max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0))) else {
+            break;
+        };
+        let joined = format!("{a}{b}");
+        words = words
+            .into_iter()
+            .map(|(w, n)| {
+                let mut out: Vec<String> = Vec::with_capacity(w.len());
+                for s in w {
+                    if out.last() == Some(&a) && s == b {
+                        out.pop();
+                        out.push(joined.clone());
+                    } else {
+                        out.push(s);
+                    }
+                }
+                (out, n)
+            })
+            .fold(BTreeMap::new(), |mut m, (w, n)| {
+                *m.entry(w).or_default() += n;
+                m
+            });
+        merges.push(format!("{a} {b}"));
+        vocab.push(joined);
+    }
+    let vocab: serde_json::Map<String, Value> = vocab
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (t, json!(i)))
+        .collect();
+    let byte_level = json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true});
+    json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": [],
+        "normalizer": null,
+        "pre_tokenizer": byte_level,
+        "post_processor": null,
+        "decoder": byte_level,
+        "model": {
+            "type": "BPE",
+            "dropout": null,
+            "unk_token": null,
+            "continuing_subword_prefix": null,
+            "end_of_word_suffix": null,
+            "fuse_unk": false,
+            "byte_fallback": false,
+            "ignore_merges": false,
+            "vocab": vocab,
+            "merges": merges,
+        }
+    })
+}

@@ -1,0 +1,256 @@
+//! Constrained label scoring: the log-probability of each candidate continuation (label) after a
+//! context, computing the context once and every label from a fork of its KV cache.
+//!
+//! # Label boundary rule
+//! A label's tokens are the tokens of `context + label` that follow the context's own tokens, and
+//! the context's tokens must be an exact prefix of them. When a BPE merge crosses the boundary
+//! (say the context ends in a space and the label starts with a word) the prefix breaks and the
+//! label is refused with an error, never scored with shifted tokens. Labels therefore carry their
+//! leading space (`" True"`), as byte-level BPE pre-tokenizers start a word at its space.
+
+use std::path::{Path, PathBuf};
+
+use burn_tensor::Device;
+
+use super::config::HfJson;
+use super::gguf::Gguf;
+use super::tokenizer::Tokenizer;
+use super::transformer::{Naming, RawTensor, State, TensorFile, Transformer};
+use super::{hf, llama, phi3, qwen2, qwen3, ModelError};
+
+/// The scores of one label.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LabelScore {
+    pub label: String,
+    pub tokens: Vec<u32>,
+    /// Natural-log probability of each token given everything before it.
+    pub logprobs: Vec<f32>,
+}
+
+impl LabelScore {
+    pub fn sum(&self) -> f32 {
+        self.logprobs.iter().sum()
+    }
+
+    pub fn mean(&self) -> f32 {
+        self.sum() / self.logprobs.len() as f32
+    }
+}
+
+/// The CPU backend that runs the tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    Flex,
+    #[cfg(feature = "ndarray")]
+    Ndarray,
+}
+
+impl Backend {
+    pub fn device(self) -> Device {
+        match self {
+            Backend::Flex => Device::flex(),
+            // Deprecated upstream in favour of flex; kept selectable so the two can be compared.
+            #[cfg(feature = "ndarray")]
+            #[allow(deprecated)]
+            Backend::Ndarray => Device::ndarray(),
+        }
+    }
+}
+
+/// Sizes the global rayon pool the backends' kernels run on. Once per process: later calls with
+/// another count fail rather than silently keep the first.
+pub fn set_threads(n: usize) -> Result<(), ModelError> {
+    if rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build_global()
+        .is_err()
+        && rayon::current_num_threads() != n
+    {
+        return Err(ModelError::Scoring(format!(
+            "the thread pool already runs {} threads, cannot switch to {n}",
+            rayon::current_num_threads()
+        )));
+    }
+    Ok(())
+}
+
+pub struct Scorer {
+    model: Transformer,
+    tokenizer: Tokenizer,
+    path: PathBuf,
+}
+
+impl Scorer {
+    /// Opens a GGUF file or a Hugging Face model directory.
+    pub fn open(path: &Path, backend: Backend) -> Result<Scorer, ModelError> {
+        let device = backend.device();
+        let (model, tokenizer) = if path.is_dir() {
+            open_hf(path, &device)?
+        } else {
+            open_gguf(path, &device)?
+        };
+        if tokenizer.vocab_size() > model.config().vocab_size {
+            return Err(ModelError::Tokenizer {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "{} tokens, more than the model's vocabulary of {}",
+                    tokenizer.vocab_size(),
+                    model.config().vocab_size
+                ),
+            });
+        }
+        Ok(Scorer {
+            model,
+            tokenizer,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn model(&self) -> &Transformer {
+        &self.model
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        self.tokenizer.encode(text)
+    }
+
+    /// The context's tokens and each label's tokens under the boundary rule (module docs).
+    pub fn split_tokens(
+        &self,
+        context: &str,
+        labels: &[String],
+    ) -> Result<(Vec<u32>, Vec<Vec<u32>>), ModelError> {
+        let ctx = self.tokenize(context)?;
+        if ctx.is_empty() {
+            return Err(ModelError::Scoring(
+                "the context is empty: nothing to condition on".into(),
+            ));
+        }
+        let labels = labels
+            .iter()
+            .map(|label| {
+                let full = self.tokenize(&format!("{context}{label}"))?;
+                match full.strip_prefix(ctx.as_slice()) {
+                    Some(rest) if !rest.is_empty() => Ok(rest.to_vec()),
+                    Some(_) => Err(ModelError::Scoring(format!(
+                        "label {label:?} has no tokens"
+                    ))),
+                    None => Err(ModelError::Scoring(format!(
+                        "label {label:?}: the context's tokens are not a prefix of the tokens of \
+                         context+label (a token spans the boundary); start the label with its \
+                         separating space instead of ending the context with it"
+                    ))),
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        Ok((ctx, labels))
+    }
+
+    /// Scores each label after `context`: one pass over the context, then one short pass per
+    /// label from a fork of the context's state.
+    pub fn score(&self, context: &str, labels: &[String]) -> Result<Vec<LabelScore>, ModelError> {
+        let (ctx, label_tokens) = self.split_tokens(context, labels)?;
+        let state = self.prefill(&self.empty_state(), &ctx)?;
+        labels
+            .iter()
+            .zip(label_tokens)
+            .map(|(label, tokens)| {
+                let logprobs = self.score_continuation(&state, &tokens)?;
+                Ok(LabelScore {
+                    label: label.clone(),
+                    tokens,
+                    logprobs,
+                })
+            })
+            .collect()
+    }
+
+    /// The state before any token.
+    pub fn empty_state(&self) -> State {
+        self.model.empty_state()
+    }
+
+    /// `state` extended by `tokens`; `state` stays valid, so a prefix tree can branch from it.
+    pub fn prefill(&self, state: &State, tokens: &[u32]) -> Result<State, ModelError> {
+        self.model.prefill(state, tokens)
+    }
+
+    /// Log-probability of each of `tokens` following `state` (which must hold at least one
+    /// token). Leaves `state` untouched.
+    pub fn score_continuation(
+        &self,
+        state: &State,
+        tokens: &[u32],
+    ) -> Result<Vec<f32>, ModelError> {
+        self.model.score_continuation(state, tokens)
+    }
+}
+
+fn open_hf(dir: &Path, device: &Device) -> Result<(Transformer, Tokenizer), ModelError> {
+    let json = HfJson::read(&dir.join("config.json"))?;
+    let arch = json
+        .get("architectures")
+        .and_then(|a| a.get(0))
+        .and_then(|a| a.as_str())
+        .or_else(|| json.get("model_type").and_then(|m| m.as_str()))
+        .unwrap_or("")
+        .to_string();
+    let unknown = || ModelError::UnknownArchitecture {
+        path: json.path.clone(),
+        arch: arch.clone(),
+        supported: "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM",
+    };
+    let (cfg, naming, fused): (_, Naming, _) = match arch.as_str() {
+        "LlamaForCausalLM" | "llama" => (llama::config_from_hf(&json)?, llama::hf_name, false),
+        "Qwen2ForCausalLM" | "qwen2" => (qwen2::config_from_hf(&json)?, llama::hf_name, false),
+        "Qwen3ForCausalLM" | "qwen3" => (qwen3::config_from_hf(&json)?, llama::hf_name, false),
+        "Phi3ForCausalLM" | "phi3" => (phi3::config_from_hf(&json)?, phi3::hf_name, true),
+        _ => return Err(unknown()),
+    };
+    let tokenizer = Tokenizer::from_hf_file(dir.join("tokenizer.json"))?;
+    let weights = hf::Weights::open(dir)?;
+    let model = if fused {
+        let unfused = phi3::Unfused::new(&weights, &cfg);
+        Transformer::load(cfg, &unfused, naming, device)?
+    } else {
+        Transformer::load(cfg, &weights, naming, device)?
+    };
+    Ok((model, tokenizer))
+}
+
+fn open_gguf(path: &Path, device: &Device) -> Result<(Transformer, Tokenizer), ModelError> {
+    let g = Gguf::open(path)?;
+    let cfg = match g.architecture()? {
+        "llama" => llama::config_from_gguf(&g)?,
+        "qwen2" => qwen2::config_from_gguf(&g)?,
+        "qwen3" => qwen3::config_from_gguf(&g)?,
+        other => {
+            return Err(ModelError::UnknownArchitecture {
+                path: path.to_path_buf(),
+                arch: other.to_string(),
+                supported: "llama, qwen2, qwen3",
+            })
+        }
+    };
+    let tokenizer = Tokenizer::from_gguf(&g)?;
+    let model = Transformer::load(cfg, &g, llama::gguf_name, device)?;
+    Ok((model, tokenizer))
+}
+
+impl TensorFile for Gguf {
+    fn path(&self) -> &Path {
+        Gguf::path(self)
+    }
+
+    fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
+        if self.tensor_info(name).is_none() {
+            return Ok(None);
+        }
+        let (shape, data) = self.tensor_f32(name)?;
+        Ok(Some(RawTensor { shape, data }))
+    }
+}

@@ -1,0 +1,322 @@
+//! The GGUF reader on small files written here: a good file reads back exactly, and every kind
+//! of bad file gives an error that names the file and says what is wrong, never a panic.
+
+use std::path::{Path, PathBuf};
+
+use deltalogic::model::gguf::Gguf;
+use deltalogic::model::tokenizer::Tokenizer;
+use deltalogic::model::ModelError;
+
+enum Val {
+    U32(u32),
+    Bool(bool),
+    Str(&'static str),
+    Strs(Vec<&'static str>),
+    I32s(Vec<i32>),
+}
+
+struct Tensor {
+    name: &'static str,
+    ne: Vec<u64>,
+    ty: u32,
+    data: Vec<u8>,
+}
+
+/// A minimal GGUF v3 writer (little-endian, 32-byte alignment).
+#[derive(Default)]
+struct Writer {
+    kv: Vec<(&'static str, Val)>,
+    tensors: Vec<Tensor>,
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend((s.len() as u64).to_le_bytes());
+    out.extend(s.as_bytes());
+}
+
+impl Writer {
+    fn kv(mut self, key: &'static str, v: Val) -> Self {
+        self.kv.push((key, v));
+        self
+    }
+
+    fn tensor(mut self, name: &'static str, ne: &[u64], ty: u32, data: Vec<u8>) -> Self {
+        self.tensors.push(Tensor {
+            name,
+            ne: ne.to_vec(),
+            ty,
+            data,
+        });
+        self
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        let mut out = b"GGUF".to_vec();
+        out.extend(3u32.to_le_bytes());
+        out.extend((self.tensors.len() as u64).to_le_bytes());
+        out.extend((self.kv.len() as u64).to_le_bytes());
+        for (key, v) in &self.kv {
+            put_str(&mut out, key);
+            match v {
+                Val::U32(x) => {
+                    out.extend(4u32.to_le_bytes());
+                    out.extend(x.to_le_bytes());
+                }
+                Val::Bool(b) => {
+                    out.extend(7u32.to_le_bytes());
+                    out.push(*b as u8);
+                }
+                Val::Str(s) => {
+                    out.extend(8u32.to_le_bytes());
+                    put_str(&mut out, s);
+                }
+                Val::Strs(items) => {
+                    out.extend(9u32.to_le_bytes());
+                    out.extend(8u32.to_le_bytes());
+                    out.extend((items.len() as u64).to_le_bytes());
+                    items.iter().for_each(|s| put_str(&mut out, s));
+                }
+                Val::I32s(items) => {
+                    out.extend(9u32.to_le_bytes());
+                    out.extend(5u32.to_le_bytes());
+                    out.extend((items.len() as u64).to_le_bytes());
+                    items.iter().for_each(|i| out.extend(i.to_le_bytes()));
+                }
+            }
+        }
+        let mut offset = 0u64;
+        for t in &self.tensors {
+            put_str(&mut out, t.name);
+            out.extend((t.ne.len() as u32).to_le_bytes());
+            t.ne.iter().for_each(|d| out.extend(d.to_le_bytes()));
+            out.extend(t.ty.to_le_bytes());
+            out.extend(offset.to_le_bytes());
+            offset += (t.data.len() as u64).div_ceil(32) * 32;
+        }
+        for t in &self.tensors {
+            out.resize(out.len().div_ceil(32) * 32, 0);
+            out.extend(&t.data);
+        }
+        out
+    }
+}
+
+const F32: u32 = 0;
+const Q8_0: u32 = 8;
+const Q2_K: u32 = 10;
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// One Q8_0 block: scale 0.5 (f16 0x3800), quants -16..16.
+fn q8_block() -> Vec<u8> {
+    let mut b = vec![0x00, 0x38];
+    b.extend((0..32).map(|i| (i - 16) as i8 as u8));
+    b
+}
+
+/// A well-formed little model file: llama architecture, a 4-token BPE vocabulary, two tensors.
+fn good() -> Writer {
+    Writer::default()
+        .kv("general.architecture", Val::Str("llama"))
+        .kv("llama.block_count", Val::U32(1))
+        .kv("tokenizer.ggml.model", Val::Str("gpt2"))
+        .kv("tokenizer.ggml.pre", Val::Str("smollm"))
+        .kv(
+            "tokenizer.ggml.tokens",
+            Val::Strs(vec!["<|endoftext|>", "a", "b", "ab", "Ġ", "Ġab", "1"]),
+        )
+        .kv(
+            "tokenizer.ggml.token_type",
+            Val::I32s(vec![3, 1, 1, 1, 1, 1, 1]),
+        )
+        .kv("tokenizer.ggml.merges", Val::Strs(vec!["a b", "Ġ ab"]))
+        .kv("tokenizer.ggml.bos_token_id", Val::U32(0))
+        .kv("tokenizer.ggml.add_bos_token", Val::Bool(false))
+        .tensor(
+            "w",
+            &[3, 2],
+            F32,
+            f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+        )
+        .tensor("q", &[32, 1], Q8_0, q8_block())
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).expect("write test file");
+    path
+}
+
+/// The error's message, checked to name the file and to contain `what`.
+fn message(err: ModelError, path: &Path, what: &str) -> String {
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&path.display().to_string()),
+        "message does not name the file: {msg}"
+    );
+    assert!(msg.contains(what), "message does not say {what:?}: {msg}");
+    msg
+}
+
+fn open_err(path: &Path) -> ModelError {
+    Gguf::open(path).expect_err("opened a bad file")
+}
+
+#[test]
+fn good_file_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "good.gguf", &good().bytes());
+    let g = Gguf::open(&path).unwrap();
+    assert_eq!(g.architecture().unwrap(), "llama");
+    assert_eq!(g.get_u32("llama.block_count").unwrap(), 1);
+    assert_eq!(g.tensor_names().collect::<Vec<_>>(), ["w", "q"]);
+    // ne = [3, 2]: two rows of three, given outermost first.
+    let (shape, data) = g.tensor_f32("w").unwrap();
+    assert_eq!(shape, [2, 3]);
+    assert_eq!(data, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let (shape, data) = g.tensor_f32("q").unwrap();
+    assert_eq!(shape, [1, 32]);
+    assert_eq!(
+        data,
+        (0..32).map(|i| (i - 16) as f32 * 0.5).collect::<Vec<_>>()
+    );
+
+    let tok = Tokenizer::from_gguf(&g).unwrap();
+    // " ab" merges to "Ġab"; digits split alone; special-token text is matched whole.
+    assert_eq!(tok.encode(" ab").unwrap(), [5]);
+    assert_eq!(tok.encode("ab1ba").unwrap(), [3, 6, 2, 1]);
+    assert_eq!(tok.encode("<|endoftext|>a").unwrap(), [0, 1]);
+    assert_eq!(tok.bos_id(), Some(0));
+}
+
+#[test]
+fn truncated_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = good().bytes();
+    for cut in [0, 3, 10, 30, 200, bytes.len() - 40, bytes.len() - 1] {
+        let path = write(dir.path(), &format!("cut{cut}.gguf"), &bytes[..cut]);
+        message(open_err(&path), &path, "truncated");
+    }
+    // Cut inside the last tensor's data: the message names the tensor.
+    let path = write(dir.path(), "cut-data.gguf", &bytes[..bytes.len() - 1]);
+    message(open_err(&path), &path, "tensor q");
+}
+
+#[test]
+fn corrupt_magic_and_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = good().bytes();
+    bytes[..4].copy_from_slice(b"GGML");
+    let path = write(dir.path(), "magic.gguf", &bytes);
+    message(open_err(&path), &path, "not a GGUF file");
+
+    let mut bytes = good().bytes();
+    bytes[4..8].copy_from_slice(&1u32.to_le_bytes());
+    let path = write(dir.path(), "v1.gguf", &bytes);
+    message(open_err(&path), &path, "version 1");
+}
+
+#[test]
+fn corrupt_counts_and_values() {
+    let dir = tempfile::tempdir().unwrap();
+    // A metadata count far beyond the file.
+    let mut bytes = good().bytes();
+    bytes[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+    let path = write(dir.path(), "count.gguf", &bytes);
+    message(open_err(&path), &path, "metadata count");
+
+    // The first key's value type (right after its 8-byte length and 20-byte name) made unknown.
+    let mut bytes = good().bytes();
+    let at = 24 + 8 + "general.architecture".len();
+    bytes[at..at + 4].copy_from_slice(&99u32.to_le_bytes());
+    let path = write(dir.path(), "vtype.gguf", &bytes);
+    message(open_err(&path), &path, "unknown metadata value type 99");
+}
+
+#[test]
+fn unsupported_tensor_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = good().tensor("k", &[256], Q2_K, vec![0; 84]).bytes();
+    let path = write(dir.path(), "q2k.gguf", &bytes);
+    let g = Gguf::open(&path).unwrap();
+    let msg = message(
+        g.tensor_f32("k").unwrap_err(),
+        &path,
+        "unsupported type Q2_K",
+    );
+    assert!(msg.contains("tensor k"), "{msg}");
+}
+
+#[test]
+fn shape_not_whole_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = good().tensor("odd", &[33], Q8_0, vec![0; 68]).bytes();
+    let path = write(dir.path(), "odd.gguf", &bytes);
+    message(
+        open_err(&path),
+        &path,
+        "tensor odd: dims [33] do not fit Q8_0",
+    );
+}
+
+#[test]
+fn missing_tensor_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "good.gguf", &good().bytes());
+    let g = Gguf::open(&path).unwrap();
+    message(
+        g.tensor_f32("nope").unwrap_err(),
+        &path,
+        "tensor nope is missing",
+    );
+    message(
+        g.get_u32("llama.context_length").unwrap_err(),
+        &path,
+        "llama.context_length is missing",
+    );
+    message(
+        g.get_u32("general.architecture").unwrap_err(),
+        &path,
+        "is string, expected uint32",
+    );
+}
+
+#[test]
+fn missing_or_unsupported_tokenizer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = good();
+    w.kv.retain(|(k, _)| *k != "tokenizer.ggml.tokens");
+    let path = write(dir.path(), "notok.gguf", &w.bytes());
+    let g = Gguf::open(&path).unwrap();
+    message(
+        Tokenizer::from_gguf(&g).unwrap_err(),
+        &path,
+        "tokenizer.ggml.tokens is missing",
+    );
+
+    let mut w = good();
+    w.kv.retain(|(k, _)| *k != "tokenizer.ggml.pre");
+    let w = w.kv("tokenizer.ggml.pre", Val::Str("mystery"));
+    let path = write(dir.path(), "pre.gguf", &w.bytes());
+    let g = Gguf::open(&path).unwrap();
+    message(
+        Tokenizer::from_gguf(&g).unwrap_err(),
+        &path,
+        "pre-tokenizer \"mystery\" is not supported",
+    );
+
+    let path = dir.path().join("tokenizer.json");
+    message(
+        Tokenizer::from_hf_file(&path).unwrap_err(),
+        &path,
+        "file not found",
+    );
+}
+
+#[test]
+fn missing_file() {
+    let path = PathBuf::from("/nonexistent/model.gguf");
+    message(open_err(&path), &path, "No such file");
+}

@@ -1,0 +1,144 @@
+//! Our GGUF tokenizers must give exactly llama.cpp's ids (`llama-tokenize`) on every string of
+//! fixtures/tokens/<model>.jsonl, made by scripts/make_token_goldens.py.
+//!
+//! Models are looked up in $DELTALOGIC_MODELS or models/ (scripts/fetch_models.sh). A missing
+//! model fails under CI=true and is skipped with a notice otherwise.
+
+use std::path::PathBuf;
+
+use deltalogic::model::gguf::Gguf;
+use deltalogic::model::tokenizer::Tokenizer;
+
+struct Golden {
+    text: String,
+    ids: Vec<u32>,
+}
+
+fn goldens(name: &str) -> Vec<Golden> {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("fixtures/tokens/{name}.jsonl"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let v: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1));
+            let ids = v["ids"].as_array().expect("ids array");
+            Golden {
+                text: v["text"].as_str().expect("text string").to_string(),
+                ids: ids
+                    .iter()
+                    .map(|id| id.as_u64().expect("id") as u32)
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// The tokenizer of a model file, or `None` (with a notice) when the file is absent locally.
+fn tokenizer(file: &str) -> Option<Tokenizer> {
+    let dir = std::env::var_os("DELTALOGIC_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models"));
+    let path = dir.join(file);
+    if !path.is_file() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(
+            !ci,
+            "{} is missing under CI: run scripts/fetch_models.sh",
+            path.display()
+        );
+        eprintln!(
+            "NOTICE: skipping, {} not found (run scripts/fetch_models.sh)",
+            path.display()
+        );
+        return None;
+    }
+    let gguf = Gguf::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    Some(Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn check(name: &str, file: &str) {
+    let Some(tok) = tokenizer(file) else { return };
+    let goldens = goldens(name);
+    assert!(
+        goldens.len() >= 500,
+        "{name}: only {} golden strings",
+        goldens.len()
+    );
+    let mut wrong = Vec::new();
+    for g in &goldens {
+        let ids = tok.encode(&g.text).unwrap_or_else(|e| panic!("{e}"));
+        if ids != g.ids {
+            wrong.push(format!(
+                "{:?}\n  llama.cpp {:?}\n  ours      {:?}",
+                g.text, g.ids, ids
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{name}: {} of {} strings tokenized differently from llama.cpp:\n{}",
+        wrong.len(),
+        goldens.len(),
+        wrong
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    eprintln!(
+        "{name}: {} golden strings identical to llama.cpp",
+        goldens.len()
+    );
+}
+
+#[test]
+fn smollm2_matches_llama_cpp() {
+    check(
+        "smollm2-135m-instruct-q4_1",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+    );
+}
+
+#[test]
+fn qwen2_5_matches_llama_cpp() {
+    check(
+        "qwen2.5-coder-0.5b-instruct",
+        "Qwen2.5-Coder-0.5B-Instruct.gguf",
+    );
+}
+
+/// Byte-level BPE loses nothing: decoding gives back the text.
+#[test]
+fn decode_inverts_encode() {
+    let Some(tok) = tokenizer("SmolLM2-135M-Instruct.Q4_1.gguf") else {
+        return;
+    };
+    for g in goldens("smollm2-135m-instruct-q4_1") {
+        let ids = tok.encode(&g.text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(tok.decode(&ids).unwrap_or_else(|e| panic!("{e}")), g.text);
+    }
+}
+
+/// A tokenizer.json written from the GGUF tokenizer loads through the Hugging Face path and
+/// tokenizes the same.
+#[test]
+fn hf_file_round_trip() {
+    let Some(tok) = tokenizer("Qwen2.5-Coder-0.5B-Instruct.gguf") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("tokenizer.json");
+    tok.inner().save(&path, false).expect("save tokenizer.json");
+    let hf = Tokenizer::from_hf_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    for g in goldens("qwen2.5-coder-0.5b-instruct").iter().step_by(7) {
+        assert_eq!(
+            hf.encode(&g.text).unwrap_or_else(|e| panic!("{e}")),
+            g.ids,
+            "{:?}",
+            g.text
+        );
+    }
+}

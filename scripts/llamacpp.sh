@@ -2,6 +2,10 @@
 # Dev only: builds llama.cpp (the token and logits oracle) from the PyPI sdist of
 # llama-cpp-python into .tools/. CI never runs this; tests read the goldens it produced.
 # Idempotent: finished steps are skipped. Prints the bin directory.
+# On CPUs with AMX whose tiles the kernel does not enable (this machine kind), llama.cpp's AMX
+# matmul faults: pass --repack 0 to llama-bench (this also turns off the AVX repacked kernels of
+# Q4_0/Q4_K/Q5_K/Q6_K/Q8_0; Q4_1 has none), e.g.
+#   llama-bench -m models/SmolLM2-135M-Instruct.Q4_1.gguf -p 256 -n 0 -t 2 --repack 0
 set -euo pipefail
 
 VERSION=0.3.36

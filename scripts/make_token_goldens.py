@@ -5,7 +5,8 @@ deterministic set of strings drawn from ../shared/datasets, one {"text", "ids"} 
 Dev only (needs scripts/llamacpp.sh and scripts/fetch_models.sh to have run); tests read the
 committed output. Each string goes to llama-tokenize through a file, read verbatim, with
 --no-escape so backslashes stay as they are; --no-bos is not passed, so ids carry a BOS exactly
-when the model adds one (neither model does). Special-token text is parsed, as in our encoder.
+when the model adds one (the Llama 3 vocabulary does, SmolLM2 and Qwen2.5 do not). Special-token
+text is parsed, as in our encoder.
 
 Usage: scripts/make_token_goldens.py [--datasets DIR] [--models DIR] [--llamacpp BIN_DIR]
 """
@@ -26,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = {
     "smollm2-135m-instruct-q4_1": "SmolLM2-135M-Instruct.Q4_1.gguf",
     "qwen2.5-coder-0.5b-instruct": "Qwen2.5-Coder-0.5B-Instruct.gguf",
+    # Vocabulary only (llama.cpp's test file): the llama-bpe pre-tokenizer, and a model that adds BOS.
+    "llama3-vocab": "ggml-vocab-llama-bpe.gguf",
 }
 SEED = 20261121
 

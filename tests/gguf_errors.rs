@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use deltalogic::model::gguf::Gguf;
+use deltalogic::model::scorer::{Backend, Scorer};
 use deltalogic::model::tokenizer::Tokenizer;
 use deltalogic::model::ModelError;
 
@@ -313,6 +314,19 @@ fn missing_or_unsupported_tokenizer() {
         &path,
         "file not found",
     );
+}
+
+#[test]
+fn unknown_architecture() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = good();
+    w.kv.retain(|(k, _)| *k != "general.architecture");
+    let w = w.kv("general.architecture", Val::Str("mamba"));
+    let path = write(dir.path(), "mamba.gguf", &w.bytes());
+    let Err(err) = Scorer::open(&path, Backend::Flex) else {
+        panic!("opened an unknown architecture");
+    };
+    message(err, &path, "unknown architecture \"mamba\"");
 }
 
 #[test]

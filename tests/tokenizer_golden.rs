@@ -110,6 +110,13 @@ fn qwen2_5_matches_llama_cpp() {
     );
 }
 
+/// Llama 3's vocabulary: the llama-bpe pre-tokenizer, merges ignored for whole-word tokens, and a
+/// BOS added because the file says so.
+#[test]
+fn llama3_vocab_matches_llama_cpp() {
+    check("llama3-vocab", "ggml-vocab-llama-bpe.gguf");
+}
+
 /// Byte-level BPE loses nothing: decoding gives back the text.
 #[test]
 fn decode_inverts_encode() {

@@ -141,6 +141,8 @@ fn drive(args: &BenchArgs) -> anyhow::Result<()> {
                     "--only",
                     &format!("{backend:?}").to_lowercase(),
                 ])
+                // ndarray's matmul (matrixmultiply) sizes its own pool from this variable.
+                .env("MATMUL_NUM_THREADS", args.threads.to_string())
                 .output()
                 .context("running the benchmark child")?;
             if !out.status.success() {
@@ -152,9 +154,13 @@ fn drive(args: &BenchArgs) -> anyhow::Result<()> {
             }
             let m: Measurement = serde_json::from_slice(&out.stdout).context("child output")?;
             let name = model.file_name().unwrap_or_default().to_string_lossy();
-            let (lc, ratio) = match reference {
-                Some(r) => (format!("{r:.1}"), format!("{:.2}", m.tokens_per_s / r)),
-                None => ("-".into(), "-".into()),
+            let (lc, ratio, note) = match reference {
+                Some((r, note)) => (
+                    format!("{r:.1}"),
+                    format!("{:.2}", m.tokens_per_s / r),
+                    note,
+                ),
+                None => ("-".into(), "-".into(), ""),
             };
             println!(
                 "{:<40} {:>8} {:>10.1} {:>10} {:>7} {:>9.0} {:>9.0} {:>6.2}",
@@ -167,41 +173,56 @@ fn drive(args: &BenchArgs) -> anyhow::Result<()> {
                 m.f32_weights_mib,
                 m.peak_rss_mib / m.f32_weights_mib
             );
+            if !note.is_empty() {
+                println!("  note:{note}");
+            }
         }
     }
     Ok(())
 }
 
-/// llama-bench's prompt-processing tokens/s on the same file and thread count.
-fn llama_bench(bin: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<f64> {
+/// llama-bench's prompt-processing tokens/s on the same file and thread count. Weight repacking
+/// is llama.cpp's default; where its repacked (AMX) kernels crash, as on some CPUs, the run is
+/// repeated without, and the note says so.
+fn llama_bench(bin: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<(f64, &'static str)> {
     let exe = bin.join("llama-bench");
-    let out = Command::new(&exe)
-        .args(["-m".as_ref(), model.as_os_str()])
-        .args([
-            "-p",
-            &args.tokens.to_string(),
-            "-n",
-            "0",
-            "-t",
-            &args.threads.to_string(),
-        ])
-        .args(["-r", &args.reps.max(1).to_string(), "-o", "json"])
-        .output()
-        .with_context(|| format!("running {}", exe.display()))?;
-    if !out.status.success() {
-        bail!(
-            "{}: {}",
-            exe.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+    let run = |extra: &[&str]| -> anyhow::Result<Option<f64>> {
+        let out = Command::new(&exe)
+            .args(["-m".as_ref(), model.as_os_str()])
+            .args([
+                "-p",
+                &args.tokens.to_string(),
+                "-n",
+                "0",
+                "-t",
+                &args.threads.to_string(),
+            ])
+            .args(["-r", &args.reps.max(1).to_string(), "-o", "json"])
+            .args(extra)
+            .output()
+            .with_context(|| format!("running {}", exe.display()))?;
+        if !out.status.success() {
+            return Ok(None);
+        }
+        let rows: serde_json::Value =
+            serde_json::from_slice(&out.stdout).context("llama-bench JSON")?;
+        let ts = rows
+            .as_array()
+            .and_then(|r| {
+                r.iter()
+                    .find(|r| r["n_prompt"].as_u64() == Some(args.tokens as u64))
+            })
+            .and_then(|r| r["avg_ts"].as_f64());
+        Ok(ts)
+    };
+    if let Some(ts) = run(&[])? {
+        return Ok((ts, ""));
     }
-    let rows: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("llama-bench JSON")?;
-    rows.as_array()
-        .and_then(|r| {
-            r.iter()
-                .find(|r| r["n_prompt"].as_u64() == Some(args.tokens as u64))
-        })
-        .and_then(|r| r["avg_ts"].as_f64())
-        .with_context(|| format!("{}: no prompt-processing row", exe.display()))
+    match run(&["--repack", "0"])? {
+        Some(ts) => Ok((
+            ts,
+            " llama-bench ran with --repack 0 (it crashed with repacking)",
+        )),
+        None => bail!("{} failed on {}", exe.display(), model.display()),
+    }
 }

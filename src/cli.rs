@@ -81,6 +81,9 @@ pub enum Command {
     Audit {
         /// A result id (or a unique prefix of one), as `report --format json` shows.
         result: String,
+        /// Recompute this many sampled scores with the model and report any difference.
+        #[arg(long)]
+        verify: Option<usize>,
     },
     /// Share caches: export, merge, verify, stats.
     Cache {
@@ -346,9 +349,32 @@ pub fn run(cli: Cli) -> Result<()> {
             print!("{}", report::render(&entries, format)?);
             write_svg(&svg, &report::svg(&entries))
         }
-        Command::Audit { result } => {
+        Command::Audit { result, verify } => {
             let a = results::audit(&reg, &result)?;
-            emit(json, &a, || {
+            let checked = match verify {
+                Some(k) => {
+                    let model = Id(a
+                        .scores
+                        .first()
+                        .context("the result read no scores")?
+                        .model
+                        .0);
+                    let record = reg
+                        .get::<ModelRecord>(&model)?
+                        .context("the result's model has no record")?;
+                    let (_, record) = models::resolve(&reg, &model.hex())
+                        .with_context(|| format!("model {} ({})", model.short(), record.path))?;
+                    Some(results::verify(
+                        &reg,
+                        &a,
+                        &models::Loaded::open(&record)?,
+                        k,
+                    )?)
+                }
+                None => None,
+            };
+            let doc = serde_json::json!({"audit": a, "verify": checked});
+            emit(json, &doc, || {
                 println!(
                     "result {} on set {} ({} episodes), template {}, normalisation {}: {} scores",
                     a.result.short(),
@@ -370,6 +396,23 @@ pub fn run(cli: Cli) -> Result<()> {
                         lp.join(", "),
                         l.computed_at
                     );
+                }
+                if let Some(v) = &checked {
+                    println!(
+                        "verified {} sampled scores: {} identical, {} differ (max abs difference {:.2e})",
+                        v.checked,
+                        v.identical,
+                        v.differences.len(),
+                        v.max_abs_diff
+                    );
+                    for d in &v.differences {
+                        println!(
+                            "  {} stored {:?} recomputed {:?}",
+                            d.key.short(),
+                            d.stored,
+                            d.recomputed
+                        );
+                    }
                 }
             })
         }

@@ -5,7 +5,7 @@ use crate::episodes::Episode;
 use crate::metrics::{self, Row};
 use crate::registry::{Id, Kind, Names, Registry, StoredSet};
 use crate::report::ResultEntry;
-use crate::scoring::{ResultRecord, ScoreRecord, TemplateRecord};
+use crate::scoring::{LanguageModel, PromptRecord, ResultRecord, ScoreRecord, TemplateRecord};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -173,4 +173,73 @@ pub fn audit(reg: &Registry, prefix: &str) -> Result<Audit> {
         normalisation: r.normalisation,
         scores,
     })
+}
+
+/// A recomputed score that differs from the stored one.
+#[derive(Debug, Serialize)]
+pub struct Difference {
+    pub key: Id,
+    pub stored: Vec<f32>,
+    pub recomputed: Vec<f32>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Verification {
+    pub checked: usize,
+    /// Bit for bit equal.
+    pub identical: usize,
+    /// Largest absolute difference of a per-token log-prob (prefix reuse may order sums
+    /// differently from a full recomputation).
+    pub max_abs_diff: f32,
+    pub differences: Vec<Difference>,
+}
+
+/// Recomputes `k` scores of an audit, sampled with a fixed seed, from their stored prompt texts,
+/// and compares them bit for bit with the stored log-probs.
+pub fn verify<M: LanguageModel>(
+    reg: &Registry,
+    audit: &Audit,
+    model: &M,
+    k: usize,
+) -> Result<Verification> {
+    let mut order: Vec<usize> = (0..audit.scores.len()).collect();
+    crate::rng::Rng::derive(BOOTSTRAP_SEED, &audit.result.hex()).shuffle(&mut order);
+    let mut v = Verification {
+        checked: 0,
+        identical: 0,
+        max_abs_diff: 0.0,
+        differences: Vec::new(),
+    };
+    for &i in order.iter().take(k) {
+        let line = &audit.scores[i];
+        let prompt = reg.get::<PromptRecord>(&line.prompt)?.with_context(|| {
+            format!(
+                "score {} names a missing prompt {}",
+                line.key.short(),
+                line.prompt.short()
+            )
+        })?;
+        let (ctx, labels) = model.split_tokens(&prompt.text, std::slice::from_ref(&line.label))?;
+        let state = model.prefill(&model.empty_state(), &ctx)?;
+        let recomputed = model.score_continuation(&state, &labels[0])?;
+        v.checked += 1;
+        for (a, b) in recomputed.iter().zip(&line.logprobs) {
+            v.max_abs_diff = v.max_abs_diff.max((a - b).abs());
+        }
+        let same = recomputed.len() == line.logprobs.len()
+            && recomputed
+                .iter()
+                .zip(&line.logprobs)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+        if same {
+            v.identical += 1;
+        } else {
+            v.differences.push(Difference {
+                key: line.key,
+                stored: line.logprobs.clone(),
+                recomputed,
+            });
+        }
+    }
+    Ok(v)
 }

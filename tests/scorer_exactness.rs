@@ -204,17 +204,23 @@ fn smollm2_matches_reference_and_llama_cpp() {
     );
     let ours = check_against(&scorer, &reference, "SmolLM2");
     check_reuse_and_determinism(&scorer, &reference, "SmolLM2");
-    best_label_agreement(
-        &golden("smollm2-llamacpp.json"),
-        &ours,
-        "SmolLM2 vs llama.cpp",
+    // llama.cpp on the same dequantised f32 weights (scripts/dequant_gguf.py): the gate.
+    let f32_golden = golden("smollm2-llamacpp-f32.json");
+    let agree = best_label_agreement(&f32_golden, &ours, "SmolLM2 vs llama.cpp (f32 weights)");
+    assert!(
+        agree >= 0.99,
+        "best label agrees with llama.cpp on only {:.1}%",
+        agree * 100.0
     );
+    // llama.cpp on the Q4_1 file itself quantises activations to 8 bits in its matmuls, which
+    // moves log-probs by ~0.1 and flips near-ties: reported, not gated.
+    let q4 = golden("smollm2-llamacpp.json");
+    best_label_agreement(&q4, &ours, "SmolLM2 vs llama.cpp (Q4_1 file)");
 }
 
-/// Against llama.cpp (same prompts and tokens): the differences are reported, not bounded, since
-/// llama.cpp quantises activations for its quantised matmuls; our best label (by summed
-/// log-prob) must be llama.cpp's in at least 99% of cases.
-fn best_label_agreement(golden: &Golden, ours: &[Vec<LabelScore>], what: &str) {
+/// Against llama.cpp (same prompts and tokens): prints the per-token differences and returns the
+/// share of cases whose best label (by summed log-prob) is the same.
+fn best_label_agreement(golden: &Golden, ours: &[Vec<LabelScore>], what: &str) -> f64 {
     assert_eq!(
         golden.cases.len(),
         ours.len(),
@@ -234,8 +240,23 @@ fn best_label_agreement(golden: &Golden, ours: &[Vec<LabelScore>], what: &str) {
     }
     let n = golden.cases.len();
     eprintln!("{what}: max abs diff {max:.2e}, mean {mean:.2e}; best label agrees on {agree}/{n}");
-    assert!(
-        n > 0 && agree * 100 >= n * 99,
-        "{what}: best label agrees on only {agree}/{n}"
-    );
+    agree as f64 / n.max(1) as f64
+}
+
+/// Qwen2.5-Coder-0.5B (qwen2, NEOX RoPE, q/k/v biases, mixed quantisations) against the
+/// reference; optional even under CI, which fetches only SmolLM2.
+#[test]
+fn qwen2_5_matches_reference() {
+    let dir =
+        std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root().join("models"), PathBuf::from);
+    let path = dir.join("Qwen2.5-Coder-0.5B-Instruct.gguf");
+    if !path.exists() {
+        eprintln!(
+            "SKIP: {} not found (run scripts/fetch_models.sh)",
+            path.display()
+        );
+        return;
+    }
+    let scorer = open(&path);
+    check_against(&scorer, &golden("qwen2.5-0.5b.json"), "Qwen2.5-0.5B");
 }

@@ -173,18 +173,28 @@ pub fn merge(reg: &Registry, other: &Registry) -> Result<MergeReport> {
             }
         }
     }
+    report.added = store(reg, &incoming, &names)?;
+    Ok(report)
+}
+
+/// Writes records and names in one transaction; counts the records added, per kind.
+fn store(
+    reg: &Registry,
+    records: &[(Kind, Id, Vec<u8>)],
+    names: &[(Names, String, Id)],
+) -> Result<BTreeMap<String, usize>> {
     reg.write(|w| {
-        for (kind, id, bytes) in &incoming {
+        let mut added = BTreeMap::new();
+        for (kind, id, bytes) in records {
             if w.put_raw(*kind, *id, bytes)? {
-                *report.added.entry(kind.noun().to_string()).or_default() += 1;
+                *added.entry(kind.noun().to_string()).or_default() += 1;
             }
         }
-        for (table, name, id) in &names {
+        for (table, name, id) in names {
             w.name(*table, name, *id)?;
         }
-        Ok(())
-    })?;
-    Ok(report)
+        Ok(added)
+    })
 }
 
 #[derive(Debug, Serialize)]
@@ -248,19 +258,14 @@ pub fn export(reg: &Registry, model: Id, set_name: &str, out: &Path) -> Result<E
         .map(|(n, id)| (Names::Models, n, id))
         .chain([(Names::Sets, set_name.to_string(), set_id)])
         .collect();
-    target.write(|w| {
-        for (kind, id) in &wanted {
-            // Base items are provenance: an episode set from generated theories may lack them.
-            if let Some(bytes) = reg.raw_get(*kind, id)? {
-                w.put_raw(*kind, *id, &bytes)?;
-                *report.records.entry(kind.noun().to_string()).or_default() += 1;
-            }
+    // Base items are provenance: an episode set from generated theories may lack them.
+    let mut records = Vec::new();
+    for (kind, id) in &wanted {
+        if let Some(bytes) = reg.raw_get(*kind, id)? {
+            records.push((*kind, *id, bytes));
         }
-        for (table, name, id) in &names {
-            w.name(*table, name, *id)?;
-        }
-        Ok(())
-    })?;
+    }
+    report.records = store(&target, &records, &names)?;
     Ok(report)
 }
 

@@ -596,10 +596,9 @@ fn run_main(reg: &Registry, seed: u64, threads: usize, json: bool) -> Result<()>
         println!();
         print!("{}", report::render(&entries, report::Format::Md)?);
     }
-    write_svg(
-        std::path::Path::new("store/failure-modes.svg"),
-        &report::svg(&entries),
-    )
+    // The figure goes beside the store it was computed from.
+    let dir = reg.path().parent().unwrap_or(std::path::Path::new("."));
+    write_svg(&dir.join("failure-modes.svg"), &report::svg(&entries))
 }
 
 fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {

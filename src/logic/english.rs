@@ -30,11 +30,19 @@ pub struct Literal {
     pub positive: bool,
 }
 
-/// `body[0] and body[1] ... -> head`, read with one implicit variable.
+/// `body[0] and body[1] ... -> head`, read with one implicit variable. RobustLR's forms add
+/// "or" between the conditions and "and" between conclusions; the extra fields are left out of
+/// the serialised form when unused, so every ProofWriter/RuleTaker rule encodes as before.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Rule {
     pub body: Vec<Literal>,
     pub head: Literal,
+    /// The conditions are joined by "or" (any one fires the rule) rather than "and".
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disjunctive: bool,
+    /// Further conclusions after `head`: "then A and B" concludes both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_heads: Vec<Literal>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -64,8 +72,8 @@ pub struct Signature {
 }
 
 const VAR_WORDS: [&str; 5] = ["something", "someone", "it", "they", "them"];
-const KEYWORDS: [&str; 12] = [
-    "if", "then", "and", "is", "are", "not", "does", "do", "the", "all", "things", "people",
+const KEYWORDS: [&str; 13] = [
+    "if", "then", "and", "or", "is", "are", "not", "does", "do", "the", "all", "things", "people",
 ];
 
 impl Term {
@@ -111,8 +119,23 @@ impl Literal {
 }
 
 impl Rule {
+    /// A ProofWriter rule: conditions joined by "and", one conclusion.
+    pub fn new(body: Vec<Literal>, head: Literal) -> Rule {
+        Rule {
+            body,
+            head,
+            disjunctive: false,
+            more_heads: Vec::new(),
+        }
+    }
+
+    /// Every conclusion: `head`, then `more_heads`.
+    pub fn heads(&self) -> impl Iterator<Item = &Literal> {
+        std::iter::once(&self.head).chain(&self.more_heads)
+    }
+
     pub fn literals(&self) -> impl Iterator<Item = &Literal> {
-        self.body.iter().chain(std::iter::once(&self.head))
+        self.body.iter().chain(self.heads())
     }
 
     pub fn has_var(&self) -> bool {
@@ -133,8 +156,16 @@ impl Statement {
                     .iter()
                     .map(|l| render_literal(l, &mut mentions))
                     .collect();
-                let head = render_literal(&r.head, &mut mentions);
-                sentence(&format!("If {} then {}", body.join(" and "), head))
+                let heads: Vec<String> = r
+                    .heads()
+                    .map(|l| render_literal(l, &mut mentions))
+                    .collect();
+                let joint = if r.disjunctive { " or " } else { " and " };
+                sentence(&format!(
+                    "If {} then {}",
+                    body.join(joint),
+                    heads.join(" and ")
+                ))
             }
         }
     }
@@ -315,7 +346,7 @@ fn parse_generic(toks: &[String]) -> Result<Rule, String> {
     }
     let (positive, adj) = negation_and_word(&toks[noun + 2..])?;
     let head = attribute(Term::Var, adj, positive)?;
-    Ok(Rule { body, head })
+    Ok(Rule::new(body, head))
 }
 
 /// `[not] word` → (positive, word).
@@ -338,22 +369,40 @@ fn parse_if(toks: &[String]) -> Result<Rule, String> {
     if toks[then + 1..].iter().any(|t| is_kw(t, "then")) {
         return Err("more than one \"then\"".into());
     }
-    let mut body: Vec<Literal> = Vec::new();
-    for clause in toks[..then].split(|t| is_kw(t, "and")) {
-        let lit = match (elided_attribute(clause), body.last()) {
-            // "is red and [not] cold": the attribute shares the previous subject.
+    let condition = &toks[..then];
+    let has = |kw| condition.iter().any(|t| is_kw(t, kw));
+    // Mixed "and"/"or" would need brackets the grammar does not have.
+    if has("and") && has("or") {
+        return Err("a condition cannot mix \"and\" with \"or\"".into());
+    }
+    let disjunctive = has("or");
+    let body = conjuncts(condition, if disjunctive { "or" } else { "and" })?;
+    if body.is_empty() {
+        return Err("a rule needs a condition".into());
+    }
+    let mut heads = conjuncts(&toks[then + 1..], "and")?.into_iter();
+    let head = heads.next().ok_or("empty condition or conclusion")?;
+    Ok(Rule {
+        body,
+        head,
+        disjunctive,
+        more_heads: heads.collect(),
+    })
+}
+
+/// Clauses separated by `joint`; "is red and [not] cold" shares the previous subject.
+fn conjuncts(toks: &[String], joint: &str) -> Result<Vec<Literal>, String> {
+    let mut out: Vec<Literal> = Vec::new();
+    for clause in toks.split(|t| is_kw(t, joint)) {
+        let lit = match (elided_attribute(clause), out.last()) {
             (Some((positive, adj)), Some(prev)) if prev.atom.args.len() == 1 => {
                 attribute(prev.atom.args[0].clone(), adj, positive)?
             }
             _ => parse_clause(clause)?,
         };
-        body.push(lit);
+        out.push(lit);
     }
-    let head = parse_clause(&toks[then + 1..])?;
-    if body.is_empty() {
-        return Err("a rule needs a condition".into());
-    }
-    Ok(Rule { body, head })
+    Ok(out)
 }
 
 /// A clause that is only `[not] attribute`, continuing an "is" clause.
@@ -645,10 +694,59 @@ mod tests {
             ),
         ];
         for (text, body, head) in cases {
-            let want = Statement::Rule(Rule { body, head });
+            let want = Statement::Rule(Rule::new(body, head));
             assert_eq!(parse_statement(text), Ok(want.clone()), "{text}");
             assert_eq!(parse_statement(&want.to_english()), Ok(want), "{text}");
         }
+    }
+
+    #[test]
+    fn robustlr_forms_round_trip() {
+        let x = || Term::Var;
+        let cases = [
+            (
+                "If Charlie is tall and Charlie is round then Erin is kind.",
+                Rule::new(
+                    vec![
+                        lit("tall", vec![c("Charlie")], true),
+                        lit("round", vec![c("Charlie")], true),
+                    ],
+                    lit("kind", vec![c("Erin")], true),
+                ),
+            ),
+            (
+                "If Erin is not kind then Charlie is not tall.",
+                Rule::new(
+                    vec![lit("kind", vec![c("Erin")], false)],
+                    lit("tall", vec![c("Charlie")], false),
+                ),
+            ),
+            (
+                "If something is red or it does not see the cat then it is big and it is not kind.",
+                Rule {
+                    body: vec![
+                        lit("red", vec![x()], true),
+                        lit("see", vec![x(), c("the cat")], false),
+                    ],
+                    head: lit("big", vec![x()], true),
+                    disjunctive: true,
+                    more_heads: vec![lit("kind", vec![x()], false)],
+                },
+            ),
+        ];
+        for (text, rule) in cases {
+            let want = Statement::Rule(rule);
+            assert_eq!(parse_statement(text), Ok(want.clone()), "{text}");
+            assert_eq!(want.to_english(), text);
+        }
+        // Elided attributes work after "or" and in conclusions too.
+        let s = parse_statement("If Bob is red or not big then Bob is cold and round.").unwrap();
+        assert_eq!(
+            s.to_english(),
+            "If Bob is red or Bob is not big then Bob is cold and Bob is round."
+        );
+        assert!(parse_statement("If Bob is red and Bob is big or Bob is cold then Bob is nice.")
+            .is_err());
     }
 
     #[test]

@@ -298,7 +298,7 @@ impl Plan<'_> {
             };
             positive = self.sign(rng);
             let head = self.vocab.literal(next, &head_subject, positive);
-            self.rules.push(Statement::Rule(Rule { body, head }));
+            self.rules.push(Statement::Rule(Rule::new(body, head)));
             prop = next;
             last = self.vocab.literal(prop, &entity, positive);
         }
@@ -350,17 +350,17 @@ impl Plan<'_> {
         for h in [h1, h2] {
             self.blocked.push(self.vocab.literal(h, &entity, true).atom);
         }
-        self.rules.push(Statement::Rule(Rule {
-            body: vec![
+        self.rules.push(Statement::Rule(Rule::new(
+            vec![
                 self.vocab.literal(p, &x, positive),
                 self.vocab.literal(missing, &x, m),
             ],
-            head: self.vocab.literal(h1, &x, s1),
-        }));
-        self.rules.push(Statement::Rule(Rule {
-            body: vec![self.vocab.literal(h1, &x, s1)],
-            head: self.vocab.literal(h2, &x, s2),
-        }));
+            self.vocab.literal(h1, &x, s1),
+        )));
+        self.rules.push(Statement::Rule(Rule::new(
+            vec![self.vocab.literal(h1, &x, s1)],
+            self.vocab.literal(h2, &x, s2),
+        )));
     }
 
     /// Random facts and rules over the whole vocabulary, each kept only if the theory stays
@@ -422,7 +422,7 @@ impl Plan<'_> {
         let head = self
             .vocab
             .literal(self.any_property(rng), &x, self.sign(rng));
-        Rule { body, head }
+        Rule::new(body, head)
     }
 
     /// The main target's depth in the theory so far; `None` also when it is unsolvable.

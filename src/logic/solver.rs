@@ -9,7 +9,7 @@
 //! X is A") is refused with [`SolveError::NotStratified`] rather than answered.
 //! Depths count rule applications on the shortest derivation; a "not" condition counts 0.
 
-use super::english::{Atom, Literal, Statement, Term};
+use super::english::{Atom, Literal, Rule, Statement, Term};
 use super::{Label, World};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
@@ -41,7 +41,7 @@ pub fn solve(theory: &[Statement], query: &Literal, world: World) -> Result<Labe
 
 /// Saturates `theory` under `world`.
 pub fn closure(theory: &[Statement], world: World) -> Result<Closure, SolveError> {
-    let program = Program::ground(theory);
+    let program = Program::ground(theory, None);
     let depth = match world {
         World::Open => program.saturate_open()?,
         World::Closed => program.saturate_closed()?,
@@ -52,6 +52,64 @@ pub fn closure(theory: &[Statement], world: World) -> Result<Closure, SolveError
         atoms: program.atoms,
         depth,
     })
+}
+
+/// The label of `query` under classical entailment: True when every model of the theory makes it
+/// true, False when none does, Uncertain otherwise. Unlike forward chaining this contraposes:
+/// "Bob is cold; if something is not red then it is not cold" entails "Bob is red". The theory
+/// is grounded over its constants and the query's (no function symbols, so this is complete) and
+/// decided with a SAT solver.
+pub fn solve_classical(theory: &[Statement], query: &Literal) -> Result<Label, SolveError> {
+    use batsat::{lbool, BasicSolver, Lit, SolverInterface};
+    let mut program = Program::ground(theory, Some(&query.atom));
+    let q = program.lit(query, None);
+    let mut sat = BasicSolver::default();
+    let vars: Vec<Lit> = (0..program.atoms.len())
+        .map(|_| Lit::new(sat.new_var_default(), true))
+        .collect();
+    let lit = |(id, positive): GroundLit| if positive { vars[id] } else { !vars[id] };
+    for &fact in &program.facts {
+        sat.add_clause_reuse(&mut vec![lit(fact)]);
+    }
+    for rule in &program.rules {
+        let mut clause: Vec<Lit> = rule.body.iter().map(|&b| !lit(b)).collect();
+        clause.push(lit(rule.head));
+        sat.add_clause_reuse(&mut clause);
+    }
+    let mut unsat = |assume: &[Lit]| sat.solve_limited(assume) == lbool::FALSE;
+    if unsat(&[]) {
+        // Every literal follows from a contradiction; name the query's.
+        return Err(SolveError::Inconsistent(program.describe(q)));
+    }
+    Ok(if unsat(&[!lit(q)]) {
+        Label::True
+    } else if unsat(&[lit(q)]) {
+        Label::False
+    } else {
+        Label::Uncertain
+    })
+}
+
+/// Closed world: a negative fact, or a negative conclusion of a rule that fires, about an atom
+/// that is derived. Negation as failure ignores negative statements (they say what it assumes
+/// anyway), so such a theory contradicts itself without the closed-world answer showing it.
+pub fn closed_world_conflict(theory: &[Statement]) -> Result<Option<Literal>, SolveError> {
+    let program = Program::ground(theory, None);
+    let derived = program.saturate_closed()?;
+    let holds = |&(id, positive): &GroundLit| derived[id].is_some() == positive;
+    let negative_facts = program.facts.iter().filter(|f| !f.1);
+    let fired_negative_heads = program
+        .rules
+        .iter()
+        .filter(|r| !r.head.1 && r.body.iter().all(holds))
+        .map(|r| &r.head);
+    let conflict = negative_facts
+        .chain(fired_negative_heads)
+        .find(|&&(id, _)| derived[id].is_some());
+    Ok(conflict.map(|&(id, positive)| Literal {
+        atom: program.atoms[id].clone(),
+        positive,
+    }))
 }
 
 /// Open world: two nodes per atom, its positive and negative literal. Closed world: one.
@@ -144,11 +202,13 @@ struct Program {
 }
 
 impl Program {
-    fn ground(theory: &[Statement]) -> Program {
+    /// Grounds over the constants of `theory` and of `also` (a query about a new entity).
+    fn ground(theory: &[Statement], also: Option<&Atom>) -> Program {
         let domain: BTreeSet<String> = theory
             .iter()
             .flat_map(Statement::literals)
             .flat_map(|l| &l.atom.args)
+            .chain(also.into_iter().flat_map(|a| &a.args))
             .filter_map(|t| match t {
                 Term::Const(c) => Some(c.clone()),
                 Term::Var => None,
@@ -168,19 +228,33 @@ impl Program {
                 }
                 Statement::Rule(r) if r.has_var() => {
                     for value in &domain {
-                        program.instantiate(&r.body, &r.head, Some(value));
+                        program.instantiate(r, Some(value));
                     }
                 }
-                Statement::Rule(r) => program.instantiate(&r.body, &r.head, None),
+                Statement::Rule(r) => program.instantiate(r, None),
             }
         }
         program
     }
 
-    fn instantiate(&mut self, body: &[Literal], head: &Literal, value: Option<&str>) {
-        let body = body.iter().map(|l| self.lit(l, value)).collect();
-        let head = self.lit(head, value);
-        self.rules.push(GroundRule { body, head });
+    /// Adds the Horn rules of one instance: "if a or b then c and d" is the four rules a→c,
+    /// a→d, b→c, b→d; a ProofWriter rule is one.
+    fn instantiate(&mut self, rule: &Rule, value: Option<&str>) {
+        let body: Vec<GroundLit> = rule.body.iter().map(|l| self.lit(l, value)).collect();
+        let bodies: Vec<Vec<GroundLit>> = if rule.disjunctive {
+            body.into_iter().map(|l| vec![l]).collect()
+        } else {
+            vec![body]
+        };
+        let heads: Vec<GroundLit> = rule.heads().map(|l| self.lit(l, value)).collect();
+        for body in &bodies {
+            for &head in &heads {
+                self.rules.push(GroundRule {
+                    body: body.clone(),
+                    head,
+                });
+            }
+        }
     }
 
     fn lit(&mut self, l: &Literal, value: Option<&str>) -> GroundLit {
@@ -367,6 +441,43 @@ mod tests {
                  If someone is quiet and not blue then they are kind.";
         assert_eq!(label(t, "Bob is blue.", World::Closed), Label::True);
         assert_eq!(label(t, "Bob is not quiet.", World::Closed), Label::True);
+    }
+
+    #[test]
+    fn classical_entailment_contraposes() {
+        let classical = |t: &str, q: &str| {
+            let t = parse_theory(t).expect("theory parses");
+            solve_classical(&t, &parse_query(q).expect("query parses"))
+        };
+        let t = "Bob is cold. If something is not red then it is not cold.";
+        assert_eq!(classical(t, "Bob is red."), Ok(Label::True));
+        assert_eq!(label(t, "Bob is red.", World::Open), Label::Uncertain);
+        assert_eq!(classical(t, "Bob is big."), Ok(Label::Uncertain));
+        assert_eq!(classical(t, "Bob is not red."), Ok(Label::False));
+        // Reasoning by cases reaches an entity the theory never names.
+        let t = "If something is red then it is big. If something is not red then it is big.";
+        assert_eq!(classical(t, "Anne is big."), Ok(Label::True));
+        // Disjunctive conditions and conjunctive conclusions.
+        let t = "Bob is kind. If Bob is red or Bob is kind then Erin is big and Erin is not cold.";
+        assert_eq!(classical(t, "Erin is cold."), Ok(Label::False));
+        assert_eq!(label(t, "Erin is big.", World::Open), Label::True);
+        assert!(matches!(
+            classical("Bob is red. Bob is not red.", "Bob is big."),
+            Err(SolveError::Inconsistent(_))
+        ));
+    }
+
+    #[test]
+    fn closed_world_conflicts_are_found() {
+        let conflict = |t: &str| {
+            closed_world_conflict(&parse_theory(t).expect("parses")).expect("stratified")
+        };
+        assert_eq!(conflict("Bob is red. If Bob is red then Bob is big."), None);
+        let found = conflict("Bob is red. Bob is big. If Bob is red then Bob is not big.");
+        assert_eq!(found, Some(parse_query("Bob is not big.").unwrap()));
+        assert!(conflict("Bob is big. Bob is not big.").is_some());
+        // A negative conclusion whose rule does not fire is no conflict.
+        assert_eq!(conflict("Bob is big. If Bob is red then Bob is not big."), None);
     }
 
     #[test]

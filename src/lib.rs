@@ -13,4 +13,5 @@ pub mod registry;
 pub mod report;
 pub mod results;
 pub mod rng;
+pub mod robustlr;
 pub mod scoring;

@@ -202,6 +202,30 @@ fn bootstrap(outcomes: &[Outcome], seed: u64, resamples: usize) -> [Vec<f64>; RA
     samples
 }
 
+/// The mean of per-unit scores (RobustLR: one weighted F1 per theory) with a 95% percentile
+/// bootstrap interval over the units, from the seeded sub-stream `stream`.
+pub(crate) fn mean_metric(values: &[f64], seed: u64, stream: &str, resamples: usize) -> Metric {
+    let mean = |xs: &mut dyn Iterator<Item = f64>| {
+        let (sum, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+        (n > 0).then(|| sum / n as f64)
+    };
+    let mut samples = Vec::new();
+    if !values.is_empty() {
+        let mut rng = Rng::derive(seed, stream);
+        for _ in 0..resamples {
+            let mut draw = (0..values.len()).map(|_| values[rng.below(values.len())]);
+            samples.extend(mean(&mut draw));
+        }
+    }
+    let (lo, hi) = interval(&mut samples);
+    Metric {
+        value: mean(&mut values.iter().copied()),
+        n: values.len(),
+        lo,
+        hi,
+    }
+}
+
 /// The 2.5th and 97.5th percentiles (linear interpolation between order statistics).
 fn interval(samples: &mut [f64]) -> (Option<f64>, Option<f64>) {
     if samples.is_empty() {

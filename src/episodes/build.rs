@@ -422,7 +422,9 @@ fn folio_case(item: &BaseItem) -> Option<folio::Case> {
 }
 
 /// The fresh theories of `--from generated`, as base items (one per query).
-fn generated_items(seed: u64) -> Vec<BaseItem> {
+/// The items of `--from generated`: fresh theories per world with their generated queries
+/// (labels left to the solvers). RobustLR builds from the same theories.
+pub fn generated_items(seed: u64) -> Vec<BaseItem> {
     let mut out = Vec::new();
     for world in [World::Open, World::Closed] {
         for k in 0..GENERATED_THEORIES {

@@ -6,7 +6,7 @@ mod build;
 mod folio;
 mod theory;
 
-pub use build::{build, BuildOutcome, BuildSpec, CellReport, From};
+pub use build::{build, generated_items, BuildOutcome, BuildSpec, CellReport, From};
 
 use crate::logic::Label;
 use crate::registry::{canonical, Id, Kind, Record};

@@ -65,7 +65,11 @@ fn check_families(families: &[Family]) {
         }
         // Every perturbation differs from the base in its premises.
         for item in &family.items[1..] {
-            assert_ne!(item.premises, base.premises, "{} {}", family.set, family.theory);
+            assert_ne!(
+                item.premises, base.premises,
+                "{} {}",
+                family.set, family.theory
+            );
         }
     }
     for set in SetName::ALL {
@@ -135,4 +139,84 @@ fn contrast_labels_are_binary_and_equivalence_may_be_uncertain_only_never_here()
 fn building_from_a_source_with_no_items_is_an_error() {
     let err = build(&[], &config(0, Source::Generated)).unwrap_err();
     assert!(err.to_string().contains("no generated items"), "{err}");
+}
+
+const GLORE: &str = "robustlr/glore_subset/robustlr_1k.jsonl";
+
+#[test]
+fn glore_subset_reads_every_item() {
+    let path = Path::new(DATASETS).join(GLORE);
+    let read = read_file(Format::RobustLrGlore, path.parent().unwrap(), &path)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(read.bad.is_empty(), "{:?}", read.bad);
+    assert_eq!(read.items.len(), 1000);
+    let count = |l| {
+        read.items
+            .iter()
+            .filter(|i| i.dataset_label == Some(l))
+            .count()
+    };
+    assert_eq!((count(Label::True), count(Label::False)), (495, 505));
+    let first = &read.items[0];
+    assert_eq!(first.premises[0], "Anne is Charlie's sister.");
+    assert_eq!(first.query, "Erin is smart.");
+    assert_eq!(first.origin.position, "line 1");
+}
+
+#[test]
+fn glore_malformed_lines_name_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.jsonl");
+    let good = r#"{"input": [{"role": "user", "content": "From the premise: \"Bob is red.\" Can we infer the hypothesis: \"Bob is red.\"?"}], "ideal": "Yes"}"#;
+    let no_hypothesis = r#"{"input": [{"role": "user", "content": "From the premise: \"Bob is red.\""}], "ideal": "Yes"}"#;
+    let bad_answer = good.replace("\"Yes\"", "\"Maybe\"");
+    std::fs::write(&path, format!("{good}\n{no_hypothesis}\n{bad_answer}\n")).unwrap();
+    let read = read_file(Format::RobustLrGlore, dir.path(), &path).unwrap();
+    assert_eq!(read.items.len(), 1);
+    assert_eq!(read.items[0].premises, ["Bob is red."]);
+    let errors: Vec<String> = read.bad.iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains("bad.jsonl: line 2: field `input[0].content`"),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[1].contains("line 3: field `ideal`: unknown answer `Maybe`"),
+        "{}",
+        errors[1]
+    );
+}
+
+/// How much of the GLoRE subset the grammar covers, and whether the closed-world solver agrees
+/// with its gold where it does. Measured, not forced: the counts are pinned so that a grammar
+/// change that moves them is noticed (see docs/robustlr.md).
+#[test]
+fn glore_subset_parse_and_agreement_counts() {
+    use deltalogic::logic::english::{parse_query, parse_statement};
+    use deltalogic::robustlr::Semantics;
+    let path = Path::new(DATASETS).join(GLORE);
+    let read = read_file(Format::RobustLrGlore, path.parent().unwrap(), &path).unwrap();
+    let (mut sentences, mut parsed_sentences) = (0, 0);
+    let (mut parsed_items, mut agree) = (0, 0);
+    for item in &read.items {
+        let statements: Vec<_> = item.premises.iter().map(|p| parse_statement(p)).collect();
+        sentences += statements.len();
+        parsed_sentences += statements.iter().filter(|s| s.is_ok()).count();
+        let (Ok(theory), Ok(query)) = (
+            statements.into_iter().collect::<Result<Vec<_>, _>>(),
+            parse_query(&item.query),
+        ) else {
+            continue;
+        };
+        parsed_items += 1;
+        if Semantics::ClosedWorld.label(&theory, &query).ok() == item.dataset_label {
+            agree += 1;
+        }
+    }
+    println!("GLoRE RobustLR: {parsed_sentences}/{sentences} sentences, {parsed_items}/1000 items parse; solver agrees on {agree}");
+    assert_eq!(
+        (parsed_sentences, sentences, parsed_items, agree),
+        (3955, 32929, 0, 0)
+    );
 }

@@ -6,6 +6,7 @@ mod clomo;
 mod folio;
 mod proofwriter;
 mod record;
+mod robustlr;
 mod ruletaker;
 
 use crate::logic::{Label, World};
@@ -26,7 +27,8 @@ use std::path::{Path, PathBuf};
     rkyv::Deserialize,
 )]
 pub struct Origin {
-    /// Dataset name: `folio`, `proofwriter`, `ruletaker`, `belief-r`, `clomo`, `generated`.
+    /// Dataset name: `folio`, `proofwriter`, `ruletaker`, `belief-r`, `clomo`, `robustlr-glore`,
+    /// `generated`.
     pub dataset: String,
     /// The file, relative to the ingested root.
     pub file: String,
@@ -91,6 +93,9 @@ pub enum Format {
     #[value(name = "belief-r")]
     BeliefR,
     Clomo,
+    /// The GLoRE subset of RobustLR (Yes/No items in chat format).
+    #[value(name = "robustlr-glore")]
+    RobustLrGlore,
 }
 
 impl Format {
@@ -102,6 +107,7 @@ impl Format {
             Format::RuleTaker => "ruletaker",
             Format::BeliefR => "belief-r",
             Format::Clomo => "clomo",
+            Format::RobustLrGlore => "robustlr-glore",
         }
     }
 
@@ -109,7 +115,7 @@ impl Format {
     fn reads(self, path: &Path) -> bool {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         match self {
-            Format::Folio | Format::RuleTaker => name.ends_with(".jsonl"),
+            Format::Folio | Format::RuleTaker | Format::RobustLrGlore => name.ends_with(".jsonl"),
             Format::ProofWriter | Format::Clomo => name.ends_with(".json"),
             Format::BeliefR => belief_r::FILES.contains(&name),
         }
@@ -172,6 +178,7 @@ pub fn read_file(format: Format, root: &Path, file: &Path) -> Result<ReadFile, R
         Format::RuleTaker => ruletaker::read(&src),
         Format::BeliefR => belief_r::read(&src),
         Format::Clomo => clomo::read(&src),
+        Format::RobustLrGlore => robustlr::read(&src),
     }
 }
 

@@ -745,8 +745,10 @@ mod tests {
             s.to_english(),
             "If Bob is red or Bob is not big then Bob is cold and Bob is round."
         );
-        assert!(parse_statement("If Bob is red and Bob is big or Bob is cold then Bob is nice.")
-            .is_err());
+        assert!(
+            parse_statement("If Bob is red and Bob is big or Bob is cold then Bob is nice.")
+                .is_err()
+        );
     }
 
     #[test]

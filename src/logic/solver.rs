@@ -469,15 +469,17 @@ mod tests {
 
     #[test]
     fn closed_world_conflicts_are_found() {
-        let conflict = |t: &str| {
-            closed_world_conflict(&parse_theory(t).expect("parses")).expect("stratified")
-        };
+        let conflict =
+            |t: &str| closed_world_conflict(&parse_theory(t).expect("parses")).expect("stratified");
         assert_eq!(conflict("Bob is red. If Bob is red then Bob is big."), None);
         let found = conflict("Bob is red. Bob is big. If Bob is red then Bob is not big.");
         assert_eq!(found, Some(parse_query("Bob is not big.").unwrap()));
         assert!(conflict("Bob is big. Bob is not big.").is_some());
         // A negative conclusion whose rule does not fire is no conflict.
-        assert_eq!(conflict("Bob is big. If Bob is red then Bob is not big."), None);
+        assert_eq!(
+            conflict("Bob is big. If Bob is red then Bob is not big."),
+            None
+        );
     }
 
     #[test]

@@ -68,11 +68,7 @@ type Scored = (String, Label, Label);
 
 /// The metrics over scored families (each `(set, items)`, base item first), with `resamples`
 /// bootstrap resamples from `seed` (0: no intervals). Empty families are left out.
-pub fn metrics(
-    families: &[(SetName, Vec<Scored>)],
-    seed: u64,
-    resamples: usize,
-) -> RobustMetrics {
+pub fn metrics(families: &[(SetName, Vec<Scored>)], seed: u64, resamples: usize) -> RobustMetrics {
     let families: Vec<&(SetName, Vec<Scored>)> =
         families.iter().filter(|(_, f)| !f.is_empty()).collect();
     let overall: Vec<f64> = families.iter().map(|(_, f)| family_f1(f)).collect();
@@ -187,7 +183,9 @@ mod tests {
     }
 
     fn fam(rows: &[(&str, Label, Label)]) -> Vec<Scored> {
-        rows.iter().map(|&(g, y, p)| (g.to_string(), y, p)).collect()
+        rows.iter()
+            .map(|&(g, y, p)| (g.to_string(), y, p))
+            .collect()
     }
 
     #[test]
@@ -203,7 +201,10 @@ mod tests {
                 SetName::CCs,
                 fam(&[("BASE", T, T), ("CONJ", F, T), ("CONJ+NEG", F, T)]),
             ),
-            (SetName::CEs, fam(&[("BASE", T, T), ("CONTRAPOSITIVE", T, F)])),
+            (
+                SetName::CEs,
+                fam(&[("BASE", T, T), ("CONTRAPOSITIVE", T, F)]),
+            ),
         ];
         let m = metrics(&families, 3, 0);
         let cs = &m.by_set["C-CS"];

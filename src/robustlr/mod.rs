@@ -53,7 +53,9 @@ impl SetName {
     }
 
     pub fn parse(s: &str) -> Option<SetName> {
-        SetName::ALL.into_iter().find(|n| n.as_str().eq_ignore_ascii_case(s))
+        SetName::ALL
+            .into_iter()
+            .find(|n| n.as_str().eq_ignore_ascii_case(s))
     }
 
     /// Contrast sets are read in the closed world, as the paper's theories are (True/False);

@@ -9,8 +9,18 @@ use crate::rng::Rng;
 /// Invented attributes for the unseen predicate `t`: none occurs in ProofWriter, RuleTaker or
 /// the generator's vocabulary, and each is checked against the theory's own names.
 const FRESH: [&str; 12] = [
-    "vorpal", "brambly", "quaggy", "frumpish", "glimmery", "snarly", "tufty", "wizened", "plinky",
-    "murky", "sprightly", "gnarled",
+    "vorpal",
+    "brambly",
+    "quaggy",
+    "frumpish",
+    "glimmery",
+    "snarly",
+    "tufty",
+    "wizened",
+    "plinky",
+    "murky",
+    "sprightly",
+    "gnarled",
 ];
 
 /// Why a base item gave no family.
@@ -96,7 +106,11 @@ pub(super) fn family(base: &Base, set: SetName, rng: &mut Rng) -> Result<Vec<Ite
                 ..rule.clone()
             };
             vec![
-                Variant::new("BASE", None, vec![rule_statement(vec![t], rule.head.clone())]),
+                Variant::new(
+                    "BASE",
+                    None,
+                    vec![rule_statement(vec![t], rule.head.clone())],
+                ),
                 Variant::new("DISTRIBUTIVE-2", Some(either), Vec::new()),
             ]
         }
@@ -154,7 +168,8 @@ fn instance(
     signature(&base.theory).constants.into_iter().find_map(|c| {
         let mut theory = base.theory.clone();
         theory[at] = Statement::Rule(ground(rule, &c));
-        (semantics.label(&theory, &base.query).ok() == Some(y0)).then(|| (Term::Var, Term::Const(c)))
+        (semantics.label(&theory, &base.query).ok() == Some(y0))
+            .then_some((Term::Var, Term::Const(c)))
     })
 }
 

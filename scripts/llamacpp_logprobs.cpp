@@ -2,7 +2,9 @@
 // scripts/llamacpp_golden.py compares deltalogic against.
 // stdin: one sequence per line, "N t0 t1 ... tk" (N = context length in tokens);
 // stdout: per line, the natural-log probability of tokens N..k, each given all before it.
-// Every line is decoded from an empty KV cache (f32 K/V cache, no flash attention).
+// Every line is decoded from an empty KV cache (f32 K/V cache, no flash attention), unless the
+// third argument is "reuse": then the tokens a line shares with the line before are kept in the
+// cache and only the rest is decoded (for many prompts with shared prefixes, as in a store).
 #include "llama.h"
 
 #include <cmath>
@@ -14,7 +16,7 @@
 
 int main(int argc, char ** argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL.gguf [THREADS] < sequences\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.gguf [THREADS [reuse]] < sequences\n", argv[0]);
         return 2;
     }
     llama_backend_init();
@@ -36,6 +38,8 @@ int main(int argc, char ** argv) {
     if (!ctx) { fprintf(stderr, "cannot create context\n"); return 1; }
     const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
 
+    const bool reuse = argc > 3 && std::string(argv[3]) == "reuse";
+    std::vector<llama_token> prev;
     std::string line;
     while (std::getline(std::cin, line)) {
         std::istringstream in(line);
@@ -45,19 +49,28 @@ int main(int argc, char ** argv) {
         for (llama_token t; in >> t;) toks.push_back(t);
         const int n = (int) toks.size();
         if (n_ctx < 1 || n_ctx >= n) { fprintf(stderr, "bad line: %s\n", line.c_str()); return 1; }
-        llama_memory_clear(llama_get_memory(ctx), true);
-        llama_batch batch = llama_batch_init(n, 0, 1);
-        for (int i = 0; i < n; i++) {
-            batch.token[i] = toks[i];
-            batch.pos[i] = i;
-            batch.n_seq_id[i] = 1;
-            batch.seq_id[i][0] = 0;
-            batch.logits[i] = i >= n_ctx - 1;
+        // Keep the shared prefix, but always decode from n_ctx - 1: its logits score the first
+        // continuation token.
+        int keep = 0;
+        if (reuse) {
+            while (keep < (int) prev.size() && keep < n_ctx - 1 && prev[keep] == toks[keep]) keep++;
         }
-        batch.n_tokens = n;
+        llama_memory_seq_rm(llama_get_memory(ctx), 0, keep, -1);
+        prev = toks;
+        const int m = n - keep;
+        llama_batch batch = llama_batch_init(m, 0, 1);
+        for (int j = 0; j < m; j++) {
+            const int i = keep + j;
+            batch.token[j] = toks[i];
+            batch.pos[j] = i;
+            batch.n_seq_id[j] = 1;
+            batch.seq_id[j][0] = 0;
+            batch.logits[j] = i >= n_ctx - 1;
+        }
+        batch.n_tokens = m;
         if (llama_decode(ctx, batch) != 0) { fprintf(stderr, "decode failed\n"); return 1; }
         for (int i = n_ctx - 1; i < n - 1; i++) {
-            const float * lg = llama_get_logits_ith(ctx, i);
+            const float * lg = llama_get_logits_ith(ctx, i - keep);
             double mx = lg[0];
             for (int v = 1; v < n_vocab; v++) mx = std::max(mx, (double) lg[v]);
             double z = 0;

@@ -5,10 +5,13 @@
 
 use crate::datasets::BaseItem;
 use crate::episodes::Episode;
+use crate::questions::Question;
 use crate::registry::{
     decode, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec,
 };
-use crate::scoring::{ModelRecord, PromptRecord, ResultRecord, ScoreRecord, TemplateRecord};
+use crate::scoring::{
+    ModelRecord, PromptRecord, QuestionResult, ResultRecord, ScoreRecord, TemplateRecord,
+};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,6 +47,8 @@ fn check(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<()> {
         Kind::Prompt => go::<PromptRecord>(path, id, bytes).map(drop),
         Kind::Score => go::<ScoreRecord>(path, id, bytes).map(drop),
         Kind::Result => go::<ResultRecord>(path, id, bytes).map(drop),
+        Kind::Question => go::<Question>(path, id, bytes).map(drop),
+        Kind::QuestionResult => go::<QuestionResult>(path, id, bytes).map(drop),
     }
 }
 

@@ -221,7 +221,8 @@ pub fn export(reg: &Registry, model: Id, set_name: &str, out: &Path) -> Result<E
         .set_by_name(set_name)?
         .with_context(|| format!("no episode set named `{set_name}`"))?;
     // (result kind, id, template, score keys) of every result of the model on the set.
-    let mut results: Vec<(Kind, Id, [u8; 32], Vec<[u8; 32]>)> = Vec::new();
+    type Found = (Kind, Id, [u8; 32], Vec<[u8; 32]>);
+    let mut results: Vec<Found> = Vec::new();
     for (rid, r) in reg.all::<ResultRecord>()? {
         if r.model == model.0 && r.set == set_id.0 {
             let keys = r.rows.iter().flat_map(|row| row.keys.clone()).collect();

@@ -237,7 +237,7 @@ pub fn accuracy(rows: &[QuestionRow], seed: u64, resamples: usize) -> AccuracyBr
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "metrics")]
 pub enum BenchmarkMetrics {
-    BeliefR(BeliefRBreakdown),
+    BeliefR(Box<BeliefRBreakdown>),
     /// Any benchmark without metrics of its own (RobustLR until its section lands).
     Accuracy(AccuracyBreakdown),
 }
@@ -251,7 +251,7 @@ pub fn for_benchmark(
 ) -> Result<BenchmarkMetrics> {
     Ok(match benchmark {
         crate::questions::beliefr::BENCHMARK => {
-            BenchmarkMetrics::BeliefR(beliefr(rows, seed, resamples)?)
+            BenchmarkMetrics::BeliefR(Box::new(beliefr(rows, seed, resamples)?))
         }
         _ => BenchmarkMetrics::Accuracy(accuracy(rows, seed, resamples)),
     })

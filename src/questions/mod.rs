@@ -135,8 +135,11 @@ pub fn verify(q: &Question) -> Result<Verdict> {
     Ok(Verdict::Solved)
 }
 
+/// A set's id, the set, and its questions in id order.
+pub type LoadedSet = (Id, StoredSet, Vec<(Id, Question)>);
+
 /// The questions of a named set, in id order, with the set.
-pub fn load_set(reg: &Registry, name: &str) -> Result<(Id, StoredSet, Vec<(Id, Question)>)> {
+pub fn load_set(reg: &Registry, name: &str) -> Result<LoadedSet> {
     let Some((set_id, set)) = reg.set_by_name(name)? else {
         bail!(
             "no set named `{name}` in {} (see `deltalogic stats`)",

@@ -5,10 +5,13 @@
 
 use crate::datasets::BaseItem;
 use crate::episodes::Episode;
+use crate::questions::Question;
 use crate::registry::{
     decode, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec,
 };
-use crate::scoring::{ModelRecord, PromptRecord, ResultRecord, ScoreRecord, TemplateRecord};
+use crate::scoring::{
+    ModelRecord, PromptRecord, QuestionResult, ResultRecord, ScoreRecord, TemplateRecord,
+};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,6 +47,8 @@ fn check(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<()> {
         Kind::Prompt => go::<PromptRecord>(path, id, bytes).map(drop),
         Kind::Score => go::<ScoreRecord>(path, id, bytes).map(drop),
         Kind::Result => go::<ResultRecord>(path, id, bytes).map(drop),
+        Kind::Question => go::<Question>(path, id, bytes).map(drop),
+        Kind::QuestionResult => go::<QuestionResult>(path, id, bytes).map(drop),
     }
 }
 
@@ -215,11 +220,21 @@ pub fn export(reg: &Registry, model: Id, set_name: &str, out: &Path) -> Result<E
     let (set_id, set) = reg
         .set_by_name(set_name)?
         .with_context(|| format!("no episode set named `{set_name}`"))?;
-    let results: Vec<(Id, ResultRecord)> = reg
-        .all::<ResultRecord>()?
-        .into_iter()
-        .filter(|(_, r)| r.model == model.0 && r.set == set_id.0)
-        .collect();
+    // (result kind, id, template, score keys) of every result of the model on the set.
+    type Found = (Kind, Id, [u8; 32], Vec<[u8; 32]>);
+    let mut results: Vec<Found> = Vec::new();
+    for (rid, r) in reg.all::<ResultRecord>()? {
+        if r.model == model.0 && r.set == set_id.0 {
+            let keys = r.rows.iter().flat_map(|row| row.keys.clone()).collect();
+            results.push((Kind::Result, rid, r.template, keys));
+        }
+    }
+    for (rid, r) in reg.all::<QuestionResult>()? {
+        if r.model == model.0 && r.set == set_id.0 {
+            let keys = r.rows.iter().flat_map(|row| row.keys.clone()).collect();
+            results.push((Kind::QuestionResult, rid, r.template, keys));
+        }
+    }
     if results.is_empty() {
         bail!(
             "no scores of model {} on set `{set_name}`: run `deltalogic score` first",
@@ -230,16 +245,19 @@ pub fn export(reg: &Registry, model: Id, set_name: &str, out: &Path) -> Result<E
     wanted.insert((Kind::Model, model));
     wanted.insert((Kind::EpisodeSet, set_id));
     wanted.insert((Kind::BuildSpec, Id(set.spec)));
-    for ep in set.episode_ids() {
-        wanted.insert((Kind::Episode, ep));
-        if let Some(e) = reg.get::<Episode>(&ep)? {
-            wanted.insert((Kind::BaseItem, e.base_item()));
-        }
+    for member in set.episode_ids() {
+        wanted.insert((set.member_kind(), member));
+        let base = if set.holds_questions() {
+            reg.get::<Question>(&member)?.map(|q| q.base_item())
+        } else {
+            reg.get::<Episode>(&member)?.map(|e| e.base_item())
+        };
+        wanted.extend(base.map(|b| (Kind::BaseItem, b)));
     }
-    for (rid, r) in &results {
-        wanted.insert((Kind::Result, *rid));
-        wanted.insert((Kind::Template, Id(r.template)));
-        for key in r.rows.iter().flat_map(|row| &row.keys) {
+    for (kind, rid, template, keys) in &results {
+        wanted.insert((*kind, *rid));
+        wanted.insert((Kind::Template, Id(*template)));
+        for key in keys {
             wanted.insert((Kind::Score, Id(*key)));
             if let Some(s) = reg.get::<ScoreRecord>(&Id(*key))? {
                 wanted.insert((Kind::Prompt, Id(s.prompt)));

@@ -142,11 +142,13 @@ pub struct ScoreArgs {
     /// A model name (see `model list`) or fingerprint prefix.
     #[arg(long)]
     pub model: String,
-    /// An episode set name.
+    /// A set name: DeltaLogic episodes or questions (Belief-R, ...).
     #[arg(long)]
     pub set: String,
-    #[arg(long, default_value = "plain")]
-    pub template: String,
+    /// Episode sets: `plain` or `chat`. Question sets: `beliefr-letters` (score the option
+    /// letters) or `beliefr-text` (score the option texts). [default: plain / beliefr-letters]
+    #[arg(long)]
+    pub template: Option<String>,
     /// How label log-probs are compared (step 2 continues with the label this picks).
     #[arg(long, value_enum, default_value_t = Normalisation::Mean)]
     pub norm: Normalisation,
@@ -180,6 +182,14 @@ pub enum CacheCommand {
 pub enum BuildCommand {
     /// DeltaLogic episodes: one premise edited, both labels computed by the solvers.
     Deltalogic(BuildArgs),
+    /// Belief-R questions from the ingested Belief-R items: every step-t row (Basic@t) and every
+    /// step-t+1 row, linked to its step-t question. Gold answers are the dataset's human
+    /// judgements; no solver checks them.
+    Beliefr {
+        /// Name of the set.
+        #[arg(long, default_value = "belief-r")]
+        name: String,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -324,6 +334,30 @@ pub fn run(cli: Cli) -> Result<()> {
                 );
             })
         }
+        Command::Build {
+            benchmark: BuildCommand::Beliefr { name },
+        } => {
+            let out = crate::questions::beliefr::build(&reg, &name)?;
+            emit(json, &out, || {
+                println!(
+                    "{} Belief-R items: {} joined pairs, {} step-t-only rows",
+                    out.items, out.pairs, out.step_t_only
+                );
+                println!(
+                    "questions: {} step t ({} revised), {} step t+1 ({} belief update, {} belief maintain)",
+                    out.step_t, out.step_t_revised, out.pairs, out.update, out.maintain
+                );
+                println!("gold answers not checked by the solver: {}", out.gold);
+                println!(
+                    "set `{}` = {} ({} questions, {} new; spec {})",
+                    out.stored.name,
+                    out.stored.set.short(),
+                    out.stored.questions,
+                    out.stored.new_questions,
+                    out.stored.spec.short()
+                );
+            })
+        }
         Command::Episodes { command } => episodes_command(&reg, json, command),
         Command::Datasets {
             command: DatasetsCommand::Check { dataset, list },
@@ -341,13 +375,20 @@ pub fn run(cli: Cli) -> Result<()> {
             format,
             svg,
         } => {
-            let entries = results::entries(&reg, &models, &sets)?;
-            if entries.is_empty() {
+            let full = report::Report {
+                deltalogic: results::entries(&reg, &models, &sets)?,
+                questions: results::question_entries(&reg, &models, &sets)?,
+            };
+            if full.deltalogic.is_empty() && full.questions.is_empty() {
                 bail!("no results to report: score a set first (`deltalogic score` or `deltalogic run`)");
             }
             let format = if json { report::Format::Json } else { format };
-            print!("{}", report::render(&entries, format)?);
-            write_svg(&svg, &report::svg(&entries))
+            print!("{}", report::render_report(&full, format)?);
+            // The figure shows DeltaLogic's failure modes; question benchmarks have none to draw.
+            if full.deltalogic.is_empty() {
+                return Ok(());
+            }
+            write_svg(&svg, &report::svg(&full.deltalogic))
         }
         Command::Audit { result, verify } => {
             let a = results::audit(&reg, &result)?;
@@ -466,7 +507,16 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Score(a) => {
-            let out = score(&reg, &a.model, &a.set, &a.template, a.norm, a.threads, json)?;
+            let holds_questions = reg
+                .set_by_name(&a.set)?
+                .is_some_and(|(_, set)| set.holds_questions());
+            let out = if holds_questions {
+                let template = a.template.as_deref().unwrap_or("beliefr-letters");
+                score_questions(&reg, &a.model, &a.set, template, a.norm, a.threads, json)?
+            } else {
+                let template = a.template.as_deref().unwrap_or("plain");
+                score(&reg, &a.model, &a.set, template, a.norm, a.threads, json)?
+            };
             emit(json, &out, || print_score(&out))
         }
         Command::Run { seed, threads } => run_main(&reg, seed, threads, json),
@@ -524,10 +574,44 @@ fn score(
     })
 }
 
+/// Scores a question set: one prompt per question, labels per the multiple-choice template.
+fn score_questions(
+    reg: &Registry,
+    model: &str,
+    set: &str,
+    template: &str,
+    norm: Normalisation,
+    threads: usize,
+    json: bool,
+) -> Result<ScoreOutcome> {
+    let (model_id, record) = models::resolve(reg, model)?;
+    let template = prompt::choice_template(template).with_context(|| {
+        format!(
+            "unknown template `{template}` for the question set `{set}` (known: {})",
+            prompt::CHOICE_TEMPLATE_NAMES.join(", ")
+        )
+    })?;
+    let (set_id, _, questions) = crate::questions::load_set(reg, set)?;
+    let mut bar = progress::Bar::new(json);
+    let load = || {
+        crate::model::scorer::set_threads(threads)?;
+        models::Loaded::open(&record)
+    };
+    let (report, rows) =
+        scoring::score_questions(reg, model_id, load, &questions, &template, norm, &mut bar)?;
+    let result = scoring::record_question_result(reg, model_id, set_id, &template, norm, &rows)?;
+    Ok(ScoreOutcome {
+        model: model_id,
+        set: set_id,
+        result,
+        report,
+    })
+}
+
 fn print_score(o: &ScoreOutcome) {
     let r = &o.report;
     println!(
-        "{} episodes: {} scores needed, {} found in the cache, {} computed in {:.1} s",
+        "{} items: {} scores needed, {} found in the cache, {} computed in {:.1} s",
         r.episodes, r.scores_needed, r.scores_found_in_cache, r.scores_computed, r.seconds
     );
     println!(

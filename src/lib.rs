@@ -9,6 +9,7 @@ pub mod logic;
 pub mod metrics;
 pub mod model;
 pub mod progress;
+pub mod questions;
 pub mod registry;
 pub mod report;
 pub mod results;

@@ -22,6 +22,8 @@ use crate::rng::Rng;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+pub mod questions;
+
 /// One scored episode: its gold labels and the model's answers before and after the edit.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
@@ -100,13 +102,13 @@ const INERTIA: usize = 2;
 const OVER_FLIP: usize = 3;
 const ABSTAIN: usize = 4;
 const RATES: usize = 5;
-/// Index of the gap among the values of [`Counts::values`].
+/// Index of the gap among the metrics [`estimate`] returns.
 const GAP: usize = RATES;
 
 /// For each proportion: is the row in its conditioning set, and does the event hold.
-type Outcome = [(bool, bool); RATES];
+pub(crate) type Outcome<const N: usize> = [(bool, bool); N];
 
-fn outcome(r: &Row) -> Outcome {
+fn outcome(r: &Row) -> Outcome<RATES> {
     let first_right = r.pred0 == r.y0;
     let kept = r.pred1 == r.pred0;
     let mut o = [(false, false); RATES];
@@ -118,14 +120,27 @@ fn outcome(r: &Row) -> Outcome {
     o
 }
 
-#[derive(Default)]
-struct Counts {
-    hits: [usize; RATES],
-    totals: [usize; RATES],
+/// A value computed from the proportions (the revision gap, BREU): from the proportions of the
+/// rows and of every resample alike. Its n is the sum of the sizes of the sets it names.
+pub(crate) struct Derived {
+    pub value: fn(&[Option<f64>]) -> Option<f64>,
+    pub n_of: &'static [usize],
 }
 
-impl Counts {
-    fn add(&mut self, o: &Outcome) {
+struct Counts<const N: usize> {
+    hits: [usize; N],
+    totals: [usize; N],
+}
+
+impl<const N: usize> Counts<N> {
+    fn new() -> Self {
+        Counts {
+            hits: [0; N],
+            totals: [0; N],
+        }
+    }
+
+    fn add(&mut self, o: &Outcome<N>) {
         for (k, &(in_condition, event)) in o.iter().enumerate() {
             if in_condition {
                 self.totals[k] += 1;
@@ -134,68 +149,100 @@ impl Counts {
         }
     }
 
-    /// The five proportions, then the gap; `None` over an empty conditioning set.
-    fn values(&self) -> [Option<f64>; RATES + 1] {
-        let mut v = [None; RATES + 1];
-        for (slot, (&hits, &total)) in v.iter_mut().zip(self.hits.iter().zip(&self.totals)) {
-            *slot = (total > 0).then(|| hits as f64 / total as f64);
+    /// The N proportions, then the derived values; `None` over an empty conditioning set.
+    fn values(&self, derived: &[Derived]) -> Vec<Option<f64>> {
+        let mut v: Vec<Option<f64>> = self
+            .hits
+            .iter()
+            .zip(&self.totals)
+            .map(|(&hits, &total)| (total > 0).then(|| hits as f64 / total as f64))
+            .collect();
+        for d in derived {
+            let x = (d.value)(&v[..N]);
+            v.push(x);
         }
-        v[GAP] = v[INITIAL].zip(v[REVISION]).map(|(i, r)| i - r);
         v
     }
 
     /// Conditioning-set sizes, in the order of [`Counts::values`].
-    fn sizes(&self) -> [usize; RATES + 1] {
-        let mut n = [0; RATES + 1];
-        n[..RATES].copy_from_slice(&self.totals);
-        n[GAP] = self.totals[INITIAL];
+    fn sizes(&self, derived: &[Derived]) -> Vec<usize> {
+        let mut n = self.totals.to_vec();
+        n.extend(
+            derived
+                .iter()
+                .map(|d| d.n_of.iter().map(|&k| self.totals[k]).sum::<usize>()),
+        );
         n
     }
 }
 
+/// Proportions (and values derived from them) with 95% percentile bootstrap intervals from
+/// `resamples` resamples of the rows' outcomes (0: no intervals): the N proportions, then the
+/// derived values, in order.
+pub(crate) fn estimate<const N: usize>(
+    outcomes: &[Outcome<N>],
+    derived: &[Derived],
+    seed: u64,
+    resamples: usize,
+) -> Vec<Metric> {
+    let mut counts = Counts::<N>::new();
+    outcomes.iter().for_each(|o| counts.add(o));
+    let values = counts.values(derived);
+    let sizes = counts.sizes(derived);
+    let mut samples = bootstrap(outcomes, derived, seed, resamples);
+    (0..values.len())
+        .map(|k| {
+            let (lo, hi) = interval(&mut samples[k]);
+            Metric {
+                value: values[k],
+                n: sizes[k],
+                lo,
+                hi,
+            }
+        })
+        .collect()
+}
+
+const DELTALOGIC_DERIVED: [Derived; 1] = [Derived {
+    value: |v| v[INITIAL].zip(v[REVISION]).map(|(i, r)| i - r),
+    n_of: &[INITIAL],
+}];
+
 /// All metrics over `rows`, with 95% percentile bootstrap intervals from `resamples` resamples
 /// (0: no intervals).
 pub fn compute(rows: &[Row], seed: u64, resamples: usize) -> Metrics {
-    let outcomes: Vec<Outcome> = rows.iter().map(outcome).collect();
-    let mut counts = Counts::default();
-    outcomes.iter().for_each(|o| counts.add(o));
-    let values = counts.values();
-    let sizes = counts.sizes();
-    let mut samples = bootstrap(&outcomes, seed, resamples);
-    let mut metric = |k: usize| {
-        let (lo, hi) = interval(&mut samples[k]);
-        Metric {
-            value: values[k],
-            n: sizes[k],
-            lo,
-            hi,
-        }
-    };
+    let outcomes: Vec<Outcome<RATES>> = rows.iter().map(outcome).collect();
+    let m = estimate(&outcomes, &DELTALOGIC_DERIVED, seed, resamples);
     Metrics {
         n: rows.len(),
-        initial_accuracy: metric(INITIAL),
-        revision_accuracy: metric(REVISION),
-        revision_gap: metric(GAP),
-        inertia: metric(INERTIA),
-        over_flip: metric(OVER_FLIP),
-        abstain: metric(ABSTAIN),
+        initial_accuracy: m[INITIAL].clone(),
+        revision_accuracy: m[REVISION].clone(),
+        revision_gap: m[GAP].clone(),
+        inertia: m[INERTIA].clone(),
+        over_flip: m[OVER_FLIP].clone(),
+        abstain: m[ABSTAIN].clone(),
     }
 }
 
 /// The metric values over each resample. A resample in which a metric's conditioning set is
 /// empty gives no value for it (it is left out, not counted as 0).
-fn bootstrap(outcomes: &[Outcome], seed: u64, resamples: usize) -> [Vec<f64>; RATES + 1] {
-    let mut samples: [Vec<f64>; RATES + 1] = Default::default();
+fn bootstrap<const N: usize>(
+    outcomes: &[Outcome<N>],
+    derived: &[Derived],
+    seed: u64,
+    resamples: usize,
+) -> Vec<Vec<f64>> {
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); N + derived.len()];
     if outcomes.is_empty() {
         return samples;
     }
     let mut rng = Rng::derive(seed, "metrics/bootstrap");
     for _ in 0..resamples {
-        let mut counts = Counts::default();
+        let mut counts = Counts::<N>::new();
         for _ in 0..outcomes.len() {
             counts.add(&outcomes[rng.below(outcomes.len())]);
         }
-        for (s, v) in samples.iter_mut().zip(counts.values()) {
+        for (s, v) in samples.iter_mut().zip(counts.values(derived)) {
             s.extend(v);
         }
     }

@@ -5,6 +5,9 @@
 //! gap is initial minus revision accuracy, in points. A cell whose conditioning set is smaller than
 //! the row's episode count (inertia, over-flip) carries its own `n`; an empty one reads `—`.
 
+use crate::metrics::questions::{
+    AccuracyBreakdown, BeliefRBreakdown, BeliefRMetrics, BenchmarkMetrics,
+};
 use crate::metrics::{Breakdown, Metric, Metrics};
 use anyhow::Result;
 use serde::Serialize;
@@ -204,6 +207,345 @@ pub fn table_csv(results: &[ResultEntry]) -> String {
                 rec.extend([field(x.value), field(x.lo), field(x.hi), x.n.to_string()]);
             }
             w.write_record(&rec).expect("writing CSV to memory");
+        }
+    }
+    String::from_utf8(w.into_inner().expect("writing CSV to memory")).expect("CSV of strings")
+}
+
+/// The metrics of one model on one question set (Belief-R, RobustLR, ...).
+#[derive(Clone, Debug, Serialize)]
+pub struct QuestionEntry {
+    pub benchmark: String,
+    pub model: String,
+    pub set: String,
+    pub template: String,
+    pub normalisation: String,
+    pub result_id: String,
+    pub metrics: BenchmarkMetrics,
+}
+
+/// Everything a report shows: DeltaLogic results and question-benchmark results.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub deltalogic: Vec<ResultEntry>,
+    pub questions: Vec<QuestionEntry>,
+}
+
+/// The report in a format. Without question results this is exactly [`render`]; with them,
+/// Markdown adds the side-by-side table and a section per benchmark, and CSV switches to one
+/// row per (result, group, metric) so that every benchmark fits one header.
+pub fn render_report(report: &Report, format: Format) -> Result<String> {
+    if report.questions.is_empty() {
+        return render(&report.deltalogic, format);
+    }
+    Ok(match format {
+        Format::Md => {
+            let mut out = String::new();
+            if !report.deltalogic.is_empty() {
+                out += &table_markdown(&report.deltalogic);
+                out.push('\n');
+            }
+            out += &side_by_side(report);
+            out += &question_sections(&report.questions);
+            out
+        }
+        Format::Csv => long_csv(report),
+        Format::Json => serde_json::to_string_pretty(report)? + "\n",
+    })
+}
+
+/// A column of the side-by-side table: which metric of which benchmark.
+enum Column {
+    DeltaLogic(fn(&Metrics) -> &Metric),
+    BeliefR(fn(&BeliefRMetrics) -> &Metric),
+    /// Accuracy of a benchmark without metrics of its own.
+    Accuracy(String),
+}
+
+impl Column {
+    /// The column's metric in every result of `model`, in report order.
+    fn values<'r>(&self, report: &'r Report, model: &str) -> Vec<&'r Metric> {
+        match self {
+            Column::DeltaLogic(get) => report
+                .deltalogic
+                .iter()
+                .filter(|r| r.model == model)
+                .map(|r| get(&r.breakdown.overall))
+                .collect(),
+            Column::BeliefR(get) => report
+                .questions
+                .iter()
+                .filter(|q| q.model == model)
+                .filter_map(|q| match &q.metrics {
+                    BenchmarkMetrics::BeliefR(b) => Some(get(&b.overall)),
+                    _ => None,
+                })
+                .collect(),
+            Column::Accuracy(benchmark) => report
+                .questions
+                .iter()
+                .filter(|q| q.model == model && &q.benchmark == benchmark)
+                .filter_map(|q| match &q.metrics {
+                    BenchmarkMetrics::Accuracy(a) => Some(&a.accuracy),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Per model: DeltaLogic's Table 1 cells beside Belief-R's and every other benchmark's headline
+/// numbers. A model with several results of one benchmark (sets, templates, normalisations)
+/// gets them in one cell, separated by ` / `, in the order of the per-benchmark sections.
+pub fn side_by_side(report: &Report) -> String {
+    let mut models: Vec<&str> = report
+        .deltalogic
+        .iter()
+        .map(|r| r.model.as_str())
+        .chain(report.questions.iter().map(|q| q.model.as_str()))
+        .collect();
+    models.sort();
+    models.dedup();
+    let others: Vec<&str> = {
+        let mut b: Vec<&str> = report
+            .questions
+            .iter()
+            .filter(|q| matches!(q.metrics, BenchmarkMetrics::Accuracy(_)))
+            .map(|q| q.benchmark.as_str())
+            .collect();
+        b.sort();
+        b.dedup();
+        b
+    };
+    let mut columns: Vec<(String, Column)> = Vec::new();
+    if !report.deltalogic.is_empty() {
+        columns.push((
+            "DeltaLogic init acc".into(),
+            Column::DeltaLogic(|m| &m.initial_accuracy),
+        ));
+        columns.push((
+            "DeltaLogic rev acc".into(),
+            Column::DeltaLogic(|m| &m.revision_accuracy),
+        ));
+        columns.push((
+            "DeltaLogic inertia".into(),
+            Column::DeltaLogic(|m| &m.inertia),
+        ));
+        columns.push((
+            "DeltaLogic over-flip".into(),
+            Column::DeltaLogic(|m| &m.over_flip),
+        ));
+    }
+    if report
+        .questions
+        .iter()
+        .any(|q| matches!(q.metrics, BenchmarkMetrics::BeliefR(_)))
+    {
+        columns.push(("Belief-R Acc@t".into(), Column::BeliefR(|m| &m.acc_t)));
+        columns.push(("BU-Acc".into(), Column::BeliefR(|m| &m.bu_acc)));
+        columns.push(("BM-Acc".into(), Column::BeliefR(|m| &m.bm_acc)));
+        columns.push(("BREU".into(), Column::BeliefR(|m| &m.breu)));
+        columns.push(("Belief-R inertia".into(), Column::BeliefR(|m| &m.inertia)));
+        columns.push((
+            "Belief-R over-flip".into(),
+            Column::BeliefR(|m| &m.over_flip),
+        ));
+    }
+    for b in others {
+        columns.push((format!("{b} acc"), Column::Accuracy(b.to_string())));
+    }
+    let head: Vec<String> = std::iter::once("Model".to_string())
+        .chain(columns.iter().map(|(t, _)| t.clone()))
+        .collect();
+    let mut out = md_line(&head);
+    out += &md_line(head.iter().map(|_| "---"));
+    for m in models {
+        let mut cells = vec![m.to_string()];
+        for (_, get) in &columns {
+            let found = get.values(report, m);
+            cells.push(if found.is_empty() {
+                "—".to_string()
+            } else {
+                found
+                    .iter()
+                    .map(|x| format!("{} (n={})", estimate(x), x.n))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            });
+        }
+        out += &md_line(cells);
+    }
+    format!(
+        "## Benchmarks side by side\n\n{out}\n\
+         Percentages with 95% bootstrap intervals and the size of each conditioning set. \
+         Inertia: the gold answer changes (DeltaLogic: the edit changes the label; Belief-R: \
+         belief update) and the model keeps its correct first answer. Over-flip: the gold answer \
+         stays (DeltaLogic: irrelevant additions and the like; Belief-R: belief maintain) and \
+         the model abandons its correct first answer. BU-Acc, BM-Acc and BREU count step-t+1 \
+         questions whose step-t question the model answered correctly.\n\n"
+    )
+}
+
+const BELIEFR_TITLES: [&str; 9] = [
+    "Acc@t",
+    "BU-Acc",
+    "BM-Acc",
+    "BREU",
+    "BU-Acc (all)",
+    "BM-Acc (all)",
+    "BREU (all)",
+    "Inertia",
+    "Over-flip",
+];
+
+/// The groups of a Belief-R breakdown: `(split, group, metrics)`.
+fn beliefr_groups(
+    b: &BeliefRBreakdown,
+) -> impl Iterator<Item = (&'static str, &str, &BeliefRMetrics)> {
+    std::iter::once(("overall", "all", &b.overall))
+        .chain(b.by_modus.iter().map(|(k, m)| ("modus", k.as_str(), m)))
+        .chain(b.by_effect.iter().map(|(k, m)| ("effect", k.as_str(), m)))
+        .chain(
+            b.by_agreement
+                .iter()
+                .map(|(k, m)| ("agreement", k.as_str(), m)),
+        )
+}
+
+/// The groups of an accuracy breakdown: `(tag, value, accuracy)`.
+fn accuracy_groups(a: &AccuracyBreakdown) -> impl Iterator<Item = (&str, &str, &Metric)> {
+    std::iter::once(("overall", "all", &a.accuracy)).chain(
+        a.by_tag
+            .iter()
+            .flat_map(|(k, g)| g.iter().map(move |(v, m)| (k.as_str(), v.as_str(), m))),
+    )
+}
+
+/// A section per question benchmark, one row per (result, split group).
+fn question_sections(entries: &[QuestionEntry]) -> String {
+    let mut beliefr = String::new();
+    let mut other: std::collections::BTreeMap<&str, String> = Default::default();
+    for e in entries {
+        let who = [e.model.as_str(), &e.set, &e.template, &e.normalisation];
+        match &e.metrics {
+            BenchmarkMetrics::BeliefR(b) => {
+                for (split, group, m) in beliefr_groups(b) {
+                    let mut cells: Vec<String> = who.iter().map(|s| s.to_string()).collect();
+                    cells.extend([split.to_string(), group.to_string()]);
+                    cells.extend(
+                        m.entries()
+                            .iter()
+                            .map(|(_, x)| format!("{} (n={})", estimate(x), x.n)),
+                    );
+                    beliefr += &md_line(cells);
+                }
+            }
+            BenchmarkMetrics::Accuracy(a) => {
+                let table = other.entry(e.benchmark.as_str()).or_default();
+                for (tag, value, m) in accuracy_groups(a) {
+                    let mut cells: Vec<String> = who.iter().map(|s| s.to_string()).collect();
+                    cells.extend([tag.to_string(), value.to_string()]);
+                    cells.push(format!("{} (n={})", estimate(m), m.n));
+                    *table += &md_line(cells);
+                }
+            }
+        }
+    }
+    let who = [
+        "Model",
+        "Set",
+        "Template",
+        "Normalisation",
+        "Split",
+        "Group",
+    ];
+    let mut out = String::new();
+    if !beliefr.is_empty() {
+        let head: Vec<&str> = who.iter().copied().chain(BELIEFR_TITLES).collect();
+        out += &format!(
+            "## Belief-R\n\n{}{}{beliefr}\n\
+             Acc@t over step-t questions (Basic@t). BU-Acc, BM-Acc, BREU = (BU-Acc + BM-Acc) / 2, \
+             inertia and over-flip over step-t+1 questions whose step-t question was answered \
+             correctly; (all): over every step-t+1 question. Gold answers are human judgements.\n\n",
+            md_line(&head),
+            md_line(head.iter().map(|_| "---"))
+        );
+    }
+    for (benchmark, rows) in other {
+        let head: Vec<&str> = who.iter().copied().chain(["Accuracy"]).collect();
+        out += &format!(
+            "## {benchmark}\n\n{}{}{rows}\n",
+            md_line(&head),
+            md_line(head.iter().map(|_| "---"))
+        );
+    }
+    out
+}
+
+/// One row per (result, group, metric), for DeltaLogic and every question benchmark alike;
+/// proportions as fractions, an undefined value as an empty field.
+pub fn long_csv(report: &Report) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let head = [
+        "benchmark",
+        "model",
+        "set",
+        "template",
+        "normalisation",
+        "result_id",
+        "group_by",
+        "group",
+        "metric",
+        "value",
+        "lo",
+        "hi",
+        "n",
+    ];
+    w.write_record(head).expect("writing CSV to memory");
+    let field = |x: Option<f64>| x.map_or_else(String::new, |v| v.to_string());
+    let mut write = |who: [&str; 6], by: &str, group: &str, key: &str, m: &Metric| {
+        let mut rec: Vec<String> = who.iter().map(|s| s.to_string()).collect();
+        rec.extend([by.to_string(), group.to_string(), key.to_string()]);
+        rec.extend([field(m.value), field(m.lo), field(m.hi), m.n.to_string()]);
+        w.write_record(&rec).expect("writing CSV to memory");
+    };
+    for r in &report.deltalogic {
+        let who = [
+            "deltalogic",
+            &r.model,
+            &r.set,
+            &r.template,
+            &r.normalisation,
+            &r.result_id,
+        ];
+        for (by, group, m) in groups(&r.breakdown) {
+            for (key, x) in m.entries() {
+                write(who, by, group, key, x);
+            }
+        }
+    }
+    for e in &report.questions {
+        let who = [
+            e.benchmark.as_str(),
+            &e.model,
+            &e.set,
+            &e.template,
+            &e.normalisation,
+            &e.result_id,
+        ];
+        match &e.metrics {
+            BenchmarkMetrics::BeliefR(b) => {
+                for (by, group, m) in beliefr_groups(b) {
+                    for (key, x) in m.entries() {
+                        write(who, by, group, key, x);
+                    }
+                }
+            }
+            BenchmarkMetrics::Accuracy(a) => {
+                for (by, group, m) in accuracy_groups(a) {
+                    write(who, by, group, "accuracy", m);
+                }
+            }
         }
     }
     String::from_utf8(w.into_inner().expect("writing CSV to memory")).expect("CSV of strings")

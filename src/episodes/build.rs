@@ -135,6 +135,8 @@ pub fn effect_holds(t: EditType, s: Semantics, y0: Label, y1: Label) -> bool {
         (EditType::DefeatingFact, Semantics::FirstOrder) => decided(y0) && y1 != y0,
         // Open-world reasoning is monotonic: an added fact can never defeat a derivation.
         (EditType::DefeatingFact, Semantics::OpenWorld) => false,
+        // No solver defines commonsense labels, so no edit effect can be proved.
+        (EditType::DefeatingFact, Semantics::Commonsense) => false,
         (EditType::SupportRemoval, Semantics::ClosedWorld) => y0 == True && y1 == False,
         (EditType::SupportRemoval, _) => decided(y0) && y1 == Uncertain,
         (EditType::IrrelevantAddition, _) => y1 == y0,
@@ -222,7 +224,7 @@ pub fn build(reg: &Registry, spec: &BuildSpec, name: &str) -> Result<BuildOutcom
             ids.push(id);
             new += usize::from(fresh);
         }
-        let set = StoredSet::new("deltalogic", spec_id, ids);
+        let set = StoredSet::new(crate::registry::EPISODE_BENCHMARK, spec_id, ids);
         let n = set.episodes.len();
         let (set_id, _) = w.put(&set)?;
         w.name(Names::Sets, name, set_id)?;

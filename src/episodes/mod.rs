@@ -212,6 +212,9 @@ pub enum Semantics {
     OpenWorld,
     ClosedWorld,
     FirstOrder,
+    /// Gold answers are human commonsense judgements (Belief-R), not logical consequence: no
+    /// solver checks them. Only questions carry it; no episode is built under it.
+    Commonsense,
 }
 
 impl Semantics {
@@ -220,6 +223,7 @@ impl Semantics {
             Semantics::OpenWorld => "open-world",
             Semantics::ClosedWorld => "closed-world",
             Semantics::FirstOrder => "first-order",
+            Semantics::Commonsense => "commonsense",
         }
     }
 }
@@ -269,6 +273,12 @@ pub fn load_set(reg: &crate::registry::Registry, name: &str) -> Result<(Id, Vec<
             reg.path().display()
         );
     };
+    if set.holds_questions() {
+        bail!(
+            "set `{name}` holds {} questions, not DeltaLogic episodes",
+            set.benchmark
+        );
+    }
     let episodes = set
         .episode_ids()
         .map(|id| match reg.get::<Episode>(&id)? {
@@ -279,23 +289,27 @@ pub fn load_set(reg: &crate::registry::Registry, name: &str) -> Result<(Id, Vec<
     Ok((set_id, episodes))
 }
 
+/// The label the solvers give a query under premises (open/closed world or first order).
+pub(crate) fn solve(premises: &[Premise], query: &Premise, semantics: Semantics) -> Result<Label> {
+    match semantics {
+        Semantics::FirstOrder => folio::label(premises, query),
+        Semantics::OpenWorld | Semantics::ClosedWorld => {
+            theory::label(premises, query, theory::world_of(semantics))
+        }
+        Semantics::Commonsense => {
+            bail!("commonsense gold answers are human judgements: no solver defines them")
+        }
+    }
+}
+
 /// Recomputes both labels of an episode from its premises with the solvers; an episode whose
 /// stored labels or edit effect do not hold is an error.
 pub fn verify(ep: &Episode) -> Result<()> {
     let after = ep.premises_after()?;
-    let (y0, y1) = match ep.semantics {
-        Semantics::FirstOrder => (
-            folio::label(&ep.premises, &ep.query)?,
-            folio::label(&after, &ep.query)?,
-        ),
-        Semantics::OpenWorld | Semantics::ClosedWorld => {
-            let world = theory::world_of(ep.semantics);
-            (
-                theory::label(&ep.premises, &ep.query, world)?,
-                theory::label(&after, &ep.query, world)?,
-            )
-        }
-    };
+    let (y0, y1) = (
+        solve(&ep.premises, &ep.query, ep.semantics)?,
+        solve(&after, &ep.query, ep.semantics)?,
+    );
     if (y0, y1) != (ep.y0, ep.y1) {
         bail!(
             "episode labels do not hold: stored {} → {}, solver says {y0} → {y1}",

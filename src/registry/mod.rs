@@ -14,7 +14,7 @@
 pub mod ingest;
 mod records;
 
-pub use records::{SourceFile, StoredSet, StoredSpec};
+pub use records::{SourceFile, StoredSet, StoredSpec, EPISODE_BENCHMARK};
 
 use anyhow::{anyhow, bail, Context, Result};
 use redb::{
@@ -108,10 +108,12 @@ pub enum Kind {
     Prompt,
     Score,
     Result,
+    Question,
+    QuestionResult,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 12] = [
         Kind::SourceFile,
         Kind::BaseItem,
         Kind::Episode,
@@ -122,6 +124,8 @@ impl Kind {
         Kind::Prompt,
         Kind::Score,
         Kind::Result,
+        Kind::Question,
+        Kind::QuestionResult,
     ];
 
     fn context(self) -> &'static str {
@@ -136,6 +140,8 @@ impl Kind {
             Kind::Prompt => "deltalogic 2026-11-21 prompt text v1",
             Kind::Score => "deltalogic 2026-11-21 score key v1",
             Kind::Result => "deltalogic 2026-11-21 result v1",
+            Kind::Question => "deltalogic 2026-11-21 question v1",
+            Kind::QuestionResult => "deltalogic 2026-11-21 question result v1",
         }
     }
 
@@ -152,6 +158,8 @@ impl Kind {
             Kind::Prompt => "prompt",
             Kind::Score => "score",
             Kind::Result => "result",
+            Kind::Question => "question",
+            Kind::QuestionResult => "question result",
         }
     }
 
@@ -167,6 +175,8 @@ impl Kind {
             Kind::Prompt => "prompts",
             Kind::Score => "scores",
             Kind::Result => "results",
+            Kind::Question => "questions",
+            Kind::QuestionResult => "question_results",
         })
     }
 }

@@ -74,7 +74,9 @@ impl Record for StoredSpec {
     }
 }
 
-/// A named episode set: its sorted episode ids and the hash of the spec that built it.
+/// A named set: its sorted member ids and the hash of the spec that built it. A `deltalogic`
+/// set holds episodes; a set of any other benchmark (`belief-r`, `robustlr`, ...) holds
+/// single questions (`crate::questions::Question`), under the same field.
 #[derive(
     Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
 )]
@@ -84,6 +86,9 @@ pub struct StoredSet {
     pub spec: [u8; 32],
     pub episodes: Vec<[u8; 32]>,
 }
+
+/// The benchmark name of episode sets; every other benchmark's sets hold questions.
+pub const EPISODE_BENCHMARK: &str = "deltalogic";
 
 impl StoredSet {
     pub fn new(benchmark: &str, spec: Id, mut episodes: Vec<Id>) -> StoredSet {
@@ -98,6 +103,20 @@ impl StoredSet {
 
     pub fn episode_ids(&self) -> impl Iterator<Item = Id> + '_ {
         self.episodes.iter().map(|b| Id(*b))
+    }
+
+    /// Whether the members are questions rather than DeltaLogic episodes.
+    pub fn holds_questions(&self) -> bool {
+        self.benchmark != EPISODE_BENCHMARK
+    }
+
+    /// The kind of record the member ids name.
+    pub fn member_kind(&self) -> Kind {
+        if self.holds_questions() {
+            Kind::Question
+        } else {
+            Kind::Episode
+        }
     }
 }
 

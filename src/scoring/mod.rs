@@ -7,14 +7,16 @@ pub mod records;
 pub mod tree;
 
 pub use records::{
-    ModelRecord, Normalisation, PromptRecord, ResultRecord, ResultRow, ScoreRecord, TemplateRecord,
+    ModelRecord, Normalisation, PromptRecord, QuestionResult, QuestionRow, ResultRecord, ResultRow,
+    ScoreRecord, TemplateRecord,
 };
 
 use crate::episodes::Episode;
 use crate::logic::Label;
+use crate::questions::Question;
 use crate::registry::{Id, Record, Registry};
 use anyhow::{anyhow, Context, Result};
-use prompt::Template;
+use prompt::{ChoiceTemplate, Template};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -48,30 +50,68 @@ pub struct ScoreReport {
     pub seconds: f64,
 }
 
-/// One prompt prefix and its three labels, with their keys.
+/// One prompt prefix and its labels, with their keys.
 struct Request {
     prompt: String,
     prompt_id: Id,
-    keys: [Id; 3],
+    labels: Vec<String>,
+    keys: Vec<Id>,
 }
 
 impl Request {
-    fn new(model: Id, template: &Template, prompt: String) -> Request {
+    fn new(model: Id, prompt: String, labels: Vec<String>) -> Request {
         let prompt_id = PromptRecord {
             text: prompt.clone(),
         }
         .id();
-        let keys = template
-            .labels
-            .map(|l| ScoreRecord::key(model, prompt_id, l));
+        let keys = labels
+            .iter()
+            .map(|l| ScoreRecord::key(model, prompt_id, l))
+            .collect();
         Request {
             prompt,
             prompt_id,
+            labels,
             keys,
         }
     }
+
+    fn episode(model: Id, template: &Template, prompt: String) -> Request {
+        let labels = template.labels.iter().map(|l| l.to_string()).collect();
+        Request::new(model, prompt, labels)
+    }
 }
 
+/// Computes the missing scores of batches of requests, loading the model on first need.
+struct Scorer<'a, M, L: FnOnce() -> Result<M>> {
+    reg: &'a Registry,
+    model_id: Id,
+    model: Option<M>,
+    load: Option<L>,
+}
+
+impl<M: LanguageModel, L: FnOnce() -> Result<M>> Scorer<'_, M, L> {
+    fn ensure(
+        &mut self,
+        reqs: &[Request],
+        report: &mut ScoreReport,
+        progress: &mut dyn Progress,
+    ) -> Result<()> {
+        let missing = missing(self.reg, reqs)?;
+        let needed: usize = reqs.iter().map(|r| r.keys.len()).sum();
+        report.scores_needed += needed;
+        report.scores_found_in_cache +=
+            needed - missing.iter().map(|(_, m)| m.len()).sum::<usize>();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if self.model.is_none() {
+            self.model = Some((self.load.take().expect("loaded once"))()?);
+        }
+        let m = self.model.as_ref().expect("just loaded");
+        compute(self.reg, m, self.model_id, reqs, &missing, report, progress)
+    }
+}
 /// Reads stored scores; `None` for any missing.
 fn cached(reg: &Registry, keys: &[Id]) -> Result<Vec<Option<ScoreRecord>>> {
     keys.iter().map(|k| reg.get::<ScoreRecord>(k)).collect()
@@ -79,13 +119,18 @@ fn cached(reg: &Registry, keys: &[Id]) -> Result<Vec<Option<ScoreRecord>>> {
 
 /// The label the scores pick: the highest normalised score, ties to the earlier label.
 pub fn predict(scores: &[ScoreRecord], norm: Normalisation) -> Label {
+    Label::ALL[best(scores, norm)]
+}
+
+/// The index of the highest normalised score, ties to the earlier one.
+pub fn best(scores: &[ScoreRecord], norm: Normalisation) -> usize {
     let mut best = 0;
     for (i, s) in scores.iter().enumerate() {
         if s.normalised(norm) > scores[best].normalised(norm) {
             best = i;
         }
     }
-    Label::ALL[best]
+    best
 }
 
 /// Everything one episode's scoring reads: its two requests (step 2 once step 1 is known).
@@ -114,21 +159,11 @@ pub fn score_set<M: LanguageModel>(
         episodes: episodes.len(),
         ..Default::default()
     };
-    let mut model: Option<M> = None;
-    let mut loader = Some(load);
-    let mut get_model = |report: &mut ScoreReport, reqs: &[Request]| -> Result<()> {
-        let missing = missing(reg, reqs)?;
-        report.scores_needed += reqs.len() * 3;
-        report.scores_found_in_cache +=
-            reqs.len() * 3 - missing.iter().map(|(_, m)| m.len()).sum::<usize>();
-        if missing.is_empty() {
-            return Ok(());
-        }
-        if model.is_none() {
-            model = Some((loader.take().expect("loaded once"))()?);
-        }
-        let m = model.as_ref().expect("just loaded");
-        compute(reg, m, model_id, template, reqs, &missing, report, progress)
+    let mut scorer = Scorer {
+        reg,
+        model_id,
+        model: None,
+        load: Some(load),
     };
     reg.write(|w| {
         w.put(&template.record())?;
@@ -137,9 +172,9 @@ pub fn score_set<M: LanguageModel>(
 
     let step1 = episodes
         .iter()
-        .map(|(_, ep)| Ok(Request::new(model_id, template, template.step1(ep)?)))
+        .map(|(_, ep)| Ok(Request::episode(model_id, template, template.step1(ep)?)))
         .collect::<Result<Vec<_>>>()?;
-    get_model(&mut report, &step1)?;
+    scorer.ensure(&step1, &mut report, progress)?;
     let mut pred0 = Vec::with_capacity(episodes.len());
     for r in &step1 {
         pred0.push(predict(&must(reg, &r.keys)?, norm));
@@ -147,25 +182,30 @@ pub fn score_set<M: LanguageModel>(
     let mut step2 = Vec::with_capacity(episodes.len());
     for ((_, ep), p0) in episodes.iter().zip(&pred0) {
         let after = ep.premises_after()?;
-        step2.push(Request::new(
+        step2.push(Request::episode(
             model_id,
             template,
             template.step2(ep, *p0, &after)?,
         ));
     }
-    get_model(&mut report, &step2)?;
+    scorer.ensure(&step2, &mut report, progress)?;
     let mut out = Vec::with_capacity(episodes.len());
     for (((id, _), (r1, r2)), p0) in episodes.iter().zip(step1.iter().zip(&step2)).zip(pred0) {
         out.push(EpisodeScores {
             episode: *id,
-            step1: r1.keys,
-            step2: r2.keys,
+            step1: keys3(&r1.keys)?,
+            step2: keys3(&r2.keys)?,
             pred0: p0,
             pred1: predict(&must(reg, &r2.keys)?, norm),
         });
     }
     report.seconds = start.elapsed().as_secs_f64();
     Ok((report, out))
+}
+
+fn keys3(keys: &[Id]) -> Result<[Id; 3]> {
+    keys.try_into()
+        .map_err(|_| anyhow!("an episode request has {} labels, not 3", keys.len()))
 }
 
 fn must(reg: &Registry, keys: &[Id]) -> Result<Vec<ScoreRecord>> {
@@ -215,19 +255,17 @@ fn compute<M: LanguageModel>(
     reg: &Registry,
     model: &M,
     model_id: Id,
-    template: &Template,
     reqs: &[Request],
     missing: &[(usize, Vec<usize>)],
     report: &mut ScoreReport,
     progress: &mut dyn Progress,
 ) -> Result<()> {
-    let labels: Vec<String> = template.labels.iter().map(|l| l.to_string()).collect();
     let mut jobs = Vec::new();
     let mut tags = Vec::new(); // tag -> (request, slot, tokens)
     for (i, slots) in missing {
         let r = &reqs[*i];
         let (context, label_tokens) = model
-            .split_tokens(&r.prompt, &labels)
+            .split_tokens(&r.prompt, &r.labels)
             .with_context(|| format!("prompt {}", r.prompt_id.short()))?;
         let mut job = tree::Job {
             context,
@@ -265,14 +303,14 @@ fn compute<M: LanguageModel>(
     let stats = tree::run(model, jobs, |tag, logprobs, took, forward| {
         let (i, slot, tokens) = &tags[tag];
         let r = &reqs[*i];
-        let label = template.labels[*slot];
+        let label = &r.labels[*slot];
         prompts
             .entry(r.prompt_id)
             .or_insert_with(|| r.prompt.clone());
         pending.push(ScoreRecord {
             model: model_id.0,
             prompt: r.prompt_id.0,
-            label: label.to_string(),
+            label: label.clone(),
             tokens: tokens.clone(),
             logprobs,
             chars: label.chars().count() as u32,
@@ -316,6 +354,86 @@ pub fn record_result(
         })
         .collect();
     let result = ResultRecord {
+        model: model.0,
+        set: set.0,
+        template: template.id().0,
+        normalisation: norm.as_str().to_string(),
+        rows,
+    };
+    reg.write(|w| Ok(w.put(&result)?.0))
+}
+
+/// Everything one question's scoring reads.
+pub struct QuestionScores {
+    pub question: Id,
+    /// In option order.
+    pub keys: Vec<Id>,
+    pub pred: Label,
+}
+
+/// Scores every question of a set: one fresh prompt per question (Belief-R step t+1 does not
+/// continue step t), computing only the scores the cache lacks. `load` is called only if
+/// something must be computed.
+pub fn score_questions<M: LanguageModel>(
+    reg: &Registry,
+    model_id: Id,
+    load: impl FnOnce() -> Result<M>,
+    questions: &[(Id, Question)],
+    template: &ChoiceTemplate,
+    norm: Normalisation,
+    progress: &mut dyn Progress,
+) -> Result<(ScoreReport, Vec<QuestionScores>)> {
+    let start = std::time::Instant::now();
+    let mut report = ScoreReport {
+        episodes: questions.len(),
+        ..Default::default()
+    };
+    let mut scorer = Scorer {
+        reg,
+        model_id,
+        model: None,
+        load: Some(load),
+    };
+    reg.write(|w| {
+        w.put(&template.record())?;
+        Ok(())
+    })?;
+    let reqs: Vec<Request> = questions
+        .iter()
+        .map(|(_, q)| Request::new(model_id, template.prompt(q), template.labels(q)))
+        .collect();
+    scorer.ensure(&reqs, &mut report, progress)?;
+    let mut out = Vec::with_capacity(questions.len());
+    for ((id, q), r) in questions.iter().zip(reqs) {
+        let scores = must(reg, &r.keys)?;
+        out.push(QuestionScores {
+            question: *id,
+            pred: q.options[best(&scores, norm)].label,
+            keys: r.keys,
+        });
+    }
+    report.seconds = start.elapsed().as_secs_f64();
+    Ok((report, out))
+}
+
+/// Stores the result of scoring a question set.
+pub fn record_question_result(
+    reg: &Registry,
+    model: Id,
+    set: Id,
+    template: &ChoiceTemplate,
+    norm: Normalisation,
+    scores: &[QuestionScores],
+) -> Result<Id> {
+    let rows = scores
+        .iter()
+        .map(|s| QuestionRow {
+            question: s.question.0,
+            pred: s.pred,
+            keys: s.keys.iter().map(|k| k.0).collect(),
+        })
+        .collect();
+    let result = QuestionResult {
         model: model.0,
         set: set.0,
         template: template.id().0,

@@ -136,7 +136,9 @@ impl Template {
         s.push('\n');
         s.push_str(match ep.semantics {
             Semantics::ClosedWorld => self.wording.closed_world_rule,
-            Semantics::OpenWorld | Semantics::FirstOrder => self.wording.open_world_rule,
+            Semantics::OpenWorld | Semantics::FirstOrder | Semantics::Commonsense => {
+                self.wording.open_world_rule
+            }
         });
         s.push_str(self.wording.question);
         s.push_str(&ep.query.text);
@@ -167,5 +169,134 @@ pub fn label_index(label: Label) -> usize {
         Label::True => 0,
         Label::False => 1,
         Label::Uncertain => 2,
+    }
+}
+
+/// How a question's options are named in the prompt and scored as labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LabelForm {
+    /// The option letters: labels ` a`, ` b`, ` c` (one token each in most vocabularies).
+    Letters,
+    /// The option texts as the dataset words them: labels ` John learns something new.`, ...
+    Text,
+}
+
+/// The wording of multiple-choice prompts: the Belief-R prompt (`src/prompts/one_time.py` of
+/// the Belief-R code: the dataset's `questions` cell, then its formatting line) with an answer
+/// cue for constrained scoring.
+#[derive(Clone, Debug, Serialize)]
+struct ChoiceWording {
+    /// Before the letters (`either a, b, or c.`).
+    letters_reminder: &'static str,
+    text_reminder: &'static str,
+    answer_cue: &'static str,
+}
+
+const CHOICE_WORDING: ChoiceWording = ChoiceWording {
+    letters_reminder: "Begin! Reminder to write your final answer as \"Final Answer [X].\" and fill [X] with either ",
+    text_reminder: "Begin! Reminder to write your final answer as \"Final Answer [X].\" and fill [X] with one of the options above, word for word.",
+    answer_cue: "Final Answer:",
+};
+
+/// A template for single questions: premises one a line, a blank line, the query, the options
+/// `(a) ...`, a blank line, the reminder, a blank line, `Final Answer:`. Labels per question:
+/// its option letters or texts, each after a space.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChoiceTemplate {
+    pub name: &'static str,
+    pub version: u32,
+    pub form: LabelForm,
+    wording: ChoiceWording,
+}
+
+pub const CHOICE_TEMPLATE_NAMES: [&str; 2] = ["beliefr-letters", "beliefr-text"];
+
+pub fn beliefr(form: LabelForm) -> ChoiceTemplate {
+    ChoiceTemplate {
+        name: match form {
+            LabelForm::Letters => CHOICE_TEMPLATE_NAMES[0],
+            LabelForm::Text => CHOICE_TEMPLATE_NAMES[1],
+        },
+        version: 1,
+        form,
+        wording: CHOICE_WORDING,
+    }
+}
+
+/// A multiple-choice template by name.
+pub fn choice_template(name: &str) -> Option<ChoiceTemplate> {
+    match name {
+        "beliefr-letters" => Some(beliefr(LabelForm::Letters)),
+        "beliefr-text" => Some(beliefr(LabelForm::Text)),
+        _ => None,
+    }
+}
+
+/// `a`, `b`, ... for option `i`.
+fn letter(i: usize) -> char {
+    char::from(b'a' + u8::try_from(i).expect("fewer than 26 options"))
+}
+
+impl ChoiceTemplate {
+    pub fn record(&self) -> TemplateRecord {
+        TemplateRecord {
+            name: self.name.to_string(),
+            definition: String::from_utf8(canonical(self)).expect("JSON is UTF-8"),
+        }
+    }
+
+    pub fn id(&self) -> Id {
+        self.record().id()
+    }
+
+    /// The prompt of a question. Options lose a final period, as the dataset's own `questions`
+    /// cells print them.
+    pub fn prompt(&self, q: &crate::questions::Question) -> String {
+        let mut s = String::new();
+        for p in &q.premises {
+            s.push_str(p);
+            s.push('\n');
+        }
+        s.push('\n');
+        s.push_str(&q.query);
+        s.push('\n');
+        for (i, o) in q.options.iter().enumerate() {
+            s.push_str(&format!(
+                "({}) {}\n",
+                letter(i),
+                o.text.trim_end_matches('.')
+            ));
+        }
+        s.push('\n');
+        match self.form {
+            LabelForm::Letters => {
+                s.push_str(self.wording.letters_reminder);
+                let letters: Vec<String> = (0..q.options.len())
+                    .map(|i| letter(i).to_string())
+                    .collect();
+                s.push_str(&match letters.as_slice() {
+                    [init @ .., last] if init.len() >= 2 => {
+                        format!("{}, or {last}.", init.join(", "))
+                    }
+                    [first, last] => format!("{first} or {last}."),
+                    _ => format!("{}.", letters.join("")),
+                });
+            }
+            LabelForm::Text => s.push_str(self.wording.text_reminder),
+        }
+        s.push_str("\n\n");
+        s.push_str(self.wording.answer_cue);
+        s
+    }
+
+    /// The label texts of a question's options, in option order.
+    pub fn labels(&self, q: &crate::questions::Question) -> Vec<String> {
+        (0..q.options.len())
+            .map(|i| match self.form {
+                LabelForm::Letters => format!(" {}", letter(i)),
+                LabelForm::Text => format!(" {}", q.options[i].text),
+            })
+            .collect()
     }
 }

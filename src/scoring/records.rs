@@ -173,18 +173,67 @@ pub struct ResultRecord {
 impl Record for ResultRecord {
     const KIND: Kind = Kind::Result;
     fn content(&self) -> Vec<u8> {
-        let mut keys: Vec<String> = self
-            .rows
-            .iter()
-            .flat_map(|r| r.keys.iter().map(|k| Id(*k).hex()))
-            .collect();
-        keys.sort();
-        canonical(&(
-            Id(self.model).hex(),
-            Id(self.set).hex(),
-            Id(self.template).hex(),
+        result_content(
+            self.model,
+            self.set,
+            self.template,
             &self.normalisation,
-            keys,
-        ))
+            self.rows.iter().flat_map(|r| &r.keys),
+        )
+    }
+}
+
+/// What a result is: its inputs and the set of score keys it read (order does not matter).
+fn result_content<'a>(
+    model: [u8; 32],
+    set: [u8; 32],
+    template: [u8; 32],
+    normalisation: &str,
+    keys: impl Iterator<Item = &'a [u8; 32]>,
+) -> Vec<u8> {
+    let mut keys: Vec<String> = keys.map(|k| Id(*k).hex()).collect();
+    keys.sort();
+    canonical(&(
+        Id(model).hex(),
+        Id(set).hex(),
+        Id(template).hex(),
+        normalisation,
+        keys,
+    ))
+}
+
+/// One question's part of a question result: the answer and the scores it came from.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct QuestionRow {
+    pub question: [u8; 32],
+    pub pred: Label,
+    /// One score per option, in the question's option order.
+    pub keys: Vec<[u8; 32]>,
+}
+
+/// The result of scoring a question set, identified like [`ResultRecord`] by its inputs.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct QuestionResult {
+    pub model: [u8; 32],
+    pub set: [u8; 32],
+    pub template: [u8; 32],
+    pub normalisation: String,
+    pub rows: Vec<QuestionRow>,
+}
+
+impl Record for QuestionResult {
+    const KIND: Kind = Kind::QuestionResult;
+    fn content(&self) -> Vec<u8> {
+        result_content(
+            self.model,
+            self.set,
+            self.template,
+            &self.normalisation,
+            self.rows.iter().flat_map(|r| &r.keys),
+        )
     }
 }

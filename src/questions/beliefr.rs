@@ -1,0 +1,262 @@
+//! `deltalogic build beliefr`: Belief-R base items (see `crate::datasets` for the join of the two
+//! CSV files) become questions.
+//!
+//! - Every step-t row is one question (tag `step=t`): the two premises, the query, options
+//!   (a) q, (b) not q, (c) may or may not. Rows that several step-t+1 rows revise are one
+//!   question, however many pairs name them.
+//! - Every step-t+1 row is one question (tag `step=t+1`) over its three premises, linked to its
+//!   step-t question by `revises`. Step t+1 is a fresh prompt, not a continued dialogue, as in
+//!   the Belief-R code (`inference.py` prompts each file's rows on their own).
+//!
+//! Gold answers are the dataset's (majority human judgement): a → True (q), b → False (not q),
+//! c → Uncertain (may or may not), under [`Semantics::Commonsense`]; the solver never sees them.
+
+use super::{store_set, Choice, Question, Stored};
+use crate::datasets::BaseItem;
+use crate::episodes::Semantics;
+use crate::logic::Label;
+use crate::registry::{canonical, Id, Record, Registry};
+use anyhow::{bail, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+pub const BENCHMARK: &str = "belief-r";
+/// The `Origin::dataset` of ingested Belief-R items.
+const DATASET: &str = "belief-r";
+/// Bumped when the questions made from the same items change, so that specs change with them.
+const BUILDER_VERSION: u32 = 1;
+
+/// Tag keys and values of Belief-R questions.
+pub const STEP: &str = "step";
+pub const STEP_T: &str = "t";
+pub const STEP_T1: &str = "t+1";
+pub const MODUS: &str = "modus";
+pub const EFFECT: &str = "effect";
+pub const AGREEMENT: &str = "agreement";
+pub const REVISION: &str = "revision";
+pub const UPDATE: &str = "update";
+pub const MAINTAIN: &str = "maintain";
+
+/// What `build beliefr` made.
+#[derive(Clone, Debug, Serialize)]
+pub struct BuildOutcome {
+    #[serde(flatten)]
+    pub stored: Stored,
+    /// Ingested Belief-R items read: joined pairs plus step-t-only rows.
+    pub items: usize,
+    pub pairs: usize,
+    pub step_t_only: usize,
+    /// Distinct step-t questions (Basic@t).
+    pub step_t: usize,
+    /// Step-t questions that at least one step-t+1 question revises.
+    pub step_t_revised: usize,
+    /// Step-t+1 questions whose gold becomes (c) (belief update) or stays (belief maintain).
+    pub update: usize,
+    pub maintain: usize,
+    /// Why no solver checked the gold answers.
+    pub gold: &'static str,
+}
+
+/// The extra fields of one item, with errors naming the item.
+struct Fields<'a> {
+    item: &'a BaseItem,
+}
+
+impl<'a> Fields<'a> {
+    fn get(&self, key: &str) -> Result<&'a str> {
+        let extra = &self.item.extra;
+        match extra.binary_search_by(|(k, _)| k.as_str().cmp(key)) {
+            Ok(i) => Ok(extra[i].1.as_str()),
+            Err(_) => bail!("{}: no field `{key}`", self.place()),
+        }
+    }
+
+    fn place(&self) -> String {
+        let o = &self.item.origin;
+        format!(
+            "Belief-R item {} ({} {})",
+            o.external_id, o.file, o.position
+        )
+    }
+
+    fn answer(&self, key: &str) -> Result<Label> {
+        match self.get(key)? {
+            "a" => Ok(Label::True),
+            "b" => Ok(Label::False),
+            "c" => Ok(Label::Uncertain),
+            other => bail!(
+                "{}: field `{key}` is `{other}`, expected a, b or c",
+                self.place()
+            ),
+        }
+    }
+
+    /// The options of step `t` or `t1`, in the order a, b, c.
+    fn options(&self, step: &str) -> Result<Vec<Choice>> {
+        [
+            ("a", Label::True),
+            ("b", Label::False),
+            ("c", Label::Uncertain),
+        ]
+        .into_iter()
+        .map(|(letter, label)| {
+            Ok(Choice {
+                label,
+                text: self.get(&format!("{step}_{letter}"))?.to_string(),
+            })
+        })
+        .collect()
+    }
+}
+
+fn question(
+    item: &BaseItem,
+    premises: Vec<String>,
+    options: Vec<Choice>,
+    gold: Label,
+    tags: Vec<(&str, String)>,
+    base_item: Id,
+) -> Question {
+    let mut q = Question {
+        benchmark: BENCHMARK.to_string(),
+        semantics: Semantics::Commonsense,
+        premises,
+        query: item.query.clone(),
+        options,
+        gold,
+        revises: None,
+        tags: tags.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        base_item: base_item.0,
+    };
+    q.sort_tags();
+    q
+}
+
+/// The step-t question of an item (both kinds of item hold their step-t row).
+fn step_t(f: &Fields, id: Id) -> Result<Question> {
+    let tags = vec![
+        (STEP, STEP_T.to_string()),
+        (MODUS, f.get("modus")?.to_string()),
+        (EFFECT, f.get("types_of_relation")?.to_string()),
+        ("atomic_idx", f.get("atomic_idx")?.to_string()),
+        ("dataset_id", f.get("t_dataset_id")?.to_string()),
+    ];
+    Ok(question(
+        f.item,
+        f.item.premises.clone(),
+        f.options("t")?,
+        f.answer("t_ground_truth")?,
+        tags,
+        id,
+    ))
+}
+
+/// The step-t+1 question of a joined pair, revising `before`.
+fn step_t1(f: &Fields, id: Id, before: &Question) -> Result<Question> {
+    let dataset_id = f.get("t1_dataset_id")?;
+    let agreement = match dataset_id.rsplit_once('-') {
+        Some((_, kind @ ("strong" | "weak"))) => kind,
+        _ => bail!(
+            "{}: t1_dataset_id `{dataset_id}` does not end in -strong or -weak",
+            f.place()
+        ),
+    };
+    let gold = f.answer("t1_ground_truth")?;
+    // BU: the third premise defeats the conclusion; BM: it is an alternative and gold stays.
+    let revision = if gold == Label::Uncertain {
+        UPDATE
+    } else if gold == before.gold {
+        MAINTAIN
+    } else {
+        bail!(
+            "{}: step t+1 answer {gold} is neither (c) nor the step-t answer {}",
+            f.place(),
+            before.gold
+        );
+    };
+    // Step t+1 states the step-t premises again (13 rows in other words), then adds one.
+    let mut premises: Vec<String> = match f.get("t1_restated_premises") {
+        Ok(restated) => restated.lines().map(str::to_string).collect(),
+        Err(_) => f.item.premises.clone(),
+    };
+    premises.push(f.get("t1_premise")?.to_string());
+    let tags = vec![
+        (STEP, STEP_T1.to_string()),
+        (MODUS, f.get("modus")?.to_string()),
+        (EFFECT, f.get("types_of_relation")?.to_string()),
+        ("atomic_idx", f.get("atomic_idx")?.to_string()),
+        ("dataset_id", dataset_id.to_string()),
+        (AGREEMENT, agreement.to_string()),
+        ("agreement_lv", f.get("agreement_lv")?.to_string()),
+        (REVISION, revision.to_string()),
+    ];
+    let mut q = question(f.item, premises, f.options("t1")?, gold, tags, id);
+    q.revises = Some(before.id().0);
+    Ok(q)
+}
+
+/// Makes the questions of every ingested Belief-R item and stores them as set `name`.
+pub fn build(reg: &Registry, name: &str) -> Result<BuildOutcome> {
+    let items: Vec<(Id, BaseItem)> = reg
+        .all::<BaseItem>()?
+        .into_iter()
+        .filter(|(_, i)| i.origin.dataset == DATASET)
+        .collect();
+    if items.is_empty() {
+        bail!(
+            "no Belief-R items in {}: run `deltalogic ingest belief-r ../shared/datasets/belief_r` first",
+            reg.path().display()
+        );
+    }
+    let mut step_t_questions: BTreeMap<Id, Question> = BTreeMap::new();
+    let mut revised: BTreeMap<Id, usize> = BTreeMap::new();
+    let mut later = Vec::new();
+    let (mut pairs, mut only, mut update, mut maintain) = (0, 0, 0, 0);
+    for (id, item) in &items {
+        let f = Fields { item };
+        let before = step_t(&f, *id)?;
+        let before_id = before.id();
+        // A pair item's external id starts `t1:`, a step-t-only item's `t:`.
+        if item.origin.external_id.starts_with("t1:") {
+            pairs += 1;
+            let after = step_t1(&f, *id, &before)?;
+            match after.tag(REVISION) {
+                Some(UPDATE) => update += 1,
+                _ => maintain += 1,
+            }
+            *revised.entry(before_id).or_default() += 1;
+            later.push(after);
+        } else {
+            only += 1;
+        }
+        step_t_questions.entry(before_id).or_insert(before);
+    }
+    let step_t = step_t_questions.len();
+    let step_t_revised = revised.len();
+    let mut questions: Vec<Question> = step_t_questions.into_values().collect();
+    questions.extend(later);
+    #[derive(Serialize)]
+    struct Spec {
+        benchmark: &'static str,
+        builder_version: u32,
+        semantics: Semantics,
+    }
+    let spec = Spec {
+        benchmark: BENCHMARK,
+        builder_version: BUILDER_VERSION,
+        semantics: Semantics::Commonsense,
+    };
+    let spec_json = String::from_utf8(canonical(&spec)).expect("JSON is UTF-8");
+    let stored = store_set(reg, BENCHMARK, spec_json, &questions, name)?;
+    Ok(BuildOutcome {
+        stored,
+        items: items.len(),
+        pairs,
+        step_t_only: only,
+        step_t,
+        step_t_revised,
+        update,
+        maintain,
+        gold: super::COMMONSENSE_NOT_CHECKED,
+    })
+}

@@ -73,9 +73,9 @@ pub enum Command {
         sets: Vec<String>,
         #[arg(long, value_enum, default_value_t = report::Format::Md)]
         format: report::Format,
-        /// Where to write the SVG figure.
-        #[arg(long, default_value = "store/failure-modes.svg")]
-        svg: PathBuf,
+        /// Where to write the SVG figure [default: failure-modes.svg beside the store].
+        #[arg(long)]
+        svg: Option<PathBuf>,
     },
     /// Every score behind a result: key, episode, step, label, model, log-probs, when computed.
     Audit {
@@ -84,6 +84,9 @@ pub enum Command {
         /// Recompute this many sampled scores with the model and report any difference.
         #[arg(long)]
         verify: Option<usize>,
+        /// Include each score's prompt text (JSON output).
+        #[arg(long)]
+        prompts: bool,
     },
     /// Share caches: export, merge, verify, stats.
     Cache {
@@ -189,6 +192,13 @@ pub enum BuildCommand {
         /// Name of the set.
         #[arg(long, default_value = "belief-r")]
         name: String,
+        /// Keep only this many step-t+1 questions per (belief update/maintain, modus) cell, with
+        /// the step-t questions they revise: a sample a real model scores in minutes.
+        #[arg(long)]
+        per_cell: Option<usize>,
+        /// Seed of the sample.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
     },
 }
 
@@ -335,9 +345,16 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Build {
-            benchmark: BuildCommand::Beliefr { name },
+            benchmark:
+                BuildCommand::Beliefr {
+                    name,
+                    per_cell,
+                    seed,
+                },
         } => {
-            let out = crate::questions::beliefr::build(&reg, &name)?;
+            let sample =
+                per_cell.map(|per_cell| crate::questions::beliefr::Sample { per_cell, seed });
+            let out = crate::questions::beliefr::build(&reg, &name, sample)?;
             emit(json, &out, || {
                 println!(
                     "{} Belief-R items: {} joined pairs, {} step-t-only rows",
@@ -388,10 +405,18 @@ pub fn run(cli: Cli) -> Result<()> {
             if full.deltalogic.is_empty() {
                 return Ok(());
             }
+            let svg = svg.unwrap_or_else(|| figure_beside(&reg));
             write_svg(&svg, &report::svg(&full.deltalogic))
         }
-        Command::Audit { result, verify } => {
-            let a = results::audit(&reg, &result)?;
+        Command::Audit {
+            result,
+            verify,
+            prompts,
+        } => {
+            let mut a = results::audit(&reg, &result)?;
+            if prompts {
+                results::attach_prompts(&reg, &mut a)?;
+            }
             let checked = match verify {
                 Some(k) => {
                     let model = Id(a
@@ -680,9 +705,13 @@ fn run_main(reg: &Registry, seed: u64, threads: usize, json: bool) -> Result<()>
         println!();
         print!("{}", report::render(&entries, report::Format::Md)?);
     }
-    // The figure goes beside the store it was computed from.
+    write_svg(&figure_beside(&reg), &report::svg(&entries))
+}
+
+/// The figure goes beside the store it was computed from.
+fn figure_beside(reg: &Registry) -> PathBuf {
     let dir = reg.path().parent().unwrap_or(std::path::Path::new("."));
-    write_svg(&dir.join("failure-modes.svg"), &report::svg(&entries))
+    dir.join("failure-modes.svg")
 }
 
 fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {

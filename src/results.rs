@@ -234,6 +234,9 @@ pub struct AuditLine {
     pub tool_version: String,
     pub computed_at: u64,
     pub prompt: Id,
+    /// The prompt's text, when asked for (`audit --prompts`): what an outside check re-scores.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_text: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -309,6 +312,7 @@ pub fn audit(reg: &Registry, prefix: &str) -> Result<Audit> {
             tool_version: s.tool_version,
             computed_at: s.computed_at,
             prompt: Id(s.prompt),
+            prompt_text: None,
         });
     }
     Ok(Audit {
@@ -319,6 +323,25 @@ pub fn audit(reg: &Registry, prefix: &str) -> Result<Audit> {
         normalisation,
         scores,
     })
+}
+
+/// Fills in every line's prompt text from the store.
+pub fn attach_prompts(reg: &Registry, audit: &mut Audit) -> Result<()> {
+    for line in &mut audit.scores {
+        line.prompt_text = Some(prompt_text(reg, line)?);
+    }
+    Ok(())
+}
+
+fn prompt_text(reg: &Registry, line: &AuditLine) -> Result<String> {
+    let prompt = reg.get::<PromptRecord>(&line.prompt)?.with_context(|| {
+        format!(
+            "score {} names a missing prompt {}",
+            line.key.short(),
+            line.prompt.short()
+        )
+    })?;
+    Ok(prompt.text)
 }
 
 /// A recomputed score that differs from the stored one.
@@ -358,14 +381,8 @@ pub fn verify<M: LanguageModel>(
     };
     for &i in order.iter().take(k) {
         let line = &audit.scores[i];
-        let prompt = reg.get::<PromptRecord>(&line.prompt)?.with_context(|| {
-            format!(
-                "score {} names a missing prompt {}",
-                line.key.short(),
-                line.prompt.short()
-            )
-        })?;
-        let (ctx, labels) = model.split_tokens(&prompt.text, std::slice::from_ref(&line.label))?;
+        let prompt = prompt_text(reg, line)?;
+        let (ctx, labels) = model.split_tokens(&prompt, std::slice::from_ref(&line.label))?;
         let state = model.prefill(&model.empty_state(), &ctx)?;
         let recomputed = model.score_continuation(&state, &labels[0])?;
         v.checked += 1;

@@ -18,7 +18,7 @@ fn shared(rel: &str) -> PathBuf {
 fn built(dir: &tempfile::TempDir, name: &str) -> (Registry, beliefr::BuildOutcome) {
     let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
     ingest::ingest(&reg, Format::BeliefR, &shared("belief_r"), false).unwrap();
-    let out = beliefr::build(&reg, name).unwrap();
+    let out = beliefr::build(&reg, name, None).unwrap();
     (reg, out)
 }
 
@@ -71,16 +71,52 @@ fn build_covers_every_row_of_both_files() {
     }
 
     // Building again stores nothing new and gives the same set.
-    let again = beliefr::build(&reg, "br2").unwrap();
+    let again = beliefr::build(&reg, "br2", None).unwrap();
     assert_eq!(again.stored.set, out.stored.set);
     assert_eq!(again.stored.new_questions, 0);
+}
+
+#[test]
+fn a_sample_keeps_per_cell_pairs_and_the_questions_they_revise() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reg, _) = built(&dir, "all");
+    let sample = beliefr::Sample {
+        per_cell: 5,
+        seed: 3,
+    };
+    let out = beliefr::build(&reg, "s", Some(sample)).unwrap();
+    // Four cells: belief update/maintain × modus ponens/tollens, each with far more than 5.
+    assert_eq!((out.pairs, out.update, out.maintain), (20, 10, 10));
+    let (_, _, qs) = questions::load_set(&reg, "s").unwrap();
+    let step = |q: &Question| q.tag(beliefr::STEP).unwrap().to_string();
+    let later: Vec<&Question> = qs
+        .iter()
+        .map(|(_, q)| q)
+        .filter(|q| step(q) == "t+1")
+        .collect();
+    let revised: BTreeSet<[u8; 32]> = later.iter().filter_map(|q| q.revises).collect();
+    let firsts: BTreeSet<[u8; 32]> = qs
+        .iter()
+        .filter(|(_, q)| step(q) == "t")
+        .map(|(id, _)| id.0)
+        .collect();
+    assert_eq!(later.len(), 20);
+    assert_eq!(
+        firsts, revised,
+        "exactly the step-t questions the sample revises"
+    );
+    // Same seed, same sample; another seed, another.
+    let again = beliefr::build(&reg, "s2", Some(sample)).unwrap();
+    assert_eq!(again.stored.set, out.stored.set);
+    let other = beliefr::build(&reg, "s3", Some(beliefr::Sample { seed: 4, ..sample })).unwrap();
+    assert_ne!(other.stored.set, out.stored.set);
 }
 
 #[test]
 fn build_without_items_says_what_to_ingest() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
-    let e = beliefr::build(&reg, "br").unwrap_err().to_string();
+    let e = beliefr::build(&reg, "br", None).unwrap_err().to_string();
     assert!(e.contains("deltalogic ingest belief-r"), "{e}");
 }
 
@@ -117,7 +153,8 @@ fn score(
     (report, result)
 }
 
-use deltalogic::scoring::{self, prompt, Normalisation, Quiet, ScoreRecord};
+use deltalogic::registry::Record;
+use deltalogic::scoring::{self, prompt, Normalisation, PromptRecord, Quiet, ScoreRecord};
 
 #[test]
 fn the_prompt_is_the_datasets_with_an_answer_cue() {
@@ -193,7 +230,16 @@ fn scoring_is_cached_audited_shared_and_reported() {
     assert_eq!(again, result, "same inputs, same result id");
 
     // The audit lists exactly the scores the result read: here, every score in the store.
-    let audit = deltalogic::results::audit(&reg, &result.short()).unwrap();
+    let mut audit = deltalogic::results::audit(&reg, &result.short()).unwrap();
+    deltalogic::results::attach_prompts(&reg, &mut audit).unwrap();
+    for line in &audit.scores {
+        let text = line.prompt_text.clone().expect("prompt attached");
+        assert_eq!(
+            PromptRecord { text }.id(),
+            line.prompt,
+            "the text the key names"
+        );
+    }
     assert_eq!(audit.scores.len(), 3 * n);
     let audited: BTreeSet<Id> = audit.scores.iter().map(|l| l.key).collect();
     let stored: BTreeSet<Id> = reg

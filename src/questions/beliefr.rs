@@ -195,8 +195,17 @@ fn step_t1(f: &Fields, id: Id, before: &Question) -> Result<Question> {
     Ok(q)
 }
 
-/// Makes the questions of every ingested Belief-R item and stores them as set `name`.
-pub fn build(reg: &Registry, name: &str) -> Result<BuildOutcome> {
+/// A seeded sample of a Belief-R set, small enough for a real model to score in minutes.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Sample {
+    /// Step-t+1 questions kept per (revision, modus) cell, with the step-t questions they revise.
+    pub per_cell: usize,
+    pub seed: u64,
+}
+
+/// Makes the questions of every ingested Belief-R item (or of a sample of the pairs) and stores
+/// them as set `name`.
+pub fn build(reg: &Registry, name: &str, sample: Option<Sample>) -> Result<BuildOutcome> {
     let items: Vec<(Id, BaseItem)> = reg
         .all::<BaseItem>()?
         .into_iter()
@@ -231,6 +240,19 @@ pub fn build(reg: &Registry, name: &str) -> Result<BuildOutcome> {
         }
         step_t_questions.entry(before_id).or_insert(before);
     }
+    if let Some(sample) = sample {
+        later = sampled(later, sample);
+        let kept: std::collections::BTreeSet<[u8; 32]> =
+            later.iter().filter_map(|q| q.revises).collect();
+        step_t_questions.retain(|id, _| kept.contains(&id.0));
+        revised.retain(|id, _| kept.contains(&id.0));
+        (pairs, only) = (later.len(), 0);
+        update = later
+            .iter()
+            .filter(|q| q.tag(REVISION) == Some(UPDATE))
+            .count();
+        maintain = later.len() - update;
+    }
     let step_t = step_t_questions.len();
     let step_t_revised = revised.len();
     let mut questions: Vec<Question> = step_t_questions.into_values().collect();
@@ -240,11 +262,14 @@ pub fn build(reg: &Registry, name: &str) -> Result<BuildOutcome> {
         benchmark: &'static str,
         builder_version: u32,
         semantics: Semantics,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sample: Option<Sample>,
     }
     let spec = Spec {
         benchmark: BENCHMARK,
         builder_version: BUILDER_VERSION,
         semantics: Semantics::Commonsense,
+        sample,
     };
     let spec_json = String::from_utf8(canonical(&spec)).expect("JSON is UTF-8");
     let stored = store_set(reg, BENCHMARK, spec_json, &questions, name)?;
@@ -259,4 +284,26 @@ pub fn build(reg: &Registry, name: &str) -> Result<BuildOutcome> {
         maintain,
         gold: super::COMMONSENSE_NOT_CHECKED,
     })
+}
+
+/// `per_cell` step-t+1 questions of each (revision, modus) cell, drawn in id order after a
+/// seeded shuffle: the same store and seed give the same sample.
+fn sampled(mut later: Vec<Question>, sample: Sample) -> Vec<Question> {
+    later.sort_by_key(|q| q.id());
+    crate::rng::Rng::derive(sample.seed, "belief-r sample").shuffle(&mut later);
+    let mut taken: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut out: Vec<Question> = later
+        .into_iter()
+        .filter(|q| {
+            let cell = (
+                q.tag(REVISION).unwrap_or_default().to_string(),
+                q.tag(MODUS).unwrap_or_default().to_string(),
+            );
+            let n = taken.entry(cell).or_default();
+            *n += 1;
+            *n <= sample.per_cell
+        })
+        .collect();
+    out.sort_by_key(|q| q.id());
+    out
 }

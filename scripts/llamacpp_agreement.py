@@ -8,13 +8,14 @@ agrees, by mean and by summed log-prob. The model file is llama.cpp's to read as
 quantised file its matmuls quantise activations to 8 bits, ours do not.
 
 Usage: llamacpp_agreement.py --store S --result R --model M.gguf \
-           --llama-bin .tools/llama.cpp-build/bin [--deltalogic target/release/deltalogic]
+           --llama-bin .tools/llama.cpp-build/bin [--deltalogic target/release/deltalogic] [--sample N]
 Needs llama.cpp's deltalogic-logprobs (made by scripts/llamacpp_golden.py) in --llama-bin.
 """
 
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 from collections import defaultdict
@@ -30,6 +31,7 @@ ap.add_argument("--model", required=True)
 ap.add_argument("--llama-bin", required=True)
 ap.add_argument("--deltalogic", default="target/release/deltalogic")
 ap.add_argument("--threads", default="2")
+ap.add_argument("--sample", type=int, help="only this many prompts, drawn with a fixed seed")
 a = ap.parse_args()
 
 audit = json.loads(subprocess.run(
@@ -41,6 +43,10 @@ cases = defaultdict(dict)
 for s in audit["scores"]:
     cases[s["prompt_text"]][s["label"]] = (s["tokens"], s["logprobs"])
 
+
+if a.sample and a.sample < len(cases):
+    keep = random.Random(0).sample(sorted(cases), a.sample)
+    cases = {p: cases[p] for p in keep}
 
 rows = []  # (context tokens, prompt, label)
 for prompt, labels in cases.items():

@@ -357,7 +357,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let out = crate::questions::beliefr::build(&reg, &name, sample)?;
             emit(json, &out, || {
                 println!(
-                    "{} Belief-R items: {} joined pairs, {} step-t-only rows",
+                    "{} Belief-R items read; the set holds {} joined pairs and {} step-t-only rows",
                     out.items, out.pairs, out.step_t_only
                 );
                 println!(

@@ -149,7 +149,9 @@ pub struct ScoreArgs {
     #[arg(long)]
     pub set: String,
     /// Episode sets: `plain` or `chat`. Question sets: `beliefr-letters` (score the option
-    /// letters) or `beliefr-text` (score the option texts). [default: plain / beliefr-letters]
+    /// letters), `beliefr-text` (score the option texts) or `plain-question` (the plain wording,
+    /// labels True/False). [default: plain; beliefr-letters for Belief-R, plain-question for
+    /// other question sets]
     #[arg(long)]
     pub template: Option<String>,
     /// How label log-probs are compared (step 2 continues with the label this picks).
@@ -199,6 +201,29 @@ pub enum BuildCommand {
         /// Seed of the sample.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+    },
+    /// RobustLR contrast and equivalence families (six sets) as True/False questions; every gold
+    /// answer is the solver's (closed world for contrast sets, classical for equivalence sets).
+    Robustlr {
+        /// Base theories: ingested ProofWriter items or fresh generated theories.
+        #[arg(long, value_enum, default_value_t = crate::robustlr::Source::ProofWriter)]
+        from: crate::robustlr::Source,
+        /// Seed of every random choice; the same inputs and seed give the same questions.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Families per set (kept small so that a real model scores the set in minutes).
+        #[arg(long, default_value_t = 10)]
+        per_set: usize,
+        /// Name of the set.
+        #[arg(long, default_value = "robustlr")]
+        name: String,
+    },
+    /// The ingested GLoRE RobustLR items (`ingest robustlr-glore`) as questions with the
+    /// dataset's gold answers; no solver checks them.
+    Glore {
+        /// Name of the set.
+        #[arg(long, default_value = "glore-robustlr")]
+        name: String,
     },
 }
 
@@ -346,6 +371,67 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Build {
             benchmark:
+                BuildCommand::Robustlr {
+                    from,
+                    seed,
+                    per_set,
+                    name,
+                },
+        } => {
+            let config = crate::robustlr::BuildConfig {
+                seed,
+                per_set,
+                from,
+            };
+            let out = crate::questions::robustlr::build(&reg, &config, &name)?;
+            emit(json, &out, || {
+                let r = &out.report;
+                println!(
+                    "{} {} items in the grammar ({} outside it)",
+                    r.candidates,
+                    r.source.dataset(),
+                    r.unparseable
+                );
+                println!(
+                    "{:<6} {:>8} {:>6} {:>6} {:>11} {:>14} {:>16}",
+                    "set",
+                    "families",
+                    "items",
+                    "tried",
+                    "unsolvable",
+                    "no needed rule",
+                    "variant refused"
+                );
+                for s in &r.sets {
+                    println!(
+                        "{:<6} {:>8} {:>6} {:>6} {:>11} {:>14} {:>16}",
+                        s.set,
+                        format!("{}/{}", s.families, s.wanted),
+                        s.items,
+                        s.tried,
+                        s.unsolvable,
+                        s.no_needed_rule,
+                        s.variant_unsolvable
+                    );
+                }
+                println!("gold answers: the solver's (closed world: contrast sets; classical: equivalence sets)");
+                print_stored(&out.stored);
+            })
+        }
+        Command::Build {
+            benchmark: BuildCommand::Glore { name },
+        } => {
+            let out = crate::questions::robustlr::build_glore(&reg, &name)?;
+            emit(json, &out, || {
+                let labels: Vec<String> =
+                    out.labels.iter().map(|(l, n)| format!("{n} {l}")).collect();
+                println!("gold answers: {}", labels.join(", "));
+                println!("gold answers not checked by the solver: {}", out.gold);
+                print_stored(&out.stored);
+            })
+        }
+        Command::Build {
+            benchmark:
                 BuildCommand::Beliefr {
                     name,
                     per_cell,
@@ -365,14 +451,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     out.step_t, out.step_t_revised, out.pairs, out.update, out.maintain
                 );
                 println!("gold answers not checked by the solver: {}", out.gold);
-                println!(
-                    "set `{}` = {} ({} questions, {} new; spec {})",
-                    out.stored.name,
-                    out.stored.set.short(),
-                    out.stored.questions,
-                    out.stored.new_questions,
-                    out.stored.spec.short()
-                );
+                print_stored(&out.stored);
             })
         }
         Command::Episodes { command } => episodes_command(&reg, json, command),
@@ -532,11 +611,14 @@ pub fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Score(a) => {
-            let holds_questions = reg
+            let question_set = reg
                 .set_by_name(&a.set)?
-                .is_some_and(|(_, set)| set.holds_questions());
-            let out = if holds_questions {
-                let template = a.template.as_deref().unwrap_or("beliefr-letters");
+                .filter(|(_, set)| set.holds_questions());
+            let out = if let Some((_, set)) = question_set {
+                let template = a
+                    .template
+                    .as_deref()
+                    .unwrap_or(prompt::default_question_template(&set.benchmark));
                 score_questions(&reg, &a.model, &a.set, template, a.norm, a.threads, json)?
             } else {
                 let template = a.template.as_deref().unwrap_or("plain");
@@ -610,10 +692,10 @@ fn score_questions(
     json: bool,
 ) -> Result<ScoreOutcome> {
     let (model_id, record) = models::resolve(reg, model)?;
-    let template = prompt::choice_template(template).with_context(|| {
+    let template = prompt::question_template(template).with_context(|| {
         format!(
             "unknown template `{template}` for the question set `{set}` (known: {})",
-            prompt::CHOICE_TEMPLATE_NAMES.join(", ")
+            prompt::QUESTION_TEMPLATE_NAMES.join(", ")
         )
     })?;
     let (set_id, _, questions) = crate::questions::load_set(reg, set)?;
@@ -623,14 +705,25 @@ fn score_questions(
         models::Loaded::open(&record)
     };
     let (report, rows) =
-        scoring::score_questions(reg, model_id, load, &questions, &template, norm, &mut bar)?;
-    let result = scoring::record_question_result(reg, model_id, set_id, &template, norm, &rows)?;
+        scoring::score_questions(reg, model_id, load, &questions, &*template, norm, &mut bar)?;
+    let result = scoring::record_question_result(reg, model_id, set_id, &*template, norm, &rows)?;
     Ok(ScoreOutcome {
         model: model_id,
         set: set_id,
         result,
         report,
     })
+}
+
+fn print_stored(s: &crate::questions::Stored) {
+    println!(
+        "set `{}` = {} ({} questions, {} new; spec {})",
+        s.name,
+        s.set.short(),
+        s.questions,
+        s.new_questions,
+        s.spec.short()
+    );
 }
 
 fn print_score(o: &ScoreOutcome) {

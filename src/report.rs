@@ -9,6 +9,7 @@ use crate::metrics::questions::{
     AccuracyBreakdown, BeliefRBreakdown, BeliefRMetrics, BenchmarkMetrics,
 };
 use crate::metrics::{Breakdown, Metric, Metrics};
+use crate::robustlr::RobustMetrics;
 use anyhow::Result;
 use serde::Serialize;
 use std::fmt::Write;
@@ -258,6 +259,7 @@ pub fn render_report(report: &Report, format: Format) -> Result<String> {
 enum Column {
     DeltaLogic(fn(&Metrics) -> &Metric),
     BeliefR(fn(&BeliefRMetrics) -> &Metric),
+    RobustLr(fn(&RobustMetrics) -> &Metric),
     /// Accuracy of a benchmark without metrics of its own.
     Accuracy(String),
 }
@@ -278,6 +280,15 @@ impl Column {
                 .filter(|q| q.model == model)
                 .filter_map(|q| match &q.metrics {
                     BenchmarkMetrics::BeliefR(b) => Some(get(&b.overall)),
+                    _ => None,
+                })
+                .collect(),
+            Column::RobustLr(get) => report
+                .questions
+                .iter()
+                .filter(|q| q.model == model)
+                .filter_map(|q| match &q.metrics {
+                    BenchmarkMetrics::RobustLr(m) => Some(get(m)),
                     _ => None,
                 })
                 .collect(),
@@ -351,6 +362,20 @@ pub fn side_by_side(report: &Report) -> String {
             Column::BeliefR(|m| &m.over_flip),
         ));
     }
+    if report
+        .questions
+        .iter()
+        .any(|q| matches!(q.metrics, BenchmarkMetrics::RobustLr(_)))
+    {
+        columns.push((
+            "RobustLR weighted F1".into(),
+            Column::RobustLr(|m| &m.overall),
+        ));
+        columns.push((
+            "RobustLR consistency".into(),
+            Column::RobustLr(|m| &m.consistency),
+        ));
+    }
     for b in others {
         columns.push((format!("{b} acc"), Column::Accuracy(b.to_string())));
     }
@@ -382,7 +407,9 @@ pub fn side_by_side(report: &Report) -> String {
          belief update) and the model keeps its correct first answer. Over-flip: the gold answer \
          stays (DeltaLogic: irrelevant additions and the like; Belief-R: belief maintain) and \
          the model abandons its correct first answer. BU-Acc, BM-Acc and BREU count step-t+1 \
-         questions whose step-t question the model answered correctly.\n\n"
+         questions whose step-t question the model answered correctly. RobustLR: weighted F1 \
+         per family averaged over families, and the share of a family's perturbations whose \
+         answer changes exactly when the gold answer does; n counts families.\n\n"
     )
 }
 
@@ -412,6 +439,45 @@ fn beliefr_groups(
         )
 }
 
+/// One row of a RobustLR breakdown: the RobustLR set (`all` overall), the split (`all`, `group`,
+/// `label`), the group, the weighted F1, and the consistency (overall and per set only).
+struct RobustRow<'a> {
+    set: &'a str,
+    split: &'static str,
+    group: &'a str,
+    f1: &'a Metric,
+    consistency: Option<&'a Metric>,
+}
+
+fn robustlr_rows(m: &RobustMetrics) -> Vec<RobustRow<'_>> {
+    let mut rows = vec![RobustRow {
+        set: "all",
+        split: "all",
+        group: "all",
+        f1: &m.overall,
+        consistency: Some(&m.consistency),
+    }];
+    for (set, s) in &m.by_set {
+        rows.push(RobustRow {
+            set,
+            split: "all",
+            group: "all",
+            f1: &s.weighted_f1,
+            consistency: Some(&s.consistency),
+        });
+        for (split, map) in [("group", &s.by_group), ("label", &s.by_label)] {
+            rows.extend(map.iter().map(|(group, f1)| RobustRow {
+                set,
+                split,
+                group,
+                f1,
+                consistency: None,
+            }));
+        }
+    }
+    rows
+}
+
 /// The groups of an accuracy breakdown: `(tag, value, accuracy)`.
 fn accuracy_groups(a: &AccuracyBreakdown) -> impl Iterator<Item = (&str, &str, &Metric)> {
     std::iter::once(("overall", "all", &a.accuracy)).chain(
@@ -424,6 +490,7 @@ fn accuracy_groups(a: &AccuracyBreakdown) -> impl Iterator<Item = (&str, &str, &
 /// A section per question benchmark, one row per (result, split group).
 fn question_sections(entries: &[QuestionEntry]) -> String {
     let mut beliefr = String::new();
+    let mut robustlr = String::new();
     let mut other: std::collections::BTreeMap<&str, String> = Default::default();
     for e in entries {
         let who = [e.model.as_str(), &e.set, &e.template, &e.normalisation];
@@ -438,6 +505,16 @@ fn question_sections(entries: &[QuestionEntry]) -> String {
                             .map(|(_, x)| format!("{} (n={})", estimate(x), x.n)),
                     );
                     beliefr += &md_line(cells);
+                }
+            }
+            BenchmarkMetrics::RobustLr(m) => {
+                let n = |x: &Metric| format!("{} (n={})", estimate(x), x.n);
+                for r in robustlr_rows(m) {
+                    let mut cells: Vec<String> = who.iter().map(|s| s.to_string()).collect();
+                    cells.extend([r.set, r.split, r.group].map(String::from));
+                    cells.push(n(r.f1));
+                    cells.push(r.consistency.map_or_else(String::new, n));
+                    robustlr += &md_line(cells);
                 }
             }
             BenchmarkMetrics::Accuracy(a) => {
@@ -467,6 +544,29 @@ fn question_sections(entries: &[QuestionEntry]) -> String {
              Acc@t over step-t questions (Basic@t). BU-Acc, BM-Acc, BREU = (BU-Acc + BM-Acc) / 2, \
              inertia and over-flip over step-t+1 questions whose step-t question was answered \
              correctly; (all): over every step-t+1 question. Gold answers are human judgements.\n\n",
+            md_line(&head),
+            md_line(head.iter().map(|_| "---"))
+        );
+    }
+    if !robustlr.is_empty() {
+        let head: Vec<&str> = who[..4]
+            .iter()
+            .copied()
+            .chain([
+                "RobustLR set",
+                "Split",
+                "Group",
+                "Weighted F1",
+                "Consistency",
+            ])
+            .collect();
+        out += &format!(
+            "## RobustLR\n\n{}{}{robustlr}\n\
+             Weighted F1 (scikit-learn's, per label weighted by its gold support) of each family's \
+             items, averaged over families; per group and per gold label over the family's items \
+             in it. Consistency: the share of a family's perturbed items whose answer differs from \
+             the base item's exactly when the gold answer does. n counts families; intervals \
+             resample families. Gold answers are the solver's.\n\n",
             md_line(&head),
             md_line(head.iter().map(|_| "---"))
         );
@@ -538,6 +638,19 @@ pub fn long_csv(report: &Report) -> String {
                 for (by, group, m) in beliefr_groups(b) {
                     for (key, x) in m.entries() {
                         write(who, by, group, key, x);
+                    }
+                }
+            }
+            BenchmarkMetrics::RobustLr(m) => {
+                for r in robustlr_rows(m) {
+                    let (by, group) = match (r.set, r.split) {
+                        ("all", _) => ("overall".to_string(), "all".to_string()),
+                        (set, "all") => ("set".to_string(), set.to_string()),
+                        (set, split) => (format!("set-{split}"), format!("{set}/{}", r.group)),
+                    };
+                    write(who, &by, &group, "weighted_f1", r.f1);
+                    if let Some(c) = r.consistency {
+                        write(who, &by, &group, "consistency", c);
                     }
                 }
             }

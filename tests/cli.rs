@@ -147,3 +147,52 @@ fn main_command_builds_the_default_set_and_exports_it() {
         assert!(text.contains(part), "show lacks {part}: {text}");
     }
 }
+
+#[test]
+fn build_robustlr_and_glore_print_their_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.redb");
+    let built = json(&run(
+        &store,
+        &[
+            "--json",
+            "build",
+            "robustlr",
+            "--from",
+            "generated",
+            "--per-set",
+            "2",
+            "--name",
+            "rl",
+        ],
+    ));
+    assert_eq!(built["name"], "rl");
+    let sets = built["report"]["sets"].as_array().unwrap();
+    assert_eq!(sets.len(), 6);
+    let items: u64 = sets.iter().map(|s| s["items"].as_u64().unwrap()).sum();
+    assert_eq!(built["questions"].as_u64().unwrap(), items);
+    assert!(sets.iter().all(|s| s["families"] == 2));
+    // Text output: the per-set table and the stored set.
+    let out = run(
+        &store,
+        &["build", "robustlr", "--from", "generated", "--per-set", "2"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("C-CS") && text.contains("set `robustlr`"),
+        "{text}"
+    );
+
+    // GLoRE without ingested items says what to ingest.
+    let out = run(&store, &["build", "glore"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("deltalogic ingest robustlr-glore"), "{err}");
+    let glore = "../shared/datasets/robustlr/glore_subset";
+    json(&run(&store, &["--json", "ingest", "robustlr-glore", glore]));
+    let built = json(&run(&store, &["--json", "build", "glore"]));
+    assert_eq!(built["questions"], 1000);
+    assert_eq!(built["labels"]["True"], 495);
+    assert_eq!(built["labels"]["False"], 505);
+    assert!(built["gold"].as_str().unwrap().contains("no solver"));
+}

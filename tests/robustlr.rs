@@ -220,3 +220,392 @@ fn glore_subset_parse_and_agreement_counts() {
         (3955, 32929, 0, 0)
     );
 }
+
+// ---- RobustLR as a question set: build, verify, score, report ----
+
+mod common;
+
+use deltalogic::episodes::{self, Semantics};
+use deltalogic::metrics::questions::BenchmarkMetrics;
+use deltalogic::questions::{self, robustlr as rq, Question, Verdict};
+use deltalogic::registry::{Id, Kind, Registry};
+use deltalogic::report::{self, Format as ReportFormat};
+use deltalogic::scoring::prompt::{self, QuestionTemplate};
+use deltalogic::scoring::{self, Normalisation, QuestionScores, Quiet};
+
+const Q_PER_SET: usize = 4;
+
+/// A store with the RobustLR questions of generated theories (seed 2) as set `name`.
+fn built_questions(dir: &tempfile::TempDir, name: &str) -> (Registry, rq::BuildOutcome) {
+    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let config = BuildConfig {
+        seed: 2,
+        per_set: Q_PER_SET,
+        from: Source::Generated,
+    };
+    let out = rq::build(&reg, &config, name).unwrap();
+    (reg, out)
+}
+
+#[test]
+fn stored_robustlr_questions_reverify_with_the_solver() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reg, out) = built_questions(&dir, "rl");
+    let items: usize = out.report.sets.iter().map(|s| s.items).sum();
+    assert_eq!(
+        out.stored.questions, items,
+        "one question per item, none merged"
+    );
+    let (_, set, qs) = questions::load_set(&reg, "rl").unwrap();
+    assert_eq!(set.benchmark, rq::BENCHMARK);
+    let mut families: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (_, q) in &qs {
+        assert_eq!(
+            questions::verify(q).unwrap(),
+            Verdict::Solved,
+            "{}",
+            q.query
+        );
+        let set = SetName::parse(q.tag(rq::SET).unwrap()).unwrap();
+        let want = match set.semantics() {
+            deltalogic::robustlr::Semantics::ClosedWorld => Semantics::ClosedWorld,
+            deltalogic::robustlr::Semantics::Classical => Semantics::Classical,
+        };
+        assert_eq!(q.semantics, want, "{set}");
+        let labels: Vec<Label> = q.options.iter().map(|o| o.label).collect();
+        assert_eq!(labels, [Label::True, Label::False]);
+        assert!(expected_groups(set).contains(q.tag(rq::GROUP).unwrap()));
+        if q.tag(rq::POSITION) == Some("0") {
+            assert_eq!(q.tag(rq::GROUP), Some("BASE"));
+        }
+        *families
+            .entry((set.to_string(), q.tag(rq::FAMILY).unwrap().to_string()))
+            .or_default() += 1;
+    }
+    assert_eq!(families.len(), SetName::ALL.len() * Q_PER_SET);
+    // The check can fail: a question whose gold is flipped is refused.
+    let mut wrong = qs[0].1.clone();
+    wrong.gold = if wrong.gold == Label::True {
+        Label::False
+    } else {
+        Label::True
+    };
+    assert!(questions::verify(&wrong).is_err());
+    // Classical gold is not the closed-world solver's everywhere: the semantics matters.
+    let as_closed = |q: &Question| Question {
+        semantics: Semantics::ClosedWorld,
+        ..q.clone()
+    };
+    assert!(
+        qs.iter()
+            .filter(|(_, q)| q.semantics == Semantics::Classical)
+            .any(|(_, q)| questions::verify(&as_closed(q)).is_err()),
+        "some equivalence item needs classical entailment"
+    );
+    // The same seed stores nothing new and names the same set.
+    let config = BuildConfig {
+        seed: 2,
+        per_set: Q_PER_SET,
+        from: Source::Generated,
+    };
+    let again = rq::build(&reg, &config, "rl2").unwrap();
+    assert_eq!(
+        (again.stored.set, again.stored.new_questions),
+        (out.stored.set, 0)
+    );
+}
+
+#[test]
+fn robustlr_from_proofwriter_needs_ingested_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let config = BuildConfig {
+        seed: 0,
+        per_set: 1,
+        from: Source::ProofWriter,
+    };
+    let e = rq::build(&reg, &config, "rl").unwrap_err().to_string();
+    assert!(e.contains("deltalogic ingest proofwriter"), "{e}");
+}
+
+#[test]
+fn the_plain_question_prompt_is_deltalogics_wording() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reg, _) = built_questions(&dir, "rl");
+    let (_, _, qs) = questions::load_set(&reg, "rl").unwrap();
+    let t = prompt::plain_question();
+    let closed = &qs
+        .iter()
+        .find(|(_, q)| q.semantics == Semantics::ClosedWorld)
+        .unwrap()
+        .1;
+    let numbered: String = closed
+        .premises
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{}. {p}\n", i + 1))
+        .collect();
+    assert_eq!(
+        t.prompt(closed).unwrap(),
+        format!(
+            "Premises:\n{numbered}\n\
+             Closed world: anything that is not stated and cannot be derived from the premises is false.\n\
+             Question: Based only on the premises, is the following statement True or False?\n\
+             Statement: {}\nLabel:",
+            closed.query
+        )
+    );
+    assert_eq!(t.labels(closed).unwrap(), [" True", " False"]);
+    let classical = &qs
+        .iter()
+        .find(|(_, q)| q.semantics == Semantics::Classical)
+        .unwrap()
+        .1;
+    assert!(!t.prompt(classical).unwrap().contains("Closed world"));
+    assert!(!t.prompt(classical).unwrap().contains("Uncertain"));
+
+    // With all three options the prompt is the `plain` step-1 prompt of the same premises and
+    // statement: DeltaLogic and the question share every score.
+    let spec = episodes::BuildSpec {
+        seed: 9,
+        from: episodes::From::Generated,
+        per_type: Some(2),
+        extended: false,
+    };
+    episodes::build(&reg, &spec, "dl").unwrap();
+    let (_, eps) = episodes::load_set(&reg, "dl").unwrap();
+    for ep in eps.iter().map(|(_, e)| e) {
+        let mut q = closed.clone();
+        q.semantics = ep.semantics;
+        q.premises = ep.premises.iter().map(|p| p.text.clone()).collect();
+        q.query = ep.query.text.clone();
+        q.options.push(deltalogic::questions::Choice {
+            label: Label::Uncertain,
+            text: "Uncertain".into(),
+        });
+        assert_eq!(t.prompt(&q).unwrap(), prompt::plain().step1(ep).unwrap());
+        assert_eq!(t.labels(&q).unwrap(), prompt::plain().labels);
+    }
+    assert_eq!(
+        prompt::default_question_template(rq::BENCHMARK),
+        "plain-question"
+    );
+    assert_eq!(
+        prompt::default_question_template("belief-r"),
+        "beliefr-letters"
+    );
+}
+
+fn model_id(name: &str) -> Id {
+    Id::derive(Kind::Model, name.as_bytes())
+}
+
+fn score_set(reg: &Registry, set: &str) -> (scoring::ScoreReport, Id) {
+    let (set_id, _, qs) = questions::load_set(reg, set).unwrap();
+    let t = prompt::plain_question();
+    let (report, rows) = scoring::score_questions(
+        reg,
+        model_id("m1"),
+        || Ok(common::ByteModel::new("m1")),
+        &qs,
+        &t,
+        Normalisation::Mean,
+        &mut Quiet,
+    )
+    .unwrap();
+    let result = scoring::record_question_result(
+        reg,
+        model_id("m1"),
+        set_id,
+        &t,
+        Normalisation::Mean,
+        &rows,
+    )
+    .unwrap();
+    (report, result)
+}
+
+#[test]
+fn robustlr_scoring_is_cached_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (reg, out) = built_questions(&dir, "rl");
+    let n = out.stored.questions;
+    let (first, result) = score_set(&reg, "rl");
+    assert_eq!(first.scores_needed, 2 * n, "True and False per question");
+    assert!(first.scores_computed > 0);
+    let (second, again) = score_set(&reg, "rl");
+    assert_eq!((second.scores_computed, second.forward_tokens), (0, 0));
+    assert_eq!(second.scores_found_in_cache, 2 * n);
+    assert_eq!(again, result);
+
+    let entries = deltalogic::results::question_entries(&reg, &[], &["rl".into()]).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].template, "plain-question");
+    let BenchmarkMetrics::RobustLr(m) = &entries[0].metrics else {
+        panic!("RobustLR metrics for a RobustLR set");
+    };
+    assert_eq!(m.overall.n, SetName::ALL.len() * Q_PER_SET);
+    for set in SetName::ALL {
+        let s = &m.by_set[set.as_str()];
+        assert_eq!(s.families, Q_PER_SET);
+        let built = out
+            .report
+            .sets
+            .iter()
+            .find(|r| r.set == set.as_str())
+            .unwrap();
+        assert_eq!(s.items, built.items);
+        let groups: BTreeSet<&str> = s.by_group.keys().map(String::as_str).collect();
+        assert_eq!(groups, expected_groups(set));
+    }
+    let report = report::Report {
+        deltalogic: vec![],
+        questions: entries,
+    };
+    let md = report::render_report(&report, ReportFormat::Md).unwrap();
+    assert!(
+        md.contains("| RobustLR weighted F1 | RobustLR consistency |"),
+        "{md}"
+    );
+    assert!(md.contains("## RobustLR\n"), "{md}");
+    assert!(md.contains("| C-CS | group | CONJ+NEG |"), "{md}");
+    let csv = report::render_report(&report, ReportFormat::Csv).unwrap();
+    assert!(csv
+        .lines()
+        .any(|l| l.starts_with("robustlr,") && l.contains(",set,D1-ES,consistency,")));
+    let json = report::render_report(&report, ReportFormat::Json).unwrap();
+    assert!(json.contains("\"metrics\": \"robust-lr\""), "{json}");
+}
+
+/// Hand-made questions and answers: two C-CS families and one C-ES family.
+#[test]
+fn hand_made_answers_give_hand_computed_weighted_f1() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    use Label::{False as F, True as T};
+    // (set, family, [(group, gold, pred)]), base first.
+    type Hand<'a> = (&'a str, &'a str, &'a [(&'a str, Label, Label)]);
+    let families: [Hand; 3] = [
+        (
+            "C-CS",
+            "a",
+            &[("BASE", T, T), ("CONJ", F, F), ("CONJ+NEG", F, F)],
+        ),
+        (
+            "C-CS",
+            "b",
+            &[("BASE", T, T), ("CONJ", F, T), ("CONJ+NEG", F, T)],
+        ),
+        ("C-ES", "c", &[("BASE", T, T), ("CONTRAPOSITIVE", T, F)]),
+    ];
+    let mut qs = Vec::new();
+    let mut preds = Vec::new();
+    for (set, family, items) in families {
+        for (i, &(group, gold, pred)) in items.iter().enumerate() {
+            let mut q = Question {
+                benchmark: rq::BENCHMARK.into(),
+                semantics: Semantics::ClosedWorld,
+                premises: vec![format!("{family} {i}")],
+                query: "q".into(),
+                options: vec![
+                    deltalogic::questions::Choice {
+                        label: T,
+                        text: "True".into(),
+                    },
+                    deltalogic::questions::Choice {
+                        label: F,
+                        text: "False".into(),
+                    },
+                ],
+                gold,
+                revises: None,
+                tags: vec![
+                    (rq::SET.into(), set.into()),
+                    (rq::GROUP.into(), group.into()),
+                    (rq::FAMILY.into(), family.into()),
+                    (rq::POSITION.into(), i.to_string()),
+                ],
+                base_item: [0; 32],
+            };
+            q.sort_tags();
+            preds.push((deltalogic::registry::Record::id(&q), pred));
+            qs.push(q);
+        }
+    }
+    let stored = questions::store_set(&reg, rq::BENCHMARK, "{}".into(), &qs, "hand").unwrap();
+    let rows: Vec<QuestionScores> = preds
+        .iter()
+        .map(|&(question, pred)| QuestionScores {
+            question,
+            keys: vec![],
+            pred,
+        })
+        .collect();
+    let t = prompt::plain_question();
+    scoring::record_question_result(
+        &reg,
+        model_id("m"),
+        stored.set,
+        &t,
+        Normalisation::Mean,
+        &rows,
+    )
+    .unwrap();
+    let entries = deltalogic::results::question_entries(&reg, &[], &[]).unwrap();
+    let BenchmarkMetrics::RobustLr(m) = &entries[0].metrics else {
+        panic!("RobustLR metrics");
+    };
+    let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} != {b}");
+    // Family a: perfect, F1 1. Family b answers True throughout: gold (T,F,F), True has
+    // P = 1/3, R = 1, F1 = 1/2, weight 1/3; False F1 0: 1/6. Family c: gold (T,T), pred (T,F):
+    // True P = 1, R = 1/2, F1 = 2/3, weight 1.
+    close(
+        m.by_set["C-CS"].weighted_f1.value.unwrap(),
+        (1.0 + 1.0 / 6.0) / 2.0,
+    );
+    close(m.by_set["C-ES"].weighted_f1.value.unwrap(), 2.0 / 3.0);
+    close(
+        m.overall.value.unwrap(),
+        (1.0 + 1.0 / 6.0 + 2.0 / 3.0) / 3.0,
+    );
+    // Consistency: a 2/2, b 0/2 (gold changes, answers do not), c 0/1 (answer flips).
+    close(m.by_set["C-CS"].consistency.value.unwrap(), 0.5);
+    close(m.consistency.value.unwrap(), 1.0 / 3.0);
+    // CONJ over families: a 1, b F1 of (F) vs (T) = 0.
+    close(m.by_set["C-CS"].by_group["CONJ"].value.unwrap(), 0.5);
+    let md = report::render_report(
+        &report::Report {
+            deltalogic: vec![],
+            questions: entries.clone(),
+        },
+        ReportFormat::Md,
+    )
+    .unwrap();
+    // (1 + 1/6) / 2 = 58.33%, overall 61.1%, consistency 33.3%; n counts families.
+    assert!(md.contains("| C-CS | all | all | 58.3"), "{md}");
+    assert!(md.contains("| all | all | all | 61.1"), "{md}");
+    assert!(md.contains("| C-ES | group | CONTRAPOSITIVE | 0.0"), "{md}");
+}
+
+#[test]
+fn glore_questions_keep_the_datasets_gold_unchecked() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let root = Path::new(DATASETS).join("robustlr/glore_subset");
+    deltalogic::registry::ingest::ingest(&reg, Format::RobustLrGlore, &root, false).unwrap();
+    let out = rq::build_glore(&reg, "glore").unwrap();
+    assert_eq!(out.stored.questions, 1000);
+    let (_, set, qs) = questions::load_set(&reg, "glore").unwrap();
+    assert_eq!(set.benchmark, rq::GLORE_BENCHMARK);
+    for (_, q) in &qs {
+        assert_eq!(
+            questions::verify(q).unwrap(),
+            Verdict::NotChecked(questions::DATASET_GOLD_NOT_CHECKED)
+        );
+        // No Neutral answer in the subset: True/False only, as the template asks.
+        assert_eq!(q.options.len(), 2);
+        let text = prompt::plain_question().prompt(q).unwrap();
+        let tail = format!("True or False?\nStatement: {}\nLabel:", q.query);
+        assert!(text.ends_with(&tail), "{text}");
+    }
+}

@@ -135,8 +135,10 @@ pub fn effect_holds(t: EditType, s: Semantics, y0: Label, y1: Label) -> bool {
         (EditType::DefeatingFact, Semantics::FirstOrder) => decided(y0) && y1 != y0,
         // Open-world reasoning is monotonic: an added fact can never defeat a derivation.
         (EditType::DefeatingFact, Semantics::OpenWorld) => false,
-        // No solver defines commonsense labels, so no edit effect can be proved.
-        (EditType::DefeatingFact, Semantics::Commonsense) => false,
+        // No solver defines commonsense or dataset-gold labels, so no edit effect can be proved.
+        (EditType::DefeatingFact, Semantics::Commonsense | Semantics::DatasetGold) => false,
+        // Classical entailment is monotonic too (and no episode is built under it).
+        (EditType::DefeatingFact, Semantics::Classical) => false,
         (EditType::SupportRemoval, Semantics::ClosedWorld) => y0 == True && y1 == False,
         (EditType::SupportRemoval, _) => decided(y0) && y1 == Uncertain,
         (EditType::IrrelevantAddition, _) => y1 == y0,

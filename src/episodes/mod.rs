@@ -215,6 +215,13 @@ pub enum Semantics {
     /// Gold answers are human commonsense judgements (Belief-R), not logical consequence: no
     /// solver checks them. Only questions carry it; no episode is built under it.
     Commonsense,
+    /// Classical entailment over the grounded theory (SAT: True, False or Uncertain), for
+    /// RobustLR's equivalence sets, whose contrapositive rules forward chaining cannot use. Only
+    /// questions carry it.
+    Classical,
+    /// Gold answers are a dataset's own labels, which no solver here re-derives (GLoRE RobustLR,
+    /// whose theories the grammar does not read). Only questions carry it.
+    DatasetGold,
 }
 
 impl Semantics {
@@ -224,6 +231,8 @@ impl Semantics {
             Semantics::ClosedWorld => "closed-world",
             Semantics::FirstOrder => "first-order",
             Semantics::Commonsense => "commonsense",
+            Semantics::Classical => "classical",
+            Semantics::DatasetGold => "dataset-gold",
         }
     }
 }
@@ -289,15 +298,20 @@ pub fn load_set(reg: &crate::registry::Registry, name: &str) -> Result<(Id, Vec<
     Ok((set_id, episodes))
 }
 
-/// The label the solvers give a query under premises (open/closed world or first order).
+/// The label the solvers give a query under premises (open/closed world, first order or
+/// classical).
 pub(crate) fn solve(premises: &[Premise], query: &Premise, semantics: Semantics) -> Result<Label> {
     match semantics {
         Semantics::FirstOrder => folio::label(premises, query),
         Semantics::OpenWorld | Semantics::ClosedWorld => {
             theory::label(premises, query, theory::world_of(semantics))
         }
+        Semantics::Classical => theory::classical_label(premises, query),
         Semantics::Commonsense => {
             bail!("commonsense gold answers are human judgements: no solver defines them")
+        }
+        Semantics::DatasetGold => {
+            bail!("dataset-gold answers are the dataset's labels: no solver here defines them")
         }
     }
 }

@@ -32,6 +32,14 @@ pub fn label(premises: &[Premise], query: &Premise, world: World) -> Result<Labe
     Ok(solver::solve(&theory, &q, world)?)
 }
 
+/// The label of `query` under classical entailment over `premises` (see
+/// [`solver::solve_classical`]).
+pub fn classical_label(premises: &[Premise], query: &Premise) -> Result<Label> {
+    let theory = parse_all(premises)?;
+    let q = english::parse_query(&query.text).context("query")?;
+    Ok(solver::solve_classical(&theory, &q)?)
+}
+
 /// A parsed theory with one query, ready for edits.
 pub struct Case {
     premises: Vec<Premise>,

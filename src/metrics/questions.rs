@@ -15,11 +15,13 @@
 //!
 //! Inertia and over-flip are DeltaLogic's definitions applied to the (t, t+1) pairs. Every other
 //! benchmark gets accuracy overall and per tag of [`GROUP_TAGS`]; a benchmark with metrics of its
-//! own (RobustLR's weighted F1 and consistency) adds a [`BenchmarkMetrics`] variant.
+//! own adds a [`BenchmarkMetrics`] variant: RobustLR's weighted F1 and consistency
+//! ([`robustlr`]).
 
 use super::{estimate, Derived, Metric, Outcome};
 use crate::logic::Label;
-use anyhow::{bail, Result};
+use crate::robustlr::{RobustMetrics, SetName};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -233,12 +235,59 @@ pub fn accuracy(rows: &[QuestionRow], seed: u64, resamples: usize) -> AccuracyBr
     }
 }
 
+/// RobustLR's metrics (`robustlr::metrics`) over the families of a result's rows: rows are
+/// grouped by their `set` and `family` tags, base item (`position` 0) first.
+pub fn robustlr(rows: &[QuestionRow], seed: u64, resamples: usize) -> Result<RobustMetrics> {
+    use crate::questions::robustlr::{FAMILY, GROUP, POSITION, SET};
+    type Family = Vec<(usize, String, Label, Label)>;
+    let mut families: BTreeMap<(SetName, &str), Family> = BTreeMap::new();
+    for r in rows {
+        let tag = |key: &str| {
+            r.tag(key).with_context(|| {
+                format!("RobustLR question {} has no `{key}` tag", &r.question[..12])
+            })
+        };
+        let set = tag(SET)?;
+        let set = SetName::parse(set).with_context(|| {
+            format!(
+                "question {}: unknown RobustLR set `{set}`",
+                &r.question[..12]
+            )
+        })?;
+        let position: usize = tag(POSITION)?
+            .parse()
+            .with_context(|| format!("question {}: `{POSITION}` tag", &r.question[..12]))?;
+        families.entry((set, tag(FAMILY)?)).or_default().push((
+            position,
+            tag(GROUP)?.to_string(),
+            r.gold,
+            r.pred,
+        ));
+    }
+    let scored: Vec<(SetName, Vec<crate::robustlr::Scored>)> = families
+        .into_iter()
+        .map(|((set, family), mut items)| {
+            items.sort_by_key(|i| i.0);
+            if items[0].0 != 0 {
+                bail!("RobustLR family {set} {family}: the result holds no base item");
+            }
+            Ok((
+                set,
+                items.into_iter().map(|(_, g, y, p)| (g, y, p)).collect(),
+            ))
+        })
+        .collect::<Result<_>>()?;
+    Ok(crate::robustlr::metrics(&scored, seed, resamples))
+}
+
 /// The metrics of one benchmark's result.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "metrics")]
 pub enum BenchmarkMetrics {
     BeliefR(Box<BeliefRBreakdown>),
-    /// Any benchmark without metrics of its own (RobustLR until its section lands).
+    /// RobustLR: weighted F1 per set, group and label, and consistency.
+    RobustLr(Box<RobustMetrics>),
+    /// Any benchmark without metrics of its own (GLoRE RobustLR, ...).
     Accuracy(AccuracyBreakdown),
 }
 
@@ -252,6 +301,9 @@ pub fn for_benchmark(
     Ok(match benchmark {
         crate::questions::beliefr::BENCHMARK => {
             BenchmarkMetrics::BeliefR(Box::new(beliefr(rows, seed, resamples)?))
+        }
+        crate::questions::robustlr::BENCHMARK => {
+            BenchmarkMetrics::RobustLr(Box::new(robustlr(rows, seed, resamples)?))
         }
         _ => BenchmarkMetrics::Accuracy(accuracy(rows, seed, resamples)),
     })

@@ -14,10 +14,11 @@ use std::collections::BTreeMap;
 pub use crate::episodes::generated_items;
 
 /// Where the base theories come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Source {
     /// Ingested ProofWriter items (`deltalogic ingest proofwriter ...`).
+    #[value(name = "proofwriter")]
     ProofWriter,
     /// The project's generated theories ([`generated_items`]).
     Generated,

@@ -59,12 +59,14 @@ pub struct SetMetrics {
 pub struct RobustMetrics {
     /// Every family of every set, weighted F1.
     pub overall: Metric,
+    /// Every family of every set, consistency rate.
+    pub consistency: Metric,
     /// Keyed by [`SetName::as_str`].
     pub by_set: BTreeMap<String, SetMetrics>,
 }
 
 /// One family's scored items, base first: (group, gold, prediction).
-type Scored = (String, Label, Label);
+pub type Scored = (String, Label, Label);
 
 /// The metrics over scored families (each `(set, items)`, base item first), with `resamples`
 /// bootstrap resamples from `seed` (0: no intervals). Empty families are left out.
@@ -86,8 +88,13 @@ pub fn metrics(families: &[(SetName, Vec<Scored>)], seed: u64, resamples: usize)
             );
         }
     }
+    let consistent: Vec<f64> = families
+        .iter()
+        .filter_map(|(_, f)| consistency(f))
+        .collect();
     RobustMetrics {
         overall: mean_metric(&overall, seed, "robustlr/overall", resamples),
+        consistency: mean_metric(&consistent, seed, "robustlr/consistency", resamples),
         by_set,
     }
 }
@@ -223,6 +230,8 @@ mod tests {
             m.overall.value.unwrap(),
             (1.0 + 1.0 / 6.0 + 2.0 / 3.0) / 3.0,
         );
+        close(m.consistency.value.unwrap(), 1.0 / 3.0);
+        assert_eq!(m.consistency.n, 3);
         assert!(!m.by_set.contains_key("D-CS"));
     }
 

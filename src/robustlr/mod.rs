@@ -12,7 +12,7 @@ mod metrics;
 mod perturb;
 
 pub use build::{build, generated_items, BuildConfig, BuildReport, SetReport, Source};
-pub use metrics::{metrics, weighted_f1, RobustMetrics, SetMetrics};
+pub use metrics::{metrics, weighted_f1, RobustMetrics, Scored, SetMetrics};
 
 use crate::logic::english::{self, Literal, Statement};
 use crate::logic::{solver, Label, World};

@@ -16,7 +16,7 @@ use crate::logic::Label;
 use crate::questions::Question;
 use crate::registry::{Id, Record, Registry};
 use anyhow::{anyhow, Context, Result};
-use prompt::{ChoiceTemplate, Template};
+use prompt::{QuestionTemplate, Template};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -379,7 +379,7 @@ pub fn score_questions<M: LanguageModel>(
     model_id: Id,
     load: impl FnOnce() -> Result<M>,
     questions: &[(Id, Question)],
-    template: &ChoiceTemplate,
+    template: &dyn QuestionTemplate,
     norm: Normalisation,
     progress: &mut dyn Progress,
 ) -> Result<(ScoreReport, Vec<QuestionScores>)> {
@@ -400,8 +400,15 @@ pub fn score_questions<M: LanguageModel>(
     })?;
     let reqs: Vec<Request> = questions
         .iter()
-        .map(|(_, q)| Request::new(model_id, template.prompt(q), template.labels(q)))
-        .collect();
+        .map(|(id, q)| {
+            let prompt = template.prompt(q);
+            let labels = template.labels(q);
+            let (prompt, labels) = prompt
+                .and_then(|p| Ok((p, labels?)))
+                .with_context(|| format!("question {}", id.short()))?;
+            Ok(Request::new(model_id, prompt, labels))
+        })
+        .collect::<Result<_>>()?;
     scorer.ensure(&reqs, &mut report, progress)?;
     let mut out = Vec::with_capacity(questions.len());
     for ((id, q), r) in questions.iter().zip(reqs) {
@@ -421,7 +428,7 @@ pub fn record_question_result(
     reg: &Registry,
     model: Id,
     set: Id,
-    template: &ChoiceTemplate,
+    template: &dyn QuestionTemplate,
     norm: Normalisation,
     scores: &[QuestionScores],
 ) -> Result<Id> {

@@ -14,7 +14,7 @@ use super::records::TemplateRecord;
 use crate::episodes::{Episode, Premise, Semantics};
 use crate::logic::Label;
 use crate::registry::{canonical, Id, Record};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 /// The wording shared by both templates.
@@ -129,21 +129,16 @@ impl Template {
 
     /// One question turn: premises, the world's rule, the statement.
     fn turn(&self, intro: &str, premises: &[Premise], ep: &Episode) -> String {
-        let mut s = String::from(intro);
-        for (i, p) in premises.iter().enumerate() {
-            s.push_str(&format!("{}. {}\n", i + 1, p.text));
-        }
-        s.push('\n');
-        s.push_str(match ep.semantics {
+        let rule = match ep.semantics {
             Semantics::ClosedWorld => self.wording.closed_world_rule,
-            Semantics::OpenWorld | Semantics::FirstOrder | Semantics::Commonsense => {
-                self.wording.open_world_rule
-            }
-        });
-        s.push_str(self.wording.question);
-        s.push_str(&ep.query.text);
-        s.push('\n');
-        s
+            Semantics::OpenWorld
+            | Semantics::FirstOrder
+            | Semantics::Commonsense
+            | Semantics::Classical
+            | Semantics::DatasetGold => self.wording.open_world_rule,
+        };
+        let texts = premises.iter().map(|p| p.text.as_str());
+        turn_text(intro, texts, rule, self.wording.question, &ep.query.text)
     }
 
     fn render_chat(&self, turns: &[(&str, String)]) -> Result<String> {
@@ -162,6 +157,26 @@ impl Template {
             .context("rendering the chat template")?;
         Ok(text)
     }
+}
+
+/// Numbered premises, a blank line, the world's rule (if any), the question line, the statement.
+fn turn_text<'a>(
+    intro: &str,
+    premises: impl Iterator<Item = &'a str>,
+    rule: &str,
+    question: &str,
+    statement: &str,
+) -> String {
+    let mut s = String::from(intro);
+    for (i, p) in premises.enumerate() {
+        s.push_str(&format!("{}. {p}\n", i + 1));
+    }
+    s.push('\n');
+    s.push_str(rule);
+    s.push_str(question);
+    s.push_str(statement);
+    s.push('\n');
+    s
 }
 
 pub fn label_index(label: Label) -> usize {
@@ -298,5 +313,141 @@ impl ChoiceTemplate {
                 LabelForm::Text => format!(" {}", q.options[i].text),
             })
             .collect()
+    }
+}
+
+/// A template that turns a single question into a prompt and the label texts of its options.
+pub trait QuestionTemplate {
+    fn record(&self) -> TemplateRecord;
+    fn id(&self) -> Id {
+        self.record().id()
+    }
+    fn prompt(&self, q: &crate::questions::Question) -> Result<String>;
+    /// The label texts of a question's options, in option order.
+    fn labels(&self, q: &crate::questions::Question) -> Result<Vec<String>>;
+}
+
+impl QuestionTemplate for ChoiceTemplate {
+    fn record(&self) -> TemplateRecord {
+        ChoiceTemplate::record(self)
+    }
+    fn prompt(&self, q: &crate::questions::Question) -> Result<String> {
+        Ok(ChoiceTemplate::prompt(self, q))
+    }
+    fn labels(&self, q: &crate::questions::Question) -> Result<Vec<String>> {
+        Ok(ChoiceTemplate::labels(self, q))
+    }
+}
+
+/// DeltaLogic's plain wording for a single True/False(/Uncertain) question about a statement
+/// (RobustLR): numbered premises, the world's rule, the question, `Label:`; labels ` True`,
+/// ` False` (and ` Uncertain` when it is an option), as the `plain` template scores them. A
+/// question with all three options gets exactly the `plain` step-1 prompt of the same premises
+/// and statement, so the two share every score; a True/False question shares its prefix up to
+/// the question line.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatementTemplate {
+    pub name: &'static str,
+    pub version: u32,
+    labels: [&'static str; 3],
+    wording: Wording,
+    /// The question line when the options are True and False only.
+    binary_question: &'static str,
+    answer_cue: &'static str,
+}
+
+pub const STATEMENT_TEMPLATE_NAME: &str = "plain-question";
+
+pub fn plain_question() -> StatementTemplate {
+    let plain = plain();
+    let Form::Plain { answer_cue } = plain.form else {
+        unreachable!("the plain template is plain text")
+    };
+    StatementTemplate {
+        name: STATEMENT_TEMPLATE_NAME,
+        version: 1,
+        labels: plain.labels,
+        wording: plain.wording,
+        binary_question: "Question: Based only on the premises, is the following statement True or False?\nStatement: ",
+        answer_cue,
+    }
+}
+
+impl StatementTemplate {
+    /// Whether the options are True, False (false) or True, False, Uncertain (true), in that
+    /// order: the only lists the question line can name.
+    fn three_way(q: &crate::questions::Question) -> Result<bool> {
+        let labels: Vec<Label> = q.options.iter().map(|o| o.label).collect();
+        match labels.as_slice() {
+            [Label::True, Label::False] => Ok(false),
+            [Label::True, Label::False, Label::Uncertain] => Ok(true),
+            _ => bail!(
+                "template `{}` asks True/False(/Uncertain) questions; question `{}` has options {labels:?}",
+                STATEMENT_TEMPLATE_NAME,
+                q.query
+            ),
+        }
+    }
+}
+
+impl QuestionTemplate for StatementTemplate {
+    fn record(&self) -> TemplateRecord {
+        TemplateRecord {
+            name: self.name.to_string(),
+            definition: String::from_utf8(canonical(self)).expect("JSON is UTF-8"),
+        }
+    }
+
+    fn prompt(&self, q: &crate::questions::Question) -> Result<String> {
+        let three = Self::three_way(q)?;
+        let w = &self.wording;
+        // Without an Uncertain option the open-world rule (answer Uncertain when ...) would
+        // name an answer that cannot be given; closed world keeps its rule either way.
+        let rule = match q.semantics {
+            Semantics::ClosedWorld => w.closed_world_rule,
+            _ if three => w.open_world_rule,
+            _ => "",
+        };
+        let question = if three {
+            w.question
+        } else {
+            self.binary_question
+        };
+        let texts = q.premises.iter().map(String::as_str);
+        let turn = turn_text(w.intro, texts, rule, question, &q.query);
+        Ok(format!("{turn}{}", self.answer_cue))
+    }
+
+    fn labels(&self, q: &crate::questions::Question) -> Result<Vec<String>> {
+        Self::three_way(q)?;
+        Ok(q.options
+            .iter()
+            .map(|o| self.labels[label_index(o.label)].to_string())
+            .collect())
+    }
+}
+
+/// Every question template's name.
+pub const QUESTION_TEMPLATE_NAMES: [&str; 3] = [
+    CHOICE_TEMPLATE_NAMES[0],
+    CHOICE_TEMPLATE_NAMES[1],
+    STATEMENT_TEMPLATE_NAME,
+];
+
+/// A question template by name.
+pub fn question_template(name: &str) -> Option<Box<dyn QuestionTemplate>> {
+    if name == STATEMENT_TEMPLATE_NAME {
+        return Some(Box::new(plain_question()));
+    }
+    choice_template(name).map(|t| Box::new(t) as Box<dyn QuestionTemplate>)
+}
+
+/// The template `score` uses for a question set of `benchmark` when none is named: Belief-R's
+/// own prompt for Belief-R, DeltaLogic's plain wording for True/False benchmarks (RobustLR).
+pub fn default_question_template(benchmark: &str) -> &'static str {
+    if benchmark == crate::questions::beliefr::BENCHMARK {
+        CHOICE_TEMPLATE_NAMES[0]
+    } else {
+        STATEMENT_TEMPLATE_NAME
     }
 }

@@ -538,7 +538,14 @@ fn format_names_on_the_command_line() {
         .collect();
     assert_eq!(
         names,
-        ["folio", "proofwriter", "ruletaker", "belief-r", "clomo", "robustlr-glore"]
+        [
+            "folio",
+            "proofwriter",
+            "ruletaker",
+            "belief-r",
+            "clomo",
+            "robustlr-glore"
+        ]
     );
     for format in Format::value_variants() {
         assert_eq!(Format::from_str(format.dataset(), false), Ok(*format));

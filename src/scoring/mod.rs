@@ -90,7 +90,27 @@ struct Scorer<'a, M, L: FnOnce() -> Result<M>> {
     load: Option<L>,
 }
 
-impl<M: LanguageModel, L: FnOnce() -> Result<M>> Scorer<'_, M, L> {
+impl<'a, M: LanguageModel, L: FnOnce() -> Result<M>> Scorer<'a, M, L> {
+    /// A scorer for one run: the template is stored first, so every score key it makes names
+    /// a template the store holds.
+    fn start(
+        reg: &'a Registry,
+        model_id: Id,
+        load: L,
+        template: &TemplateRecord,
+    ) -> Result<Scorer<'a, M, L>> {
+        reg.write(|w| {
+            w.put(template)?;
+            Ok(())
+        })?;
+        Ok(Scorer {
+            reg,
+            model_id,
+            model: None,
+            load: Some(load),
+        })
+    }
+
     fn ensure(
         &mut self,
         reqs: &[Request],
@@ -159,16 +179,7 @@ pub fn score_set<M: LanguageModel>(
         episodes: episodes.len(),
         ..Default::default()
     };
-    let mut scorer = Scorer {
-        reg,
-        model_id,
-        model: None,
-        load: Some(load),
-    };
-    reg.write(|w| {
-        w.put(&template.record())?;
-        Ok(())
-    })?;
+    let mut scorer = Scorer::start(reg, model_id, load, &template.record())?;
 
     let step1 = episodes
         .iter()
@@ -388,16 +399,7 @@ pub fn score_questions<M: LanguageModel>(
         episodes: questions.len(),
         ..Default::default()
     };
-    let mut scorer = Scorer {
-        reg,
-        model_id,
-        model: None,
-        load: Some(load),
-    };
-    reg.write(|w| {
-        w.put(&template.record())?;
-        Ok(())
-    })?;
+    let mut scorer = Scorer::start(reg, model_id, load, &template.record())?;
     let reqs: Vec<Request> = questions
         .iter()
         .map(|(id, q)| {

@@ -798,7 +798,7 @@ fn run_main(reg: &Registry, seed: u64, threads: usize, json: bool) -> Result<()>
         println!();
         print!("{}", report::render(&entries, report::Format::Md)?);
     }
-    write_svg(&figure_beside(&reg), &report::svg(&entries))
+    write_svg(&figure_beside(reg), &report::svg(&entries))
 }
 
 /// The figure goes beside the store it was computed from.

@@ -667,10 +667,7 @@ fn score(
     let template = &self::template(template, &record)?;
     let (set_id, eps) = episodes::load_set(reg, set)?;
     let mut bar = progress::Bar::new(json);
-    let load = || {
-        crate::model::scorer::set_threads(threads)?;
-        models::Loaded::open(&record)
-    };
+    let load = loader(&record, threads);
     let (report, rows) = scoring::score_set(reg, model_id, load, &eps, template, norm, &mut bar)?;
     let result = scoring::record_result(reg, model_id, set_id, template, norm, &rows)?;
     Ok(ScoreOutcome {
@@ -679,6 +676,15 @@ fn score(
         result,
         report,
     })
+}
+
+/// Loads the model for a scoring run, with the tensor kernels' thread count; called only if a
+/// score is missing.
+fn loader(record: &ModelRecord, threads: usize) -> impl FnOnce() -> Result<models::Loaded> + '_ {
+    move || {
+        crate::model::scorer::set_threads(threads)?;
+        models::Loaded::open(record)
+    }
 }
 
 /// Scores a question set: one prompt per question, labels per the multiple-choice template.
@@ -700,10 +706,7 @@ fn score_questions(
     })?;
     let (set_id, _, questions) = crate::questions::load_set(reg, set)?;
     let mut bar = progress::Bar::new(json);
-    let load = || {
-        crate::model::scorer::set_threads(threads)?;
-        models::Loaded::open(&record)
-    };
+    let load = loader(&record, threads);
     let (report, rows) =
         scoring::score_questions(reg, model_id, load, &questions, &*template, norm, &mut bar)?;
     let result = scoring::record_question_result(reg, model_id, set_id, &*template, norm, &rows)?;

@@ -87,10 +87,7 @@ pub fn chat(jinja: &str) -> Result<Template> {
 
 impl Template {
     pub fn record(&self) -> TemplateRecord {
-        TemplateRecord {
-            name: self.name.to_string(),
-            definition: String::from_utf8(canonical(self)).expect("JSON is UTF-8"),
-        }
+        record_of(self.name, self)
     }
 
     pub fn id(&self) -> Id {
@@ -248,6 +245,14 @@ pub fn choice_template(name: &str) -> Option<ChoiceTemplate> {
     }
 }
 
+/// A template's record: its name and the canonical JSON of everything that decides its text.
+fn record_of(name: &str, definition: &impl Serialize) -> TemplateRecord {
+    TemplateRecord {
+        name: name.to_string(),
+        definition: String::from_utf8(canonical(definition)).expect("JSON is UTF-8"),
+    }
+}
+
 /// `a`, `b`, ... for option `i`.
 fn letter(i: usize) -> char {
     char::from(b'a' + u8::try_from(i).expect("fewer than 26 options"))
@@ -255,10 +260,7 @@ fn letter(i: usize) -> char {
 
 impl ChoiceTemplate {
     pub fn record(&self) -> TemplateRecord {
-        TemplateRecord {
-            name: self.name.to_string(),
-            definition: String::from_utf8(canonical(self)).expect("JSON is UTF-8"),
-        }
+        record_of(self.name, self)
     }
 
     pub fn id(&self) -> Id {
@@ -392,10 +394,7 @@ impl StatementTemplate {
 
 impl QuestionTemplate for StatementTemplate {
     fn record(&self) -> TemplateRecord {
-        TemplateRecord {
-            name: self.name.to_string(),
-            definition: String::from_utf8(canonical(self)).expect("JSON is UTF-8"),
-        }
+        record_of(self.name, self)
     }
 
     fn prompt(&self, q: &crate::questions::Question) -> Result<String> {

@@ -5,7 +5,7 @@ use crate::datasets::BaseItem;
 use crate::logic::fol;
 use crate::logic::folio::{self, Decision};
 use crate::logic::{english, solver, Label, World};
-use crate::registry::{Id, Registry};
+use crate::store::{Id, Registry};
 use anyhow::Result;
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -1,18 +1,18 @@
 //! deltalogic: does a language model revise its beliefs correctly when the evidence changes?
+//!
+//! Data flows one way: files (`datasets`) → the store (`store`) → benchmarks (`benchmarks`) →
+//! the evaluation runner (`eval`, over `model`) → metrics → reports (`report`) → the command line
+//! (`cli`). `logic`, `metrics` and `rng` are leaves every layer may use. See
+//! `docs/architecture.md`.
 
-pub mod cache;
+pub mod benchmarks;
 pub mod check;
 pub mod cli;
 pub mod datasets;
-pub mod episodes;
+pub mod eval;
 pub mod logic;
 pub mod metrics;
 pub mod model;
-pub mod progress;
-pub mod questions;
-pub mod registry;
 pub mod report;
-pub mod results;
 pub mod rng;
-pub mod robustlr;
-pub mod scoring;
+pub mod store;

@@ -5,8 +5,10 @@ mod common;
 
 use deltalogic::datasets::Format;
 use deltalogic::logic::Label;
-use deltalogic::questions::{self, beliefr, Question, Verdict};
-use deltalogic::registry::{ingest, Id, Registry};
+use common::{members, score_with};
+use deltalogic::benchmarks::beliefr::{self, prompts as prompt};
+use deltalogic::benchmarks::question::{self as questions, Question, Verdict};
+use deltalogic::store::{ingest, Id, Registry};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -36,7 +38,8 @@ fn build_covers_every_row_of_both_files() {
     assert_eq!(out.stored.questions, 1912 + 1744);
     assert_eq!(out.stored.new_questions, out.stored.questions);
 
-    let (_, set, qs) = questions::load_set(&reg, "br").unwrap();
+    let set = common::set(&reg, "br").1;
+    let qs: Vec<(Id, Question)> = members(&reg, "br");
     assert_eq!(set.benchmark, "belief-r");
     let ids: BTreeSet<Id> = qs.iter().map(|(id, _)| *id).collect();
     let step = |q: &Question| q.tag(beliefr::STEP).unwrap().to_string();
@@ -87,7 +90,7 @@ fn a_sample_keeps_per_cell_pairs_and_the_questions_they_revise() {
     let out = beliefr::build(&reg, "s", Some(sample)).unwrap();
     // Four cells: belief update/maintain × modus ponens/tollens, each with far more than 5.
     assert_eq!((out.pairs, out.update, out.maintain), (20, 10, 10));
-    let (_, _, qs) = questions::load_set(&reg, "s").unwrap();
+    let qs: Vec<(Id, Question)> = members(&reg, "s");
     let step = |q: &Question| q.tag(beliefr::STEP).unwrap().to_string();
     let later: Vec<&Question> = qs
         .iter()
@@ -120,47 +123,20 @@ fn build_without_items_says_what_to_ingest() {
     assert!(e.contains("deltalogic ingest belief-r"), "{e}");
 }
 
-fn model_id(name: &str) -> Id {
-    Id::derive(deltalogic::registry::Kind::Model, name.as_bytes())
-}
-
 /// Scores set `set` with the stand-in model; returns the run's report and the result id.
-fn score(
-    reg: &Registry,
-    set: &str,
-    template: &prompt::ChoiceTemplate,
-) -> (scoring::ScoreReport, Id) {
-    let (set_id, _, qs) = questions::load_set(reg, set).unwrap();
-    let (report, rows) = scoring::score_questions(
-        reg,
-        model_id("m1"),
-        || Ok(common::ByteModel::new("m1")),
-        &qs,
-        template,
-        Normalisation::Mean,
-        &mut Quiet,
-    )
-    .unwrap();
-    let result = scoring::record_question_result(
-        reg,
-        model_id("m1"),
-        set_id,
-        template,
-        Normalisation::Mean,
-        &rows,
-    )
-    .unwrap();
-    (report, result)
+fn score(reg: &Registry, set: &str, template: &str) -> (ScoreReport, Id) {
+    let out = score_with(reg, "m1", set, Some(template), Normalisation::Mean);
+    (out.report, out.result)
 }
 
-use deltalogic::registry::Record;
-use deltalogic::scoring::{self, prompt, Normalisation, PromptRecord, Quiet, ScoreRecord};
+use deltalogic::eval::{Normalisation, PromptRecord, ScoreRecord, ScoreReport};
+use deltalogic::store::Record;
 
 #[test]
 fn the_prompt_is_the_datasets_with_an_answer_cue() {
     let dir = tempfile::tempdir().unwrap();
     let (reg, _) = built(&dir, "br");
-    let (_, _, qs) = questions::load_set(&reg, "br").unwrap();
+    let qs: Vec<(Id, Question)> = members(&reg, "br");
     let find = |step: &str| {
         qs.iter()
             .map(|(_, q)| q)
@@ -206,17 +182,17 @@ fn the_prompt_is_the_datasets_with_an_answer_cue() {
             " John may or may not learn something new."
         ]
     );
-    assert_ne!(text.id(), letters.id());
+    assert_ne!(text.record().id(), letters.record().id());
 }
 
 #[test]
 fn scoring_is_cached_audited_shared_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let (reg, out) = built(&dir, "br");
-    let letters = prompt::beliefr(prompt::LabelForm::Letters);
+    let letters = "beliefr-letters";
     let n = out.stored.questions;
 
-    let (first, result) = score(&reg, "br", &letters);
+    let (first, result) = score(&reg, "br", letters);
     assert_eq!(first.scores_needed, 3 * n);
     assert_eq!(
         first.scores_computed + first.scores_found_in_cache,
@@ -224,14 +200,14 @@ fn scoring_is_cached_audited_shared_and_reported() {
     );
     assert!(first.scores_computed > 0);
     assert_eq!(first.forward_tokens, first.tree_tokens);
-    let (second, again) = score(&reg, "br", &letters);
+    let (second, again) = score(&reg, "br", letters);
     assert_eq!((second.scores_computed, second.forward_tokens), (0, 0));
     assert_eq!(second.scores_found_in_cache, second.scores_needed);
     assert_eq!(again, result, "same inputs, same result id");
 
     // The audit lists exactly the scores the result read: here, every score in the store.
-    let mut audit = deltalogic::results::audit(&reg, &result.short()).unwrap();
-    deltalogic::results::attach_prompts(&reg, &mut audit).unwrap();
+    let mut audit = deltalogic::eval::audit::audit(&reg, &result.short()).unwrap();
+    deltalogic::eval::audit::attach_prompts(&reg, &mut audit).unwrap();
     for line in &audit.scores {
         let text = line.prompt_text.clone().expect("prompt attached");
         assert_eq!(
@@ -256,7 +232,7 @@ fn scoring_is_cached_audited_shared_and_reported() {
     );
 
     // A Basic@t set of the same step-t questions shares every score: all cache hits.
-    let (_, _, qs) = questions::load_set(&reg, "br").unwrap();
+    let qs: Vec<(Id, Question)> = members(&reg, "br");
     let basic: Vec<Question> = qs
         .into_iter()
         .map(|(_, q)| q)
@@ -270,7 +246,7 @@ fn scoring_is_cached_audited_shared_and_reported() {
         "basic",
     )
     .unwrap();
-    let (shared, _) = score(&reg, "basic", &letters);
+    let (shared, _) = score(&reg, "basic", letters);
     assert_eq!(shared.scores_needed, 3 * 1912);
     assert_eq!(
         (shared.scores_found_in_cache, shared.scores_computed),
@@ -278,36 +254,29 @@ fn scoring_is_cached_audited_shared_and_reported() {
     );
 
     // Option texts are other labels: new scores.
-    let (text, _) = score(&reg, "br", &prompt::beliefr(prompt::LabelForm::Text));
+    let (text, _) = score(&reg, "br", "beliefr-text");
     assert!(text.scores_computed > 0);
 
     // The report: Belief-R beside the other benchmarks, its subsets sized as built.
-    let entries = deltalogic::results::question_entries(&reg, &[], &["br".into()]).unwrap();
+    let entries = deltalogic::report::entries(&reg, &[], &["br".into()]).unwrap();
     assert_eq!(entries.len(), 2, "letters and text");
-    let deltalogic::metrics::questions::BenchmarkMetrics::BeliefR(b) = &entries[0].metrics else {
-        panic!("Belief-R metrics for a Belief-R set");
-    };
-    let m = &b.overall;
-    assert_eq!((m.n_t, m.n_t1, m.acc_t.n), (1912, 1744, 1912));
-    assert_eq!((m.bu_acc_all.n, m.bm_acc_all.n), (1074, 670));
-    assert!(m.bu_acc.n <= 1074 && m.bm_acc.n <= 670);
-    assert_eq!(m.inertia.n, m.bu_acc.n);
-    assert_eq!(b.by_modus.keys().collect::<Vec<_>>(), ["ponens", "tollens"]);
+    let b = &entries[0].evaluation.metrics;
+    let m = &b["overall"];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
     assert_eq!(
-        b.by_agreement.keys().collect::<Vec<_>>(),
-        ["strong", "weak"]
+        (n(&m["n_t"]), n(&m["n_t1"]), n(&m["acc_t"]["n"])),
+        (1912, 1744, 1912)
     );
-    assert_eq!(b.by_agreement["weak"].n_t1, 462);
-    let report = deltalogic::report::Report {
-        deltalogic: vec![],
-        questions: entries,
-    };
-    let md = deltalogic::report::render_report(&report, deltalogic::report::Format::Md).unwrap();
-    assert!(
-        md.contains("## Benchmarks side by side") && md.contains("| BREU |"),
-        "{md}"
-    );
-    let csv = deltalogic::report::render_report(&report, deltalogic::report::Format::Csv).unwrap();
+    assert_eq!((n(&m["bu_acc_all"]["n"]), n(&m["bm_acc_all"]["n"])), (1074, 670));
+    assert!(n(&m["bu_acc"]["n"]) <= 1074 && n(&m["bm_acc"]["n"]) <= 670);
+    assert_eq!(m["inertia"]["n"], m["bu_acc"]["n"]);
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&b["by_modus"]), ["ponens", "tollens"]);
+    assert_eq!(keys(&b["by_agreement"]), ["strong", "weak"]);
+    assert_eq!(n(&b["by_agreement"]["weak"]["n_t1"]), 462);
+    let md = deltalogic::report::render(&entries, deltalogic::report::Format::Md).unwrap();
+    assert!(md.contains("## Belief-R") && md.contains("| BREU |"), "{md}");
+    let csv = deltalogic::report::render(&entries, deltalogic::report::Format::Csv).unwrap();
     assert!(csv
         .lines()
         .any(|l| l.starts_with("belief-r,") && l.contains(",breu,")));

@@ -62,7 +62,7 @@ fn unknown_names_and_missing_files_are_clear_errors() {
     for (args, expect) in [
         (
             vec!["episodes", "list", "--set", "nope"],
-            "no episode set named `nope`",
+            "no set named `nope`",
         ),
         (
             vec!["episodes", "show", "abcdef12"],
@@ -102,7 +102,8 @@ fn main_command_builds_the_default_set_and_exports_it() {
     assert_eq!(built["episodes"], 100);
     let stats = json(&run(&store, &["--json", "stats"]));
     assert_eq!(stats["sets"][0]["name"], "deltalogic");
-    assert_eq!(stats["sets"][0]["episodes"], 100);
+    assert_eq!(stats["sets"][0]["members"], 100);
+    assert_eq!(stats["sets"][0]["benchmark"], "deltalogic");
 
     let out = run(
         &store,

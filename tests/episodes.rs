@@ -1,8 +1,8 @@
 //! DeltaLogic episodes: re-verified, one premise edited, stable ids, all-or-nothing builds.
 
 use deltalogic::datasets::Format;
-use deltalogic::episodes::{self, BuildSpec, Edit, EditType, Episode, From};
-use deltalogic::registry::{ingest, Id, Registry};
+use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Edit, EditType, Episode, PremiseSource};
+use deltalogic::store::{ingest, Id, Registry};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -10,7 +10,7 @@ fn shared() -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets")).to_path_buf()
 }
 
-fn spec(from: From, seed: u64) -> BuildSpec {
+fn spec(from: PremiseSource, seed: u64) -> BuildSpec {
     BuildSpec {
         seed,
         from,
@@ -21,7 +21,7 @@ fn spec(from: From, seed: u64) -> BuildSpec {
 
 fn set_episodes(reg: &Registry, name: &str) -> Vec<(Id, Episode)> {
     let (_, set) = reg.set_by_name(name).unwrap().expect("set stored");
-    set.episode_ids()
+    set.member_ids()
         .map(|id| {
             (
                 id,
@@ -60,8 +60,8 @@ fn generated_set_is_sound_and_reproducible() {
     let dir = tempfile::tempdir().unwrap();
     let a = Registry::open(&dir.path().join("a.redb")).unwrap();
     let b = Registry::open(&dir.path().join("b.redb")).unwrap();
-    let out_a = episodes::build(&a, &spec(From::Generated, 3), "fresh").unwrap();
-    let out_b = episodes::build(&b, &spec(From::Generated, 3), "fresh").unwrap();
+    let out_a = episodes::build(&a, &spec(PremiseSource::Generated, 3), "fresh").unwrap();
+    let out_b = episodes::build(&b, &spec(PremiseSource::Generated, 3), "fresh").unwrap();
     assert_eq!(out_a.set, out_b.set, "same seed, same set id");
     assert_eq!(out_a.episodes, 100, "{:#?}", out_a.cells);
     let eps = set_episodes(&a, "fresh");
@@ -69,9 +69,9 @@ fn generated_set_is_sound_and_reproducible() {
     let types: BTreeSet<EditType> = eps.iter().map(|(_, e)| e.edit_type).collect();
     assert_eq!(types.len(), 4, "every edit type is made");
     // A rebuild adds nothing; another seed gives another set.
-    let again = episodes::build(&a, &spec(From::Generated, 3), "fresh").unwrap();
+    let again = episodes::build(&a, &spec(PremiseSource::Generated, 3), "fresh").unwrap();
     assert_eq!((again.set, again.new_episodes), (out_a.set, 0));
-    let other = episodes::build(&a, &spec(From::Generated, 4), "other").unwrap();
+    let other = episodes::build(&a, &spec(PremiseSource::Generated, 4), "other").unwrap();
     assert_ne!(other.set, out_a.set);
 }
 
@@ -102,7 +102,7 @@ fn paper_set_from_folio_and_proofwriter_is_sound_and_order_independent() {
     let pw = shared().join("proofwriter/logic-lm/dev.json");
     let a = Registry::open(&dir.path().join("a.redb")).unwrap();
     ingest_all(&a, &folio, &pw);
-    let out = episodes::build(&a, &spec(From::Ingested, 11), "paper").unwrap();
+    let out = episodes::build(&a, &spec(PremiseSource::Ingested, 11), "paper").unwrap();
     for c in &out.cells {
         eprintln!("{c:?}");
     }
@@ -122,7 +122,7 @@ fn paper_set_from_folio_and_proofwriter_is_sound_and_order_independent() {
     let b = Registry::open(&dir.path().join("b.redb")).unwrap();
     ingest::ingest(&b, Format::ProofWriter, &p2, false).unwrap();
     ingest::ingest(&b, Format::Folio, &f2, false).unwrap();
-    let out_b = episodes::build(&b, &spec(From::Ingested, 11), "paper").unwrap();
+    let out_b = episodes::build(&b, &spec(PremiseSource::Ingested, 11), "paper").unwrap();
     assert_eq!(out.set, out_b.set, "ids do not depend on input order");
 }
 
@@ -174,7 +174,7 @@ fn extended_sets_cover_closed_world_and_every_source() {
         per_type: Some(5),
         extended: true,
     };
-    let generated = episodes::build(&reg, &extended(From::Generated, 5), "gen").unwrap();
+    let generated = episodes::build(&reg, &extended(PremiseSource::Generated, 5), "gen").unwrap();
     assert_eq!(generated.episodes, 7 * 5, "{:#?}", generated.cells);
 
     ingest::ingest(
@@ -198,7 +198,7 @@ fn extended_sets_cover_closed_world_and_every_source() {
         false,
     )
     .unwrap();
-    let ingested = episodes::build(&reg, &extended(From::Ingested, 5), "ing").unwrap();
+    let ingested = episodes::build(&reg, &extended(PremiseSource::Ingested, 5), "ing").unwrap();
     assert_eq!(ingested.episodes, 11 * 5, "{:#?}", ingested.cells);
 
     let mut cells = BTreeSet::new();

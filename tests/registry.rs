@@ -2,7 +2,7 @@
 
 use deltalogic::datasets::{BaseItem, Origin};
 use deltalogic::logic::{Label, World};
-use deltalogic::registry::{Kind, Record, Registry, SCHEMA_VERSION};
+use deltalogic::store::{Kind, Record, Registry, SCHEMA_VERSION};
 use redb::{Database, TableDefinition};
 use std::path::Path;
 

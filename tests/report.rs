@@ -1,10 +1,10 @@
-//! The report's shapes: Table 1 and the edit-type table in Markdown, the CSV groups, the JSON,
-//! and the SVG figure (well formed, one bar group per entry).
+//! The report's shapes: the overall and breakdown tables in Markdown, the long CSV, the JSON, and
+//! the SVG figure (well formed, one bar group per entry).
 
-use deltalogic::episodes::EditType;
+use deltalogic::benchmarks::deltalogic::metrics::Row;
+use deltalogic::benchmarks::deltalogic::{self as dl, EditType};
 use deltalogic::logic::Label;
-use deltalogic::metrics::{breakdown, Row};
-use deltalogic::report::{render, svg, table_csv, table_markdown, Format, ResultEntry};
+use deltalogic::report::{markdown, render, svg, Entry, Format};
 
 /// Gold transitions of a small set: (source, edit type, y0, y1).
 const GOLD: [(&str, EditType, Label, Label); 4] = [
@@ -53,15 +53,21 @@ fn rows(k: usize) -> Vec<Row> {
         .collect()
 }
 
-fn entry(model: &str, set: &str, k: usize) -> ResultEntry {
-    ResultEntry {
+fn entry_of(model: &str, set: &str, rows: &[Row]) -> Entry {
+    Entry {
+        benchmark: dl::BENCHMARK.into(),
+        title: "DeltaLogic",
         model: model.into(),
         set: set.into(),
         template: "plain".into(),
         normalisation: "none".into(),
         result_id: format!("{model}-{set}"),
-        breakdown: breakdown(&rows(k), 7, 200),
+        evaluation: dl::evaluation(rows, 7, 200).unwrap(),
     }
+}
+
+fn entry(model: &str, set: &str, k: usize) -> Entry {
+    entry_of(model, set, &rows(k))
 }
 
 /// The table lines of the Markdown section that starts with `heading`.
@@ -81,9 +87,9 @@ fn cells(line: &str) -> Vec<&str> {
 #[test]
 fn markdown_has_table_one_and_the_edit_type_breakdown() {
     let results = [entry("smollm2", "paper", 3), entry("qwen", "paper", 5)];
-    let md = table_markdown(&results);
+    let md = markdown(&results);
 
-    let t1 = section(&md, "Table 1");
+    let t1 = section(&md, "DeltaLogic\n");
     assert_eq!(
         cells(t1[0]),
         [
@@ -105,8 +111,8 @@ fn markdown_has_table_one_and_the_edit_type_breakdown() {
     assert!(smollm[4].ends_with("(n=20)"), "{smollm:?}");
     assert_eq!(smollm[7], "40");
 
-    let by_edit = section(&md, "By edit type");
-    assert_eq!(cells(by_edit[0])[1], "Edit type");
+    let by_edit = section(&md, "DeltaLogic by edit-type");
+    assert_eq!(cells(by_edit[0])[1], "Group");
     // Three edit types occur for each model.
     assert_eq!(by_edit.len(), 2 + 3 * results.len());
     // No episode of an irrelevant addition changes gold: inertia is undefined there.
@@ -125,22 +131,22 @@ fn markdown_has_table_one_and_the_edit_type_breakdown() {
 
 #[test]
 fn markdown_adds_a_column_for_settings_that_vary() {
-    let md = table_markdown(&[entry("qwen", "paper", 3), entry("qwen", "fresh", 3)]);
-    let t1 = section(&md, "Table 1");
+    let md = markdown(&[entry("qwen", "paper", 3), entry("qwen", "fresh", 3)]);
+    let t1 = section(&md, "DeltaLogic\n");
     assert_eq!(cells(t1[0])[..2], ["Model", "Set"]);
     assert_eq!(cells(t1[3])[..2], ["qwen", "fresh"]);
 }
 
 #[test]
-fn csv_has_one_row_per_group() {
+fn csv_has_one_row_per_group_and_metric() {
     let results = [entry("smollm2", "paper", 3), entry("qwen", "paper", 5)];
-    let text = table_csv(&results);
+    let text = render(&results, Format::Csv).unwrap();
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let head = reader.headers().unwrap().clone();
-    assert_eq!(head.len(), 8 + 6 * 4);
     assert_eq!(
-        head.iter().take(8).collect::<Vec<_>>(),
+        head.iter().collect::<Vec<_>>(),
         [
+            "benchmark",
             "model",
             "set",
             "template",
@@ -148,14 +154,21 @@ fn csv_has_one_row_per_group() {
             "result_id",
             "group_by",
             "group",
+            "metric",
+            "value",
+            "lo",
+            "hi",
             "n"
         ]
     );
-    assert!(head.iter().any(|h| h == "over_flip_lo"));
     let records: Vec<_> = reader.records().map(Result::unwrap).collect();
-    // overall + 3 edit types + 2 sources, per entry.
-    assert_eq!(records.len(), results.len() * 6);
-    let groups: Vec<(&str, &str)> = records[..6].iter().map(|r| (&r[5], &r[6])).collect();
+    // (overall + 3 edit types + 2 sources) × 6 metrics, per entry.
+    assert_eq!(records.len(), results.len() * 6 * 6);
+    let groups: Vec<(&str, &str)> = records[..36]
+        .iter()
+        .step_by(6)
+        .map(|r| (&r[6], &r[7]))
+        .collect();
     assert_eq!(
         groups,
         [
@@ -167,15 +180,18 @@ fn csv_has_one_row_per_group() {
             ("source", "proofwriter"),
         ]
     );
-    let column = |name: &str| head.iter().position(|h| h == name).unwrap();
-    let irrelevant = &records[1];
-    assert_eq!(&irrelevant[column("inertia_value")], "");
-    assert_eq!(&irrelevant[column("inertia_n")], "0");
-    let overall = &records[0];
-    let init: f64 = overall[column("initial_accuracy_value")].parse().unwrap();
+    let find = |group: &str, metric: &str| {
+        records
+            .iter()
+            .find(|r| &r[7] == group && &r[8] == metric)
+            .unwrap()
+    };
+    let irrelevant = find("irrelevant-addition", "inertia");
+    assert_eq!((&irrelevant[9], &irrelevant[12]), ("", "0"));
+    let init: f64 = find("all", "initial_accuracy")[9].parse().unwrap();
     assert_eq!(init, 1.0);
-    let lo: f64 = overall[column("inertia_lo")].parse().unwrap();
-    let hi: f64 = overall[column("inertia_hi")].parse().unwrap();
+    let inertia = find("all", "inertia");
+    let (lo, hi): (f64, f64) = (inertia[10].parse().unwrap(), inertia[11].parse().unwrap());
     assert!(0.0 <= lo && lo <= hi && hi <= 1.0);
 }
 
@@ -183,10 +199,13 @@ fn csv_has_one_row_per_group() {
 fn json_gives_null_for_undefined_metrics() {
     let text = render(&[entry("qwen", "paper", 3)], Format::Json).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let inertia = &v[0]["breakdown"]["by_edit_type"]["irrelevant-addition"]["inertia"];
+    let r = &v["results"][0];
+    assert_eq!(r["benchmark"], "deltalogic");
+    let inertia = &r["metrics"]["by_edit_type"]["irrelevant-addition"]["inertia"];
     assert!(inertia["value"].is_null() && inertia["lo"].is_null());
     assert_eq!(inertia["n"], 0);
-    assert_eq!(v[0]["breakdown"]["overall"]["n"], 40);
+    assert_eq!(r["metrics"]["overall"]["n"], 40);
+    assert_eq!(r["n"], 40);
 }
 
 /// The element names opened and closed, in order, checking that every closing tag matches; the
@@ -246,8 +265,7 @@ fn svg_is_well_formed_with_one_bar_group_per_model() {
 
 #[test]
 fn svg_marks_undefined_metrics() {
-    let mut e = entry("qwen", "paper", 3);
-    e.breakdown = breakdown(&rows(3)[2..3], 0, 50);
+    let e = entry_of("qwen", "paper", &rows(3)[2..3]);
     let doc = svg(&[e]);
     assert_eq!(balanced_root(&doc), "svg");
     assert!(

@@ -4,7 +4,7 @@
 
 use deltalogic::datasets::{read_file, BaseItem, Format};
 use deltalogic::logic::Label;
-use deltalogic::robustlr::{build, generated_items, BuildConfig, Family, SetName, Source};
+use deltalogic::benchmarks::robustlr::{families as build, generated_items, BuildConfig, Family, SetName, Source};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -194,7 +194,7 @@ fn glore_malformed_lines_name_file_line_and_field() {
 #[test]
 fn glore_subset_parse_and_agreement_counts() {
     use deltalogic::logic::english::{parse_query, parse_statement};
-    use deltalogic::robustlr::Semantics;
+    use deltalogic::logic::Semantics;
     let path = Path::new(DATASETS).join(GLORE);
     let read = read_file(Format::RobustLrGlore, path.parent().unwrap(), &path).unwrap();
     let (mut sentences, mut parsed_sentences) = (0, 0);
@@ -210,7 +210,7 @@ fn glore_subset_parse_and_agreement_counts() {
             continue;
         };
         parsed_items += 1;
-        if Semantics::ClosedWorld.label(&theory, &query).ok() == item.dataset_label {
+        if deltalogic::benchmarks::robustlr::label(Semantics::ClosedWorld, &theory, &query).ok() == item.dataset_label {
             agree += 1;
         }
     }
@@ -225,13 +225,15 @@ fn glore_subset_parse_and_agreement_counts() {
 
 mod common;
 
-use deltalogic::episodes::{self, Semantics};
-use deltalogic::metrics::questions::BenchmarkMetrics;
-use deltalogic::questions::{self, robustlr as rq, Question, Verdict};
-use deltalogic::registry::{Id, Kind, Registry};
+use common::{members, model_id, score_with};
+use deltalogic::benchmarks::deltalogic::{self as episodes, Episode};
+use deltalogic::benchmarks::prompts::{self as prompt, QuestionTemplate};
+use deltalogic::benchmarks::question::{self as questions, Question, Verdict};
+use deltalogic::benchmarks::robustlr::{self as rq, glore};
+use deltalogic::eval::{Normalisation, ResultRecord, ResultRow, ScoreReport, Turn};
+use deltalogic::logic::Semantics;
 use deltalogic::report::{self, Format as ReportFormat};
-use deltalogic::scoring::prompt::{self, QuestionTemplate};
-use deltalogic::scoring::{self, Normalisation, QuestionScores, Quiet};
+use deltalogic::store::{Id, Record, Registry};
 
 const Q_PER_SET: usize = 4;
 
@@ -256,7 +258,8 @@ fn stored_robustlr_questions_reverify_with_the_solver() {
         out.stored.questions, items,
         "one question per item, none merged"
     );
-    let (_, set, qs) = questions::load_set(&reg, "rl").unwrap();
+    let set = common::set(&reg, "rl").1;
+    let qs: Vec<(Id, Question)> = members(&reg, "rl");
     assert_eq!(set.benchmark, rq::BENCHMARK);
     let mut families: BTreeMap<(String, String), usize> = BTreeMap::new();
     for (_, q) in &qs {
@@ -267,11 +270,7 @@ fn stored_robustlr_questions_reverify_with_the_solver() {
             q.query
         );
         let set = SetName::parse(q.tag(rq::SET).unwrap()).unwrap();
-        let want = match set.semantics() {
-            deltalogic::robustlr::Semantics::ClosedWorld => Semantics::ClosedWorld,
-            deltalogic::robustlr::Semantics::Classical => Semantics::Classical,
-        };
-        assert_eq!(q.semantics, want, "{set}");
+        assert_eq!(q.semantics, set.semantics(), "{set}");
         let labels: Vec<Label> = q.options.iter().map(|o| o.label).collect();
         assert_eq!(labels, [Label::True, Label::False]);
         assert!(expected_groups(set).contains(q.tag(rq::GROUP).unwrap()));
@@ -332,7 +331,7 @@ fn robustlr_from_proofwriter_needs_ingested_items() {
 fn the_plain_question_prompt_is_deltalogics_wording() {
     let dir = tempfile::tempdir().unwrap();
     let (reg, _) = built_questions(&dir, "rl");
-    let (_, _, qs) = questions::load_set(&reg, "rl").unwrap();
+    let qs: Vec<(Id, Question)> = members(&reg, "rl");
     let t = prompt::plain_question();
     let closed = &qs
         .iter()
@@ -368,61 +367,30 @@ fn the_plain_question_prompt_is_deltalogics_wording() {
     // statement: DeltaLogic and the question share every score.
     let spec = episodes::BuildSpec {
         seed: 9,
-        from: episodes::From::Generated,
+        from: episodes::PremiseSource::Generated,
         per_type: Some(2),
         extended: false,
     };
     episodes::build(&reg, &spec, "dl").unwrap();
-    let (_, eps) = episodes::load_set(&reg, "dl").unwrap();
+    let eps: Vec<(Id, Episode)> = members(&reg, "dl");
     for ep in eps.iter().map(|(_, e)| e) {
         let mut q = closed.clone();
         q.semantics = ep.semantics;
         q.premises = ep.premises.iter().map(|p| p.text.clone()).collect();
         q.query = ep.query.text.clone();
-        q.options.push(deltalogic::questions::Choice {
+        q.options.push(deltalogic::benchmarks::question::Choice {
             label: Label::Uncertain,
             text: "Uncertain".into(),
         });
-        assert_eq!(t.prompt(&q).unwrap(), prompt::plain().step1(ep).unwrap());
-        assert_eq!(t.labels(&q).unwrap(), prompt::plain().labels);
+        let plain = episodes::prompts::plain();
+        assert_eq!(t.prompt(&q).unwrap(), plain.step1(ep).unwrap());
+        assert_eq!(t.labels(&q).unwrap(), plain.labels);
     }
-    assert_eq!(
-        prompt::default_question_template(rq::BENCHMARK),
-        "plain-question"
-    );
-    assert_eq!(
-        prompt::default_question_template("belief-r"),
-        "beliefr-letters"
-    );
 }
 
-fn model_id(name: &str) -> Id {
-    Id::derive(Kind::Model, name.as_bytes())
-}
-
-fn score_set(reg: &Registry, set: &str) -> (scoring::ScoreReport, Id) {
-    let (set_id, _, qs) = questions::load_set(reg, set).unwrap();
-    let t = prompt::plain_question();
-    let (report, rows) = scoring::score_questions(
-        reg,
-        model_id("m1"),
-        || Ok(common::ByteModel::new("m1")),
-        &qs,
-        &t,
-        Normalisation::Mean,
-        &mut Quiet,
-    )
-    .unwrap();
-    let result = scoring::record_question_result(
-        reg,
-        model_id("m1"),
-        set_id,
-        &t,
-        Normalisation::Mean,
-        &rows,
-    )
-    .unwrap();
-    (report, result)
+fn score_set(reg: &Registry, set: &str) -> (ScoreReport, Id) {
+    let out = score_with(reg, "m1", set, None, Normalisation::Mean);
+    (out.report, out.result)
 }
 
 #[test]
@@ -438,43 +406,41 @@ fn robustlr_scoring_is_cached_and_reported() {
     assert_eq!(second.scores_found_in_cache, 2 * n);
     assert_eq!(again, result);
 
-    let entries = deltalogic::results::question_entries(&reg, &[], &["rl".into()]).unwrap();
+    let entries = report::entries(&reg, &[], &["rl".into()]).unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].template, "plain-question");
-    let BenchmarkMetrics::RobustLr(m) = &entries[0].metrics else {
-        panic!("RobustLR metrics for a RobustLR set");
-    };
-    assert_eq!(m.overall.n, SetName::ALL.len() * Q_PER_SET);
+    let m = &entries[0].evaluation.metrics;
+    let n = |v: &serde_json::Value| v.as_u64().unwrap() as usize;
+    assert_eq!(n(&m["overall"]["n"]), SetName::ALL.len() * Q_PER_SET);
     for set in SetName::ALL {
-        let s = &m.by_set[set.as_str()];
-        assert_eq!(s.families, Q_PER_SET);
+        let s = &m["by_set"][set.as_str()];
+        assert_eq!(n(&s["families"]), Q_PER_SET);
         let built = out
             .report
             .sets
             .iter()
             .find(|r| r.set == set.as_str())
             .unwrap();
-        assert_eq!(s.items, built.items);
-        let groups: BTreeSet<&str> = s.by_group.keys().map(String::as_str).collect();
+        assert_eq!(n(&s["items"]), built.items);
+        let groups: BTreeSet<&str> = s["by_group"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(groups, expected_groups(set));
     }
-    let report = report::Report {
-        deltalogic: vec![],
-        questions: entries,
-    };
-    let md = report::render_report(&report, ReportFormat::Md).unwrap();
-    assert!(
-        md.contains("| RobustLR weighted F1 | RobustLR consistency |"),
-        "{md}"
-    );
+    let md = report::render(&entries, ReportFormat::Md).unwrap();
+    assert!(md.contains("| Weighted F1 | Consistency | n |"), "{md}");
     assert!(md.contains("## RobustLR\n"), "{md}");
-    assert!(md.contains("| C-CS | group | CONJ+NEG |"), "{md}");
-    let csv = report::render_report(&report, ReportFormat::Csv).unwrap();
+    assert!(md.contains("### RobustLR by C-CS group\n"), "{md}");
+    assert!(md.contains("| CONJ+NEG |"), "{md}");
+    let csv = report::render(&entries, ReportFormat::Csv).unwrap();
     assert!(csv
         .lines()
         .any(|l| l.starts_with("robustlr,") && l.contains(",set,D1-ES,consistency,")));
-    let json = report::render_report(&report, ReportFormat::Json).unwrap();
-    assert!(json.contains("\"metrics\": \"robust-lr\""), "{json}");
+    let json = report::render(&entries, ReportFormat::Json).unwrap();
+    assert!(json.contains("\"benchmark\": \"robustlr\""), "{json}");
 }
 
 /// Hand-made questions and answers: two C-CS families and one C-ES family.
@@ -508,11 +474,11 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
                 premises: vec![format!("{family} {i}")],
                 query: "q".into(),
                 options: vec![
-                    deltalogic::questions::Choice {
+                    deltalogic::benchmarks::question::Choice {
                         label: T,
                         text: "True".into(),
                     },
-                    deltalogic::questions::Choice {
+                    deltalogic::benchmarks::question::Choice {
                         label: F,
                         text: "False".into(),
                     },
@@ -528,63 +494,55 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
                 base_item: [0; 32],
             };
             q.sort_tags();
-            preds.push((deltalogic::registry::Record::id(&q), pred));
+            preds.push((deltalogic::store::Record::id(&q), pred));
             qs.push(q);
         }
     }
     let stored = questions::store_set(&reg, rq::BENCHMARK, "{}".into(), &qs, "hand").unwrap();
-    let rows: Vec<QuestionScores> = preds
-        .iter()
-        .map(|&(question, pred)| QuestionScores {
-            question,
-            keys: vec![],
-            pred,
-        })
-        .collect();
-    let t = prompt::plain_question();
-    scoring::record_question_result(
-        &reg,
-        model_id("m"),
-        stored.set,
-        &t,
-        Normalisation::Mean,
-        &rows,
-    )
-    .unwrap();
-    let entries = deltalogic::results::question_entries(&reg, &[], &[]).unwrap();
-    let BenchmarkMetrics::RobustLr(m) = &entries[0].metrics else {
-        panic!("RobustLR metrics");
+    // A result whose answers are the hand-made predictions (no scores behind them).
+    let result = ResultRecord {
+        model: model_id("m").0,
+        set: stored.set.0,
+        template: prompt::plain_question().record().id().0,
+        normalisation: "mean".into(),
+        rows: preds
+            .iter()
+            .map(|&(question, pred)| ResultRow {
+                item: question.0,
+                turns: vec![Turn {
+                    answer: pred,
+                    keys: vec![],
+                }],
+            })
+            .collect(),
     };
+    reg.write(|w| w.put(&result).map(drop)).unwrap();
+    let entries = report::entries(&reg, &[], &[]).unwrap();
+    let m = &entries[0].evaluation.metrics;
+    let value = |v: &serde_json::Value| v["value"].as_f64().unwrap();
     let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} != {b}");
     // Family a: perfect, F1 1. Family b answers True throughout: gold (T,F,F), True has
     // P = 1/3, R = 1, F1 = 1/2, weight 1/3; False F1 0: 1/6. Family c: gold (T,T), pred (T,F):
     // True P = 1, R = 1/2, F1 = 2/3, weight 1.
     close(
-        m.by_set["C-CS"].weighted_f1.value.unwrap(),
+        value(&m["by_set"]["C-CS"]["weighted_f1"]),
         (1.0 + 1.0 / 6.0) / 2.0,
     );
-    close(m.by_set["C-ES"].weighted_f1.value.unwrap(), 2.0 / 3.0);
+    close(value(&m["by_set"]["C-ES"]["weighted_f1"]), 2.0 / 3.0);
     close(
-        m.overall.value.unwrap(),
+        value(&m["overall"]),
         (1.0 + 1.0 / 6.0 + 2.0 / 3.0) / 3.0,
     );
     // Consistency: a 2/2, b 0/2 (gold changes, answers do not), c 0/1 (answer flips).
-    close(m.by_set["C-CS"].consistency.value.unwrap(), 0.5);
-    close(m.consistency.value.unwrap(), 1.0 / 3.0);
+    close(value(&m["by_set"]["C-CS"]["consistency"]), 0.5);
+    close(value(&m["consistency"]), 1.0 / 3.0);
     // CONJ over families: a 1, b F1 of (F) vs (T) = 0.
-    close(m.by_set["C-CS"].by_group["CONJ"].value.unwrap(), 0.5);
-    let md = report::render_report(
-        &report::Report {
-            deltalogic: vec![],
-            questions: entries.clone(),
-        },
-        ReportFormat::Md,
-    )
-    .unwrap();
+    close(value(&m["by_set"]["C-CS"]["by_group"]["CONJ"]), 0.5);
+    let md = report::render(&entries, ReportFormat::Md).unwrap();
     // (1 + 1/6) / 2 = 58.33%, overall 61.1%, consistency 33.3%; n counts families.
-    assert!(md.contains("| C-CS | all | all | 58.3"), "{md}");
-    assert!(md.contains("| all | all | all | 61.1"), "{md}");
-    assert!(md.contains("| C-ES | group | CONTRAPOSITIVE | 0.0"), "{md}");
+    assert!(md.contains(" | C-CS | 58.3"), "{md}");
+    assert!(md.contains("| 61.1"), "{md}");
+    assert!(md.contains("| CONTRAPOSITIVE | 0.0"), "{md}");
 }
 
 #[test]
@@ -592,11 +550,12 @@ fn glore_questions_keep_the_datasets_gold_unchecked() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
     let root = Path::new(DATASETS).join("robustlr/glore_subset");
-    deltalogic::registry::ingest::ingest(&reg, Format::RobustLrGlore, &root, false).unwrap();
-    let out = rq::build_glore(&reg, "glore").unwrap();
+    deltalogic::store::ingest::ingest(&reg, Format::RobustLrGlore, &root, false).unwrap();
+    let out = glore::build(&reg, "glore").unwrap();
     assert_eq!(out.stored.questions, 1000);
-    let (_, set, qs) = questions::load_set(&reg, "glore").unwrap();
-    assert_eq!(set.benchmark, rq::GLORE_BENCHMARK);
+    let set = common::set(&reg, "glore").1;
+    let qs: Vec<(Id, Question)> = members(&reg, "glore");
+    assert_eq!(set.benchmark, glore::BENCHMARK);
     for (_, q) in &qs {
         assert_eq!(
             questions::verify(q).unwrap(),

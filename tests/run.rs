@@ -3,8 +3,8 @@
 //! scores of an uninterrupted run. Without the model file the tests fail under CI and are skipped
 //! (with a notice) elsewhere.
 
-use deltalogic::registry::Registry;
-use deltalogic::scoring::ScoreRecord;
+use deltalogic::store::Registry;
+use deltalogic::eval::ScoreRecord;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -93,7 +93,7 @@ fn second_score_computes_nothing_and_reports_the_same() {
         &store,
         &["--json", "score", "--model", "smol", "--set", "small"],
     ));
-    assert_eq!(first["episodes"], 4);
+    assert_eq!(first["items"], 4);
     assert_eq!(first["scores_needed"], 24);
     assert!(first["scores_computed"].as_u64().unwrap() > 0);
     assert!(

@@ -3,51 +3,28 @@
 
 mod common;
 
-use common::ByteModel;
-use deltalogic::cache;
-use deltalogic::episodes::{self, BuildSpec, Episode, From};
-use deltalogic::registry::{Id, Kind, Registry};
-use deltalogic::scoring::{self, prompt, Normalisation, Quiet, ScoreRecord, ScoreReport};
+use common::{members, model_id, score_with};
+use deltalogic::benchmarks::deltalogic::{self as episodes, prompts, BuildSpec, Episode, PremiseSource};
+use deltalogic::eval::{Normalisation, ScoreRecord, ScoreReport};
+use deltalogic::store::cache;
+use deltalogic::store::{Id, Kind, Record, Registry};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 fn build(reg: &Registry, name: &str, per_type: usize) -> (Id, Vec<(Id, Episode)>) {
     let spec = BuildSpec {
         seed: 9,
-        from: From::Generated,
+        from: PremiseSource::Generated,
         per_type: Some(per_type),
         extended: false,
     };
-    episodes::build(reg, &spec, name).unwrap();
-    episodes::load_set(reg, name).unwrap()
-}
-
-fn model_id(name: &str) -> Id {
-    Id::derive(Kind::Model, name.as_bytes())
+    let out = episodes::build(reg, &spec, name).unwrap();
+    (out.set, members(reg, name))
 }
 
 fn score(reg: &Registry, model: &'static str, set: &str) -> (ScoreReport, Id) {
-    let (set_id, eps) = episodes::load_set(reg, set).unwrap();
-    let (report, rows) = scoring::score_set(
-        reg,
-        model_id(model),
-        || Ok(ByteModel::new(model)),
-        &eps,
-        &prompt::plain(),
-        Normalisation::Mean,
-        &mut Quiet,
-    )
-    .unwrap();
-    let result = scoring::record_result(
-        reg,
-        model_id(model),
-        set_id,
-        &prompt::plain(),
-        Normalisation::Mean,
-        &rows,
-    )
-    .unwrap();
-    (report, result)
+    let out = score_with(reg, model, set, None, Normalisation::Mean);
+    (out.report, out.result)
 }
 
 fn scores(reg: &Registry) -> BTreeMap<Id, (Vec<u32>, Vec<u32>)> {
@@ -69,7 +46,7 @@ fn computes_only_what_is_missing_and_reaches_the_tree_bound() {
     let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
     let (_, eps) = build(&reg, "set", 10);
     let (first, _) = score(&reg, "m1", "set");
-    assert_eq!(first.episodes, eps.len());
+    assert_eq!(first.items, eps.len());
     assert_eq!(first.scores_needed, 6 * eps.len());
     assert_eq!(
         first.scores_computed + first.scores_found_in_cache,
@@ -239,8 +216,8 @@ fn step_two_continues_step_one_in_both_templates() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
     let (_, eps) = build(&reg, "set", 1);
-    let chat = prompt::chat(SMOLLM2_CHAT).unwrap();
-    for t in [prompt::plain(), chat] {
+    let chat = prompts::chat(SMOLLM2_CHAT).unwrap();
+    for t in [prompts::plain(), chat] {
         for (_, ep) in &eps {
             let after = ep.premises_after().unwrap();
             let s1 = t.step1(ep).unwrap();
@@ -260,11 +237,11 @@ fn step_two_continues_step_one_in_both_templates() {
         }
     }
     assert_ne!(
-        prompt::plain().id(),
-        prompt::chat(SMOLLM2_CHAT).unwrap().id()
+        prompts::plain().record().id(),
+        prompts::chat(SMOLLM2_CHAT).unwrap().record().id()
     );
     assert!(
-        prompt::chat("{% for m in messages %}").is_err(),
+        prompts::chat("{% for m in messages %}").is_err(),
         "a broken chat template is refused up front"
     );
 }

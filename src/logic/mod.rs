@@ -5,7 +5,10 @@ pub mod english;
 pub mod fol;
 pub mod folio;
 pub mod generator;
+mod semantics;
 pub mod solver;
+
+pub use semantics::Semantics;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

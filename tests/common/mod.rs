@@ -3,7 +3,7 @@
 //! It counts the tokens it is asked to run, so tests can check what was computed.
 
 use anyhow::{bail, Result};
-use deltalogic::scoring::LanguageModel;
+use deltalogic::eval::LanguageModel;
 use std::cell::Cell;
 
 pub struct ByteModel {
@@ -66,4 +66,60 @@ impl LanguageModel for ByteModel {
         }
         Ok(out)
     }
+}
+
+use deltalogic::benchmarks::{self, ModelInfo};
+use deltalogic::eval::{self, Normalisation, Outcome, Quiet};
+use deltalogic::store::{Id, Kind, Record, Registry, StoredSet};
+
+/// The stand-in model has no chat template.
+pub struct NoChat;
+
+impl ModelInfo for NoChat {
+    fn chat_template(&self) -> Result<String> {
+        bail!("the stand-in model has no chat template")
+    }
+}
+
+/// A stand-in model's fingerprint: a hash of its name.
+pub fn model_id(name: &str) -> Id {
+    Id::derive(Kind::Model, name.as_bytes())
+}
+
+/// A named set.
+pub fn set(reg: &Registry, name: &str) -> (Id, StoredSet) {
+    reg.set_by_name(name).unwrap().expect("the set exists")
+}
+
+/// The members of a named set as records of kind `R`, in id order.
+pub fn members<R: Record>(reg: &Registry, name: &str) -> Vec<(Id, R)>
+where
+    R::Archived: for<'a> rkyv::bytecheck::CheckBytes<
+            rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>,
+        > + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
+{
+    benchmarks::members::<R>(reg, &set(reg, name).1).unwrap()
+}
+
+/// Scores set `set_name` with the stand-in model `model` through the runner.
+pub fn score_with(
+    reg: &Registry,
+    model: &'static str,
+    set_name: &str,
+    template: Option<&str>,
+    norm: Normalisation,
+) -> Outcome {
+    let (set_id, stored) = set(reg, set_name);
+    let benchmark = benchmarks::named(&stored.benchmark).unwrap();
+    eval::run(
+        reg,
+        benchmark,
+        (set_id, &stored),
+        (model_id(model), &NoChat),
+        || Ok(ByteModel::new(model)),
+        template.unwrap_or(benchmark.templates()[0]),
+        norm,
+        &mut Quiet,
+    )
+    .unwrap()
 }

@@ -1,0 +1,252 @@
+//! DeltaLogic: does a model change exactly the answers it should after one minimal edit to the
+//! premises? An episode `(P, q, y0, P', y1, t)` is asked in two turns: P and q, then (continuing
+//! the dialogue with the model's own first answer) P' and q again.
+
+mod build;
+mod episode;
+mod folio;
+pub mod metrics;
+pub mod prompts;
+mod theory;
+
+pub use build::{build, generated_items, BuildOutcome, BuildSpec, CellReport, PremiseSource};
+pub use episode::{verify, Edit, EditType, Episode, Premise};
+pub(crate) use episode::solve;
+
+use super::{
+    members, parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, ModelInfo,
+    Prepared, Request,
+};
+use crate::benchmarks::prompts::{label_index, TemplateRecord};
+use crate::logic::Label;
+use crate::store::{Id, Registry, StoredSet};
+use anyhow::{bail, Context, Result};
+use metrics::{Metrics, Row};
+use prompts::Template;
+
+/// The benchmark name DeltaLogic sets carry.
+pub const BENCHMARK: &str = "deltalogic";
+
+pub struct DeltaLogic;
+
+struct Episodes {
+    template: Template,
+    ids: Vec<Id>,
+    episodes: Vec<Episode>,
+}
+
+impl Prepared for Episodes {
+    fn template(&self) -> TemplateRecord {
+        self.template.record()
+    }
+
+    fn items(&self) -> &[Id] {
+        &self.ids
+    }
+
+    fn turns(&self) -> usize {
+        2
+    }
+
+    fn request(&self, item: usize, turn: usize, earlier: &[Label]) -> Result<Request> {
+        let ep = &self.episodes[item];
+        let prompt = match (turn, earlier) {
+            (0, []) => self.template.step1(ep)?,
+            (1, [pred0]) => self.template.step2(ep, *pred0, &ep.premises_after()?)?,
+            _ => bail!("a DeltaLogic episode has two turns, each after the ones before"),
+        };
+        let labels = Label::ALL
+            .iter()
+            .map(|&l| (self.template.labels[label_index(l)].to_string(), l))
+            .collect();
+        Ok(Request::Score { prompt, labels })
+    }
+}
+
+const COLUMNS: [Column; 6] = [
+    Column {
+        key: "initial_accuracy",
+        title: "Init acc",
+        headline: true,
+    },
+    Column {
+        key: "revision_accuracy",
+        title: "Rev acc",
+        headline: true,
+    },
+    Column {
+        key: "revision_gap",
+        title: "Gap",
+        headline: false,
+    },
+    Column {
+        key: "inertia",
+        title: "Inertia",
+        headline: true,
+    },
+    Column {
+        key: "over_flip",
+        title: "Over-flip",
+        headline: true,
+    },
+    Column {
+        key: "abstain",
+        title: "Abstain",
+        headline: false,
+    },
+];
+
+fn group(by: &str, value: &str, m: &Metrics) -> Group {
+    Group {
+        by: by.to_string(),
+        value: value.to_string(),
+        metrics: m.entries().iter().map(|(_, x)| Some((*x).clone())).collect(),
+    }
+}
+
+/// `deltalogic build deltalogic`: one premise edited, both labels computed by the solvers.
+#[derive(clap::Parser, Debug)]
+struct BuildArgs {
+    /// Seed of every random choice; the same inputs and seed give the same episode ids.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Episodes per (source, edit type) cell [default: 100 split over the cells].
+    #[arg(long)]
+    per_type: Option<usize>,
+    /// Name of the set (a later build of the same name replaces the name, not the old set).
+    #[arg(long, default_value = "deltalogic")]
+    name: String,
+    /// Premises from ingested FOLIO/ProofWriter items, or from fresh generated theories.
+    #[arg(long, value_enum, default_value_t = PremiseSource::Ingested)]
+    from: PremiseSource,
+    /// Also build every other cell the engine makes soundly (RuleTaker, more edit types).
+    #[arg(long)]
+    extended: bool,
+}
+
+impl BuildOutcome {
+    /// The cells table and the set line.
+    pub fn text(&self) -> String {
+        let mut s = format!(
+            "{:<12} {:<13} {:<20} {:>5} {:>6} {:>9} {:>9} {:>9}\n",
+            "source", "semantics", "edit type", "made", "wanted", "eligible", "rejected", "unusable"
+        );
+        for c in &self.cells {
+            s += &format!(
+                "{:<12} {:<13} {:<20} {:>5} {:>6} {:>9} {:>9} {:>9}\n",
+                c.source,
+                c.semantics.as_str(),
+                c.edit_type.as_str(),
+                c.made,
+                c.wanted,
+                c.eligible_items,
+                c.rejected,
+                c.unusable_items
+            );
+        }
+        s += &format!(
+            "set `{}` = {} ({} episodes, {} new; spec {})\n",
+            self.name,
+            self.set.short(),
+            self.episodes,
+            self.new_episodes,
+            self.spec.short()
+        );
+        s
+    }
+}
+
+impl Benchmark for DeltaLogic {
+    fn name(&self) -> &'static str {
+        BENCHMARK
+    }
+
+    fn build(&self, store: &Registry, args: &[String]) -> Result<Built> {
+        let a: BuildArgs = parse_args(BENCHMARK, args)?;
+        let spec = BuildSpec {
+            seed: a.seed,
+            from: a.from,
+            per_type: a.per_type,
+            extended: a.extended,
+        };
+        let out = build(store, &spec, &a.name)?;
+        Ok(Built {
+            summary: serde_json::to_value(&out)?,
+            text: out.text(),
+        })
+    }
+
+    fn title(&self) -> &'static str {
+        "DeltaLogic"
+    }
+
+    fn templates(&self) -> &'static [&'static str] {
+        &prompts::TEMPLATE_NAMES
+    }
+
+    fn prepare(
+        &self,
+        store: &Registry,
+        set: &StoredSet,
+        template: &str,
+        model: &dyn ModelInfo,
+    ) -> Result<Box<dyn Prepared>> {
+        let template = match template {
+            "plain" => prompts::plain(),
+            "chat" => prompts::chat(&model.chat_template()?)?,
+            _ => bail!(
+                "unknown DeltaLogic template `{template}` (known: {})",
+                prompts::TEMPLATE_NAMES.join(", ")
+            ),
+        };
+        let (ids, episodes) = members::<Episode>(store, set)?.into_iter().unzip();
+        Ok(Box::new(Episodes {
+            template,
+            ids,
+            episodes,
+        }))
+    }
+
+    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
+        let rows = answered
+            .iter()
+            .map(|a| {
+                let ep = store
+                    .get::<Episode>(&a.item)?
+                    .with_context(|| format!("a result names a missing episode {}", a.item.short()))?;
+                let [pred0, pred1] = a.answers[..] else {
+                    bail!("episode {} has {} answers, not 2", a.item.short(), a.answers.len());
+                };
+                Ok(Row {
+                    episode: a.item.hex(),
+                    source: ep.source,
+                    edit_type: ep.edit_type,
+                    y0: ep.y0,
+                    y1: ep.y1,
+                    pred0,
+                    pred1,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        evaluation(&rows, seed, super::RESAMPLES)
+    }
+}
+
+/// DeltaLogic's evaluation of scored episodes: the metrics overall, per edit type and per source,
+/// with `resamples` bootstrap resamples.
+pub fn evaluation(rows: &[Row], seed: u64, resamples: usize) -> Result<Evaluation> {
+    let b = metrics::breakdown(rows, seed, resamples);
+    let mut groups = vec![group("overall", "all", &b.overall)];
+    groups.extend(b.by_edit_type.iter().map(|(k, m)| group("edit-type", k, m)));
+    groups.extend(b.by_source.iter().map(|(k, m)| group("source", k, m)));
+    Ok(Evaluation {
+        n: rows.len(),
+        columns: &COLUMNS,
+        groups,
+        metrics: serde_json::to_value(&b)?,
+        note: "Gap = Init acc − Rev acc (points). Inertia: the edited premises change the gold \
+               label but the model keeps its correct first answer; over-flip: the gold label \
+               stays but the model abandons its correct first answer; their n counts those \
+               episodes. Abstain: share of Uncertain answers after the edit.",
+    })
+}

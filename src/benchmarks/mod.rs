@@ -1,0 +1,200 @@
+//! Benchmarks as a type. A [`Benchmark`] builds its items into a named set of the store, turns
+//! each item into one request per turn (a later turn may depend on the model's earlier answers,
+//! as DeltaLogic's step 2 continues with the model's own step-1 label), and computes its metrics
+//! from a result's answers. The evaluation runner (`crate::eval`) drives every benchmark the same
+//! way; the report (`crate::report`) renders every benchmark's [`Evaluation`] the same way.
+//!
+//! Each benchmark lives in one folder holding its builder, prompts and metrics. Adding one means
+//! adding a folder and one line to [`ALL`].
+
+pub mod beliefr;
+pub mod deltalogic;
+pub mod prompts;
+pub mod question;
+pub mod robustlr;
+pub mod r#static;
+
+use crate::logic::Label;
+use crate::metrics::Metric;
+use crate::store::{Id, Registry, StoredSet};
+use anyhow::{bail, Result};
+use prompts::TemplateRecord;
+use serde::Serialize;
+
+/// Every benchmark, by the name its sets carry.
+pub static ALL: &[&dyn Benchmark] = &[
+    &deltalogic::DeltaLogic,
+    &beliefr::BeliefR,
+    &robustlr::RobustLr,
+    &robustlr::glore::Glore,
+    &r#static::Static,
+];
+
+/// The benchmark whose sets carry `name`.
+pub fn named(name: &str) -> Result<&'static dyn Benchmark> {
+    match ALL.iter().find(|b| b.name() == name) {
+        Some(b) => Ok(*b),
+        None => bail!(
+            "unknown benchmark `{name}` (known: {})",
+            ALL.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// The benchmark `deltalogic build <command>` builds.
+pub fn by_command(command: &str) -> Result<&'static dyn Benchmark> {
+    match ALL.iter().find(|b| b.command() == command) {
+        Some(b) => Ok(*b),
+        None => bail!(
+            "no benchmark `{command}` to build (known: {})",
+            ALL.iter().map(|b| b.command()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// One request of one turn of an item. Every kind of request the runner serves is a variant:
+/// constrained label scoring today; greedy generation is the next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// The log-likelihood of each label after the prompt; the answer is the label whose
+    /// normalised score is highest (ties to the earlier label).
+    Score {
+        prompt: String,
+        /// Each label's text and the answer it stands for, in the order the scores are stored.
+        labels: Vec<(String, Label)>,
+    },
+}
+
+/// What a benchmark needs of the model to render prompts.
+pub trait ModelInfo {
+    /// The model's own chat template (jinja source), for templates written as chat turns.
+    fn chat_template(&self) -> Result<String>;
+}
+
+/// A set's items made ready for one template: the runner asks for one request per item and
+/// turn, turn by turn.
+pub trait Prepared {
+    /// The template as stored with every result (its id is part of the result's id).
+    fn template(&self) -> TemplateRecord;
+    /// The items, in the set's order (id order).
+    fn items(&self) -> &[Id];
+    /// Turns per item.
+    fn turns(&self) -> usize;
+    /// The request of item `item` at turn `turn`, given its answers at the earlier turns.
+    fn request(&self, item: usize, turn: usize, earlier: &[Label]) -> Result<Request>;
+}
+
+/// One item of a result: the model's answer at each turn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answered {
+    pub item: Id,
+    pub answers: Vec<Label>,
+}
+
+/// A benchmark: its items, prompts and metrics.
+pub trait Benchmark: Sync {
+    /// The name its sets carry (`StoredSet::benchmark`) and reports show.
+    fn name(&self) -> &'static str;
+    /// The word after `deltalogic build`.
+    fn command(&self) -> &'static str {
+        self.name()
+    }
+    /// How reports title it.
+    fn title(&self) -> &'static str;
+    /// Its templates by name; the first is the default.
+    fn templates(&self) -> &'static [&'static str];
+    /// Builds a named set of this benchmark into the store. `args` are the words after
+    /// `deltalogic build <name>`: each benchmark parses its own (see [`parse_args`]).
+    fn build(&self, store: &Registry, args: &[String]) -> Result<Built>;
+    /// The items of `set` ready to be asked with `template`.
+    fn prepare(
+        &self,
+        store: &Registry,
+        set: &StoredSet,
+        template: &str,
+        model: &dyn ModelInfo,
+    ) -> Result<Box<dyn Prepared>>;
+    /// The metrics of one result over the set's items, with seeded bootstrap intervals.
+    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation>;
+}
+
+/// What a build made: a summary for `--json` and the same in words.
+pub struct Built {
+    pub summary: serde_json::Value,
+    pub text: String,
+}
+
+/// Parses a benchmark's build arguments; `--help` and usage errors come back as clap's own
+/// error, which the command line prints as clap does.
+pub fn parse_args<A: clap::Parser>(name: &str, args: &[String]) -> Result<A> {
+    let words = std::iter::once(format!("deltalogic build {name}")).chain(args.iter().cloned());
+    Ok(A::try_parse_from(words)?)
+}
+
+/// Resamples behind every bootstrap interval in reports.
+pub const RESAMPLES: usize = 1000;
+
+/// One column of a benchmark's tables.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Column {
+    /// Stable key (CSV `metric`, JSON field).
+    pub key: &'static str,
+    pub title: &'static str,
+    /// Shown in the side-by-side table of every benchmark's headline numbers.
+    pub headline: bool,
+}
+
+/// One row of a benchmark's breakdown: a group of items and its metrics, one per column (`None`
+/// where a column does not apply to this kind of group).
+#[derive(Clone, Debug, Serialize)]
+pub struct Group {
+    /// What the items are grouped by (`overall` for all of them).
+    pub by: String,
+    pub value: String,
+    pub metrics: Vec<Option<Metric>>,
+}
+
+/// A benchmark's metrics of one result, in a shape every output format renders alike.
+#[derive(Clone, Debug, Serialize)]
+pub struct Evaluation {
+    /// Items evaluated.
+    pub n: usize,
+    #[serde(skip)]
+    pub columns: &'static [Column],
+    /// The first group is `overall`.
+    #[serde(skip)]
+    pub groups: Vec<Group>,
+    /// The benchmark's own metric structure, as the JSON report gives it.
+    pub metrics: serde_json::Value,
+    /// What the numbers mean, printed under the benchmark's tables.
+    #[serde(skip)]
+    pub note: &'static str,
+}
+
+impl Evaluation {
+    /// The overall metric of a column.
+    pub fn overall(&self, key: &str) -> Option<&Metric> {
+        let i = self.columns.iter().position(|c| c.key == key)?;
+        self.groups.first()?.metrics[i].as_ref()
+    }
+}
+
+/// Loads every member of a set as the record kind `R`, in the set's order.
+pub fn members<R: crate::store::Record>(store: &Registry, set: &StoredSet) -> Result<Vec<(Id, R)>>
+where
+    R::Archived: for<'a> rkyv::bytecheck::CheckBytes<
+            rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>,
+        > + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
+{
+    set.member_ids()
+        .map(|id| match store.get::<R>(&id)? {
+            Some(r) => Ok((id, r)),
+            None => bail!(
+                "{}: the set names a missing {} {}",
+                store.path().display(),
+                R::KIND.noun(),
+                id.short()
+            ),
+        })
+        .collect()
+}

@@ -1,0 +1,176 @@
+//! What every benchmark's prompts share: the stored form of a template ([`TemplateRecord`], whose
+//! id every score key and result names), DeltaLogic's wording of a statement question, and the
+//! `plain-question` template that asks a single True/False(/Uncertain) question in that wording
+//! (RobustLR, GLoRE, static questions).
+
+use crate::benchmarks::question::Question;
+use crate::logic::{Label, Semantics};
+use crate::store::{canonical, Kind, Record};
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+/// A prompt template as stored for audit: its name, version and full definition.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct TemplateRecord {
+    pub name: String,
+    /// Canonical JSON of everything that renders prompts and labels.
+    pub definition: String,
+}
+
+impl Record for TemplateRecord {
+    const KIND: Kind = Kind::Template;
+    fn content(&self) -> Vec<u8> {
+        canonical(&(&self.name, &self.definition))
+    }
+}
+
+/// The wording of DeltaLogic's statement questions (its `plain` and `chat` templates, and
+/// `plain-question`).
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Wording {
+    pub(crate) intro: &'static str,
+    pub(crate) revised_intro: &'static str,
+    pub(crate) open_world_rule: &'static str,
+    pub(crate) closed_world_rule: &'static str,
+    pub(crate) question: &'static str,
+}
+
+pub(crate) const WORDING: Wording = Wording {
+    intro: "Premises:\n",
+    revised_intro: "The premises have been revised. Revised premises:\n",
+    open_world_rule: "Answer Uncertain when the premises settle neither the statement nor its negation.\n",
+    closed_world_rule: "Closed world: anything that is not stated and cannot be derived from the premises is false.\n",
+    question: "Question: Based only on the premises, is the following statement True, False, or Uncertain?\nStatement: ",
+};
+
+/// The labels of plain-text statement questions, in the order True, False, Uncertain (with
+/// their separating space), and the cue that ends the prompt before them.
+pub(crate) const PLAIN_LABELS: [&str; 3] = [" True", " False", " Uncertain"];
+pub(crate) const ANSWER_CUE: &str = "Label:";
+
+/// Numbered premises, a blank line, the world's rule (if any), the question line, the statement.
+pub(crate) fn turn_text<'a>(
+    intro: &str,
+    premises: impl Iterator<Item = &'a str>,
+    rule: &str,
+    question: &str,
+    statement: &str,
+) -> String {
+    let mut s = String::from(intro);
+    for (i, p) in premises.enumerate() {
+        s.push_str(&format!("{}. {p}\n", i + 1));
+    }
+    s.push('\n');
+    s.push_str(rule);
+    s.push_str(question);
+    s.push_str(statement);
+    s.push('\n');
+    s
+}
+
+pub fn label_index(label: Label) -> usize {
+    match label {
+        Label::True => 0,
+        Label::False => 1,
+        Label::Uncertain => 2,
+    }
+}
+
+/// A template's record: its name and the canonical JSON of everything that decides its text.
+pub(crate) fn record_of(name: &str, definition: &impl Serialize) -> TemplateRecord {
+    TemplateRecord {
+        name: name.to_string(),
+        definition: String::from_utf8(canonical(definition)).expect("JSON is UTF-8"),
+    }
+}
+
+/// A template that turns a single question into a prompt and the label texts of its options.
+pub trait QuestionTemplate {
+    fn record(&self) -> TemplateRecord;
+    fn prompt(&self, q: &Question) -> Result<String>;
+    /// The label texts of a question's options, in option order.
+    fn labels(&self, q: &Question) -> Result<Vec<String>>;
+}
+
+/// DeltaLogic's plain wording for a single True/False(/Uncertain) question about a statement
+/// (RobustLR): numbered premises, the world's rule, the question, `Label:`; labels ` True`,
+/// ` False` (and ` Uncertain` when it is an option), as the `plain` template scores them. A
+/// question with all three options gets exactly the `plain` step-1 prompt of the same premises
+/// and statement, so the two share every score; a True/False question shares its prefix up to
+/// the question line.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatementTemplate {
+    pub name: &'static str,
+    pub version: u32,
+    labels: [&'static str; 3],
+    wording: Wording,
+    /// The question line when the options are True and False only.
+    binary_question: &'static str,
+    answer_cue: &'static str,
+}
+
+pub const STATEMENT_TEMPLATE_NAME: &str = "plain-question";
+
+pub fn plain_question() -> StatementTemplate {
+    StatementTemplate {
+        name: STATEMENT_TEMPLATE_NAME,
+        version: 1,
+        labels: PLAIN_LABELS,
+        wording: WORDING,
+        binary_question: "Question: Based only on the premises, is the following statement True or False?\nStatement: ",
+        answer_cue: ANSWER_CUE,
+    }
+}
+
+impl StatementTemplate {
+    /// Whether the options are True, False (false) or True, False, Uncertain (true), in that
+    /// order: the only lists the question line can name.
+    fn three_way(q: &Question) -> Result<bool> {
+        let labels: Vec<Label> = q.options.iter().map(|o| o.label).collect();
+        match labels.as_slice() {
+            [Label::True, Label::False] => Ok(false),
+            [Label::True, Label::False, Label::Uncertain] => Ok(true),
+            _ => bail!(
+                "template `{}` asks True/False(/Uncertain) questions; question `{}` has options {labels:?}",
+                STATEMENT_TEMPLATE_NAME,
+                q.query
+            ),
+        }
+    }
+}
+
+impl QuestionTemplate for StatementTemplate {
+    fn record(&self) -> TemplateRecord {
+        record_of(self.name, self)
+    }
+
+    fn prompt(&self, q: &Question) -> Result<String> {
+        let three = Self::three_way(q)?;
+        let w = &self.wording;
+        // Without an Uncertain option the open-world rule (answer Uncertain when ...) would
+        // name an answer that cannot be given; closed world keeps its rule either way.
+        let rule = match q.semantics {
+            Semantics::ClosedWorld => w.closed_world_rule,
+            _ if three => w.open_world_rule,
+            _ => "",
+        };
+        let question = if three {
+            w.question
+        } else {
+            self.binary_question
+        };
+        let texts = q.premises.iter().map(String::as_str);
+        let turn = turn_text(w.intro, texts, rule, question, &q.query);
+        Ok(format!("{turn}{}", self.answer_cue))
+    }
+
+    fn labels(&self, q: &Question) -> Result<Vec<String>> {
+        Self::three_way(q)?;
+        Ok(q.options
+            .iter()
+            .map(|o| self.labels[label_index(o.label)].to_string())
+            .collect())
+    }
+}

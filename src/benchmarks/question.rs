@@ -1,0 +1,375 @@
+//! Single questions: premises, a query, a closed list of answer options and the gold option. They
+//! serve benchmarks without an edit (RobustLR families, GLoRE items, Belief-R step t) and, linked
+//! by [`Question::revises`], benchmarks whose second step is a fresh question over more premises
+//! (Belief-R step t+1 revises its step-t question).
+//!
+//! Stored under `Kind::Question`. A benchmark of single questions makes `Question`s, tags them,
+//! stores them with [`store_set`], asks them through [`Questions`] with one of its templates,
+//! and computes its metrics from [`QuestionRow`]s ([`rows`]); [`accuracy`] serves benchmarks
+//! without metrics of their own.
+
+use super::prompts::{QuestionTemplate, TemplateRecord};
+use super::{members, Answered, Column, Evaluation, Group, Prepared, Request, RESAMPLES};
+use crate::benchmarks::deltalogic::Premise;
+use crate::metrics::{estimate, Metric, Outcome};
+use crate::logic::Semantics;
+use crate::logic::Label;
+use crate::store::{canonical, Id, Kind, Names, Record, Registry, StoredSet, StoredSpec};
+use std::collections::BTreeMap;
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+/// One answer option: the label it stands for and its text as the dataset words it.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct Choice {
+    pub label: Label,
+    pub text: String,
+}
+
+fn hex_opt<S: serde::Serializer>(id: &Option<[u8; 32]>, s: S) -> Result<S::Ok, S::Error> {
+    match id {
+        Some(id) => s.serialize_some(&Id(*id).hex()),
+        None => s.serialize_none(),
+    }
+}
+
+/// One question. Its id hashes everything but the base item it came from.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct Question {
+    /// The benchmark it belongs to (`belief-r`, `robustlr`, ...): picks its metrics.
+    pub benchmark: String,
+    /// How its gold answer is defined; [`Semantics::Commonsense`] gold is never solver-checked.
+    pub semantics: Semantics,
+    pub premises: Vec<String>,
+    pub query: String,
+    /// The options in the order the prompt lists them; labels are distinct.
+    pub options: Vec<Choice>,
+    pub gold: Label,
+    /// The question this one revises: the same query asked before the last premises arrived.
+    #[serde(serialize_with = "hex_opt")]
+    pub revises: Option<[u8; 32]>,
+    /// Subset tags (`step`, `modus`, `set`, `group`, `family`, ...), sorted by key, keys unique.
+    pub tags: Vec<(String, String)>,
+    /// The base item it was made from (provenance: not part of the id; zero when none).
+    #[serde(skip)]
+    pub base_item: [u8; 32],
+}
+
+impl Question {
+    /// Checks the invariants every consumer relies on; `what` names the question in errors.
+    pub fn check(&self, what: &str) -> Result<()> {
+        if self.options.len() < 2 {
+            bail!("{what}: a question needs at least two options");
+        }
+        for (i, o) in self.options.iter().enumerate() {
+            if self.options[..i].iter().any(|p| p.label == o.label) {
+                bail!("{what}: option label {} appears twice", o.label);
+            }
+        }
+        if self.option_index(self.gold).is_none() {
+            bail!("{what}: the gold answer {} is not an option", self.gold);
+        }
+        if !self.tags.windows(2).all(|w| w[0].0 < w[1].0) {
+            bail!("{what}: tags must be sorted by key, each key once");
+        }
+        Ok(())
+    }
+
+    /// Sorts tags by key (the canonical order the id hashes).
+    pub fn sort_tags(&mut self) {
+        self.tags.sort();
+    }
+
+    pub fn tag(&self, key: &str) -> Option<&str> {
+        self.tags
+            .binary_search_by(|(k, _)| k.as_str().cmp(key))
+            .ok()
+            .map(|i| self.tags[i].1.as_str())
+    }
+
+    /// Where an option with this label sits in [`Question::options`].
+    pub fn option_index(&self, label: Label) -> Option<usize> {
+        self.options.iter().position(|o| o.label == label)
+    }
+
+    pub fn base_item(&self) -> Id {
+        Id(self.base_item)
+    }
+}
+
+impl Record for Question {
+    const KIND: Kind = Kind::Question;
+    fn content(&self) -> Vec<u8> {
+        canonical(self)
+    }
+}
+
+/// Why a question's gold answer was or was not re-derived.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "verdict", content = "why")]
+pub enum Verdict {
+    /// The solver gives the stored gold answer.
+    Solved,
+    /// No solver applies; the reason says what the gold answer is instead.
+    NotChecked(&'static str),
+}
+
+pub const COMMONSENSE_NOT_CHECKED: &str = "commonsense gold answers are majority human judgements \
+     (Belief-R), not logical consequences of the premises: no solver re-derives them";
+
+pub const DATASET_GOLD_NOT_CHECKED: &str = "gold answers are the dataset's own labels (GLoRE \
+     RobustLR: the grammar reads none of its theories whole, with their kinship phrasing and \
+     conclusion-first rules): no solver re-derives them";
+
+/// Re-derives a question's gold answer with the solvers where its semantics has one (closed and
+/// open world, first order, classical entailment).
+pub fn verify(q: &Question) -> Result<Verdict> {
+    match q.semantics {
+        Semantics::Commonsense => return Ok(Verdict::NotChecked(COMMONSENSE_NOT_CHECKED)),
+        Semantics::DatasetGold => return Ok(Verdict::NotChecked(DATASET_GOLD_NOT_CHECKED)),
+        _ => {}
+    }
+    let premise = |text: &String| Premise {
+        text: text.clone(),
+        fol: None,
+    };
+    let premises: Vec<Premise> = q.premises.iter().map(premise).collect();
+    let label = crate::benchmarks::deltalogic::solve(&premises, &premise(&q.query), q.semantics)?;
+    if label != q.gold {
+        bail!("stored gold {} but the solver says {label}", q.gold);
+    }
+    Ok(Verdict::Solved)
+}
+
+/// What storing a question set did.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stored {
+    pub name: String,
+    pub set: Id,
+    pub spec: Id,
+    pub questions: usize,
+    pub new_questions: usize,
+}
+
+impl Stored {
+    /// The set line of a build's summary.
+    pub fn text(&self) -> String {
+        format!(
+            "set `{}` = {} ({} questions, {} new; spec {})\n",
+            self.name,
+            self.set.short(),
+            self.questions,
+            self.new_questions,
+            self.spec.short()
+        )
+    }
+}
+
+/// Stores questions (checked first) and a set of them under `name`, in one transaction. The set's
+/// benchmark is the questions' own; every question must belong to it.
+pub fn store_set(
+    reg: &Registry,
+    benchmark: &str,
+    spec_json: String,
+    questions: &[Question],
+    name: &str,
+) -> Result<Stored> {
+    if questions.is_empty() {
+        bail!("no questions to store in set `{name}`");
+    }
+    for q in questions {
+        let what = format!("question {} ({})", q.id().short(), q.query);
+        q.check(&what)?;
+        if q.benchmark != benchmark {
+            bail!("{what} belongs to {}, not {benchmark}", q.benchmark);
+        }
+    }
+    reg.write(|w| {
+        let (spec, _) = w.put(&StoredSpec { json: spec_json })?;
+        let mut ids = Vec::with_capacity(questions.len());
+        let mut new = 0;
+        for q in questions {
+            let (id, fresh) = w.put(q)?;
+            ids.push(id);
+            new += usize::from(fresh);
+        }
+        let set = StoredSet::new(benchmark, spec, ids);
+        let n = set.members.len();
+        let (set_id, _) = w.put(&set)?;
+        w.name(Names::Sets, name, set_id)?;
+        Ok(Stored {
+            name: name.to_string(),
+            set: set_id,
+            spec,
+            questions: n,
+            new_questions: new,
+        })
+    })
+    .with_context(|| format!("storing set `{name}`"))
+}
+
+/// One scored question: its gold answer, the model's, what it revises, and its tags.
+#[derive(Clone, Debug, Serialize)]
+pub struct QuestionRow {
+    /// The question id (hex).
+    pub question: String,
+    pub gold: Label,
+    pub pred: Label,
+    /// The id (hex) of the question this one revises.
+    pub revises: Option<String>,
+    pub tags: Vec<(String, String)>,
+}
+
+impl QuestionRow {
+    pub fn tag(&self, key: &str) -> Option<&str> {
+        self.tags
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub(crate) fn group_by<T: Clone>(rows: &[QuestionRow], values: &[T], key: &str) -> BTreeMap<String, Vec<T>> {
+    let mut groups: BTreeMap<String, Vec<T>> = BTreeMap::new();
+    for (r, v) in rows.iter().zip(values) {
+        if let Some(g) = r.tag(key) {
+            groups.entry(g.to_string()).or_default().push(v.clone());
+        }
+    }
+    groups
+}
+
+/// Tags whose values split the accuracy of benchmarks without metrics of their own.
+pub const GROUP_TAGS: [&str; 3] = ["set", "group", "step"];
+
+#[derive(Clone, Debug, Serialize)]
+pub struct AccuracyBreakdown {
+    pub accuracy: Metric,
+    /// Tag key → tag value → accuracy.
+    pub by_tag: BTreeMap<String, BTreeMap<String, Metric>>,
+}
+
+/// Accuracy overall and per value of each tag in `tags`.
+pub fn accuracy(rows: &[QuestionRow], tags: &[&str], seed: u64, resamples: usize) -> AccuracyBreakdown {
+    let outcomes: Vec<Outcome<1>> = rows.iter().map(|r| [(true, r.pred == r.gold)]).collect();
+    let acc = |o: &[Outcome<1>]| estimate(o, &[], seed, resamples).remove(0);
+    let mut by_tag = BTreeMap::new();
+    for &key in tags {
+        let groups = group_by(rows, &outcomes, key);
+        if !groups.is_empty() {
+            let m = groups.into_iter().map(|(g, o)| (g, acc(&o))).collect();
+            by_tag.insert(key.to_string(), m);
+        }
+    }
+    AccuracyBreakdown {
+        accuracy: acc(&outcomes),
+        by_tag,
+    }
+}
+
+/// The rows of a result's answers: each question's gold answer beside the model's.
+pub fn rows(store: &Registry, answered: &[Answered]) -> Result<Vec<QuestionRow>> {
+    answered
+        .iter()
+        .map(|a| {
+            let q = store
+                .get::<Question>(&a.item)?
+                .with_context(|| format!("a result names a missing question {}", a.item.short()))?;
+            let [pred] = a.answers[..] else {
+                bail!("question {} has {} answers, not 1", a.item.short(), a.answers.len());
+            };
+            Ok(QuestionRow {
+                question: a.item.hex(),
+                gold: q.gold,
+                pred,
+                revises: q.revises.map(|b| Id(b).hex()),
+                tags: q.tags,
+            })
+        })
+        .collect()
+}
+
+/// A set's questions made ready for one template: one turn, a fresh prompt per question (Belief-R
+/// step t+1 does not continue step t).
+pub struct Questions {
+    template: Box<dyn QuestionTemplate>,
+    ids: Vec<Id>,
+    questions: Vec<Question>,
+}
+
+impl Questions {
+    pub fn new(store: &Registry, set: &StoredSet, template: Box<dyn QuestionTemplate>) -> Result<Questions> {
+        let (ids, questions) = members::<Question>(store, set)?.into_iter().unzip();
+        Ok(Questions {
+            template,
+            ids,
+            questions,
+        })
+    }
+}
+
+impl Prepared for Questions {
+    fn template(&self) -> TemplateRecord {
+        self.template.record()
+    }
+
+    fn items(&self) -> &[Id] {
+        &self.ids
+    }
+
+    fn turns(&self) -> usize {
+        1
+    }
+
+    fn request(&self, item: usize, turn: usize, earlier: &[Label]) -> Result<Request> {
+        if (turn, earlier) != (0, &[][..]) {
+            bail!("a question has one turn");
+        }
+        let q = &self.questions[item];
+        let what = || format!("question {}", self.ids[item].short());
+        let prompt = self.template.prompt(q).with_context(what)?;
+        let texts = self.template.labels(q).with_context(what)?;
+        let labels = texts.into_iter().zip(q.options.iter().map(|o| o.label)).collect();
+        Ok(Request::Score { prompt, labels })
+    }
+}
+
+const ACCURACY: [Column; 1] = [Column {
+    key: "accuracy",
+    title: "Accuracy",
+    headline: true,
+}];
+
+/// The evaluation of a benchmark whose metric is accuracy, overall and per value of each tag in
+/// `tags`.
+pub fn accuracy_evaluation(
+    rows: &[QuestionRow],
+    tags: &[&str],
+    seed: u64,
+    note: &'static str,
+) -> Result<Evaluation> {
+    let a = accuracy(rows, tags, seed, RESAMPLES);
+    let mut groups = vec![Group {
+        by: "overall".into(),
+        value: "all".into(),
+        metrics: vec![Some(a.accuracy.clone())],
+    }];
+    for (tag, values) in &a.by_tag {
+        groups.extend(values.iter().map(|(v, m)| Group {
+            by: tag.clone(),
+            value: v.clone(),
+            metrics: vec![Some(m.clone())],
+        }));
+    }
+    Ok(Evaluation {
+        n: rows.len(),
+        columns: &ACCURACY,
+        groups,
+        metrics: serde_json::to_value(&a)?,
+        note,
+    })
+}

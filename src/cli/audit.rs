@@ -1,0 +1,84 @@
+//! `deltalogic audit RESULT`: every score behind a result, optionally recomputing a sample.
+
+use super::emit;
+use crate::eval::{audit, models, ModelRecord};
+use crate::store::{Id, Registry};
+use anyhow::{Context, Result};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A result id (or a unique prefix of one), as `report --format json` shows.
+    result: String,
+    /// Recompute this many sampled scores with the model and report any difference.
+    #[arg(long)]
+    verify: Option<usize>,
+    /// Include each score's prompt text (JSON output).
+    #[arg(long)]
+    prompts: bool,
+}
+
+pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
+    let mut audit = audit::audit(reg, &a.result)?;
+    if a.prompts {
+        audit::attach_prompts(reg, &mut audit)?;
+    }
+    let checked = match a.verify {
+        Some(k) => {
+            let model = Id(audit
+                .scores
+                .first()
+                .context("the result read no scores")?
+                .model
+                .0);
+            let record = reg
+                .get::<ModelRecord>(&model)?
+                .context("the result's model has no record")?;
+            let (_, record) = models::resolve(reg, &model.hex())
+                .with_context(|| format!("model {} ({})", model.short(), record.path))?;
+            Some(audit::verify(reg, &audit, &models::Loaded::open(&record)?, k)?)
+        }
+        None => None,
+    };
+    let doc = serde_json::json!({"audit": audit, "verify": checked});
+    emit(json, &doc, || {
+        println!(
+            "result {} on set {} ({} items), template {}, normalisation {}: {} scores",
+            audit.result.short(),
+            audit.set.short(),
+            audit.set_size,
+            audit.template.short(),
+            audit.normalisation,
+            audit.scores.len()
+        );
+        for l in &audit.scores {
+            let lp: Vec<String> = l.logprobs.iter().map(|x| format!("{x:.4}")).collect();
+            println!(
+                "{}  item {} turn {} {:<11} model {} [{}] at {}",
+                l.key.short(),
+                l.item.short(),
+                l.turn,
+                format!("{:?}", l.label),
+                l.model.short(),
+                lp.join(", "),
+                l.computed_at
+            );
+        }
+        if let Some(v) = &checked {
+            println!(
+                "verified {} sampled scores: {} identical, {} differ (max abs difference {:.2e})",
+                v.checked,
+                v.identical,
+                v.differences.len(),
+                v.max_abs_diff
+            );
+            for d in &v.differences {
+                println!(
+                    "  {} stored {:?} recomputed {:?}",
+                    d.key.short(),
+                    d.stored,
+                    d.recomputed
+                );
+            }
+        }
+    })
+}

@@ -1,0 +1,26 @@
+//! `deltalogic datasets check`.
+
+use super::emit;
+use crate::check;
+use crate::store::Registry;
+use anyhow::Result;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Agreement of the solvers (ProofWriter, RuleTaker) and the FOLIO checker with the
+    /// datasets' own labels; disagreements are listed.
+    Check {
+        /// Only this dataset (folio, proofwriter, ruletaker).
+        #[arg(long)]
+        dataset: Option<String>,
+        /// How many disagreements to list per dataset.
+        #[arg(long, default_value_t = 20)]
+        list: usize,
+    },
+}
+
+pub fn run(store: &Registry, json: bool, c: Command) -> Result<()> {
+    let Command::Check { dataset, list } = c;
+    let r = check::check(store, dataset.as_deref())?;
+    emit(json, &r, || check::print(&r, list))
+}

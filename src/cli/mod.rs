@@ -1,0 +1,117 @@
+//! The command line: one file per command group, each with its arguments, handler and text
+//! printer. Every command does its work through the library and prints either a readable summary
+//! or, with the global `--json`, one JSON document.
+
+mod audit;
+mod build;
+mod cache;
+mod datasets;
+mod episodes;
+mod ingest;
+mod model;
+mod output;
+pub mod progress;
+mod report;
+mod score;
+mod stats;
+
+use crate::store::Registry;
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Measures whether language models revise their beliefs correctly when the evidence changes.
+#[derive(Parser, Debug)]
+#[command(name = "deltalogic", version, about, long_about = None)]
+pub struct Cli {
+    /// The registry database.
+    #[arg(
+        long,
+        global = true,
+        env = "DELTALOGIC_STORE",
+        default_value = "store/registry.redb"
+    )]
+    pub store: PathBuf,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Read a dataset file, or every file of that format under a directory (sorted), into the store.
+    Ingest(ingest::Args),
+    /// Build a named set of a benchmark (`deltalogic build <benchmark> --help` for its options).
+    Build(build::Args),
+    /// List, show or export DeltaLogic episodes.
+    #[command(subcommand)]
+    Episodes(episodes::Command),
+    /// Check ingested datasets against the logic engine.
+    #[command(subcommand)]
+    Datasets(datasets::Command),
+    /// Counts of everything in the store.
+    Stats,
+    /// Every benchmark's tables for the stored results, side by side, and an SVG figure.
+    Report(report::Args),
+    /// Every score behind a result: key, item, turn, label, model, log-probs, when computed.
+    Audit(audit::Args),
+    /// Share caches: export, merge, verify, stats.
+    #[command(subcommand)]
+    Cache(cache::Command),
+    /// Register models by fingerprint, list them.
+    #[command(subcommand)]
+    Model(model::Command),
+    /// Score a set with a model: computes only the scores the cache lacks.
+    Score(score::Args),
+    /// The main job: fetch the default model, build the default set from generated theories,
+    /// score it, report. A second run computes nothing and prints the same report.
+    Run(score::RunArgs),
+    /// Score labels after a context with a model file (no cache): token ids, log-probs, sum, mean.
+    ScoreText(crate::model::cli::ScoreTextArgs),
+    /// Prefill throughput per backend beside llama.cpp's llama-bench, and peak memory.
+    Bench(crate::model::bench::BenchArgs),
+    /// Developer tools.
+    #[command(subcommand)]
+    Dev(model::DevCommand),
+}
+
+pub fn run(cli: Cli) -> Result<()> {
+    let json = cli.json;
+    // Commands on model files alone never touch the store.
+    match &cli.command {
+        Command::ScoreText(a) => return crate::model::cli::score_text(a, json),
+        Command::Bench(a) => return crate::model::bench::bench(a),
+        Command::Dev(c) => return model::dev(c),
+        _ => {}
+    }
+    let store = Registry::open(&cli.store)?;
+    match cli.command {
+        Command::Ingest(a) => ingest::run(&store, json, a),
+        Command::Build(a) => build::run(&store, json, a),
+        Command::Episodes(c) => episodes::run(&store, json, c),
+        Command::Datasets(c) => datasets::run(&store, json, c),
+        Command::Stats => stats::run(&store, json),
+        Command::Report(a) => report::run(&store, json, a),
+        Command::Audit(a) => audit::run(&store, json, a),
+        Command::Cache(c) => cache::run(&store, json, c),
+        Command::Model(c) => model::run(&store, json, c),
+        Command::Score(a) => score::run(&store, json, a),
+        Command::Run(a) => score::run_main(&store, json, a),
+        Command::ScoreText(_) | Command::Bench(_) | Command::Dev(_) => {
+            unreachable!("handled above")
+        }
+    }
+}
+
+/// Prints `value` as JSON, or runs the text printer.
+fn emit<T: Serialize>(json: bool, value: &T, text: impl FnOnce()) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        text();
+    }
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! `deltalogic model add|list` and the developer tools.
+
+use super::emit;
+use crate::eval::{models, ModelRecord};
+use crate::model::scorer::Backend;
+use crate::store::{Names, Registry};
+use anyhow::Result;
+use std::path::PathBuf;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Register a GGUF file or Hugging Face directory (same bytes, same model).
+    Add {
+        path: PathBuf,
+        /// An alias [default: the file name without extension].
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long, value_enum, default_value_t = Backend::Flex)]
+        backend: Backend,
+    },
+    /// Registered models and their names.
+    List,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum DevCommand {
+    /// Write the tiny random-weight model fixtures of every architecture.
+    MakeFixtures(crate::model::cli::MakeFixturesArgs),
+}
+
+pub fn dev(c: &DevCommand) -> Result<()> {
+    let DevCommand::MakeFixtures(a) = c;
+    crate::model::cli::make_fixtures(a)
+}
+
+pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {
+    match c {
+        Command::Add {
+            path,
+            name,
+            backend,
+        } => {
+            let (id, new) = models::add(reg, &path, name.as_deref(), backend)?;
+            let out = serde_json::json!({"fingerprint": id, "new": new});
+            emit(json, &out, || {
+                println!(
+                    "{} model {id}",
+                    if new {
+                        "registered"
+                    } else {
+                        "already registered:"
+                    }
+                )
+            })
+        }
+        Command::List => {
+            let names = reg.names(Names::Models)?;
+            let list: Vec<_> = reg
+                .all::<ModelRecord>()?
+                .into_iter()
+                .map(|(id, m)| {
+                    let aliases: Vec<&str> = names
+                        .iter()
+                        .filter(|(_, i)| *i == id)
+                        .map(|(n, _)| n.as_str())
+                        .collect();
+                    serde_json::json!({"fingerprint": id, "names": aliases, "architecture": m.architecture,
+                        "format": m.format, "backend": m.backend, "path": m.path, "bytes": m.bytes})
+                })
+                .collect();
+            emit(json, &list, || {
+                for m in &list {
+                    println!(
+                        "{}  {:<24} {} {} {}",
+                        &m["fingerprint"].as_str().unwrap_or_default()[..12],
+                        m["names"].to_string(),
+                        m["architecture"].as_str().unwrap_or_default(),
+                        m["backend"].as_str().unwrap_or_default(),
+                        m["path"].as_str().unwrap_or_default()
+                    );
+                }
+            })
+        }
+    }
+}

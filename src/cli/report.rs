@@ -1,0 +1,49 @@
+//! `deltalogic report`: every benchmark's tables for the stored results, and the figure.
+
+use super::output;
+use crate::report::{self, Format};
+use crate::store::Registry;
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Only these models (names).
+    #[arg(long, num_args = 1..)]
+    models: Vec<String>,
+    /// Only these sets (names).
+    #[arg(long, num_args = 1..)]
+    sets: Vec<String>,
+    #[arg(long, value_enum, default_value_t = Format::Md)]
+    format: Format,
+    /// Where to write the SVG figure [default: failure-modes.svg beside the store].
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+pub fn run(store: &Registry, json: bool, a: Args) -> Result<()> {
+    let entries = report::entries(store, &a.models, &a.sets)?;
+    if entries.is_empty() {
+        bail!("no results to report: score a set first (`deltalogic score` or `deltalogic run`)");
+    }
+    let format = if json { Format::Json } else { a.format };
+    print!("{}", report::render(&entries, format)?);
+    // The default figure beside the store is the report's own, rewritten every time; a file the
+    // user names must not be the store or another existing file.
+    let (path, force) = match a.svg {
+        Some(p) => (p, false),
+        None => (output::figure_beside(store), true),
+    };
+    write_figure(store, &path, &entries, force)
+}
+
+pub fn write_figure(
+    store: &Registry,
+    path: &std::path::Path,
+    entries: &[report::Entry],
+    force: bool,
+) -> Result<()> {
+    output::write(store, path, report::svg(entries).as_bytes(), force)?;
+    eprintln!("figure written to {}", path.display());
+    Ok(())
+}

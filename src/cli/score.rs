@@ -1,0 +1,183 @@
+//! `deltalogic score` (any benchmark's set, through the one evaluation runner) and `deltalogic run`
+//! (the main job).
+
+use super::progress::Bar;
+use crate::benchmarks::{self, deltalogic};
+use crate::eval::{self, models, Normalisation, Outcome};
+use crate::model::scorer::Backend;
+use crate::report;
+use crate::store::Registry;
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+
+/// More threads than this per core only adds scheduling overhead; far more would start
+/// thousands of OS threads.
+const THREADS_PER_CORE: usize = 4;
+
+/// Parses `--threads`: at least 1, at most [`THREADS_PER_CORE`] per available core.
+fn threads(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let max = cores * THREADS_PER_CORE;
+    if !(1..=max).contains(&n) {
+        return Err(format!(
+            "{n} threads: give 1 to {max} ({THREADS_PER_CORE} per core on this machine's {cores})"
+        ));
+    }
+    Ok(n)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A model name (see `model list`) or fingerprint prefix.
+    #[arg(long)]
+    model: String,
+    /// A set name (see `stats`), of any benchmark.
+    #[arg(long)]
+    set: String,
+    /// The prompt template [default: the benchmark's first]. DeltaLogic: `plain` or `chat` (the
+    /// model's own chat template). Belief-R: `beliefr-letters` (score the option letters) or
+    /// `beliefr-text` (score the option texts). RobustLR, GLoRE, static: `plain-question`.
+    #[arg(long)]
+    template: Option<String>,
+    /// How label log-probs are compared (a later turn continues with the label this picks).
+    #[arg(long, value_enum, default_value_t = Normalisation::Mean)]
+    norm: Normalisation,
+    /// Threads for the tensor kernels.
+    #[arg(long, default_value = "2", value_parser = threads)]
+    threads: usize,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Seed of the generated default set.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Threads for the tensor kernels.
+    #[arg(long, default_value = "2", value_parser = threads)]
+    threads: usize,
+}
+
+/// Scores a set with a model through the runner; the model is loaded only if a score is missing.
+fn score(
+    reg: &Registry,
+    model: &str,
+    set: &str,
+    template: Option<&str>,
+    norm: Normalisation,
+    threads: usize,
+    json: bool,
+) -> Result<Outcome> {
+    let (model_id, record) = models::resolve(reg, model)?;
+    let Some((set_id, stored)) = reg.set_by_name(set)? else {
+        bail!(
+            "no set named `{set}` in {} (see `deltalogic stats`)",
+            reg.path().display()
+        );
+    };
+    let benchmark = benchmarks::named(&stored.benchmark)?;
+    let template = template.unwrap_or(benchmark.templates()[0]);
+    let load = || -> Result<models::Loaded> {
+        crate::model::scorer::set_threads(threads)?;
+        models::Loaded::open(&record)
+    };
+    eval::run(
+        reg,
+        benchmark,
+        (set_id, &stored),
+        (model_id, &record),
+        load,
+        template,
+        norm,
+        &mut Bar::new(json),
+    )
+    .with_context(|| format!("scoring set `{set}` with `{model}`"))
+}
+
+fn print(o: &Outcome) {
+    let r = &o.report;
+    println!(
+        "{} items: {} scores needed, {} found in the cache, {} computed in {:.1} s",
+        r.items, r.scores_needed, r.scores_found_in_cache, r.scores_computed, r.seconds
+    );
+    println!(
+        "forward tokens {} / prefix-tree tokens {} (lower bound)",
+        r.forward_tokens, r.tree_tokens
+    );
+    println!("result {}", o.result);
+}
+
+pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
+    let out = score(
+        reg,
+        &a.model,
+        &a.set,
+        a.template.as_deref(),
+        a.norm,
+        a.threads,
+        json,
+    )?;
+    super::emit(json, &out, || print(&out))
+}
+
+/// The default model of `run`: SmolLM2-135M-Instruct (Q4_1), fetched by `scripts/fetch_models.sh`.
+const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+const DEFAULT_MODEL_NAME: &str = "smollm2-135m";
+const DEFAULT_SET: &str = "default";
+
+pub fn run_main(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
+    let dir = std::env::var_os("DELTALOGIC_MODELS")
+        .map_or_else(|| PathBuf::from("models"), PathBuf::from);
+    let path = dir.join(DEFAULT_MODEL_FILE);
+    if !path.is_file() {
+        eprintln!("fetching the default model into {}", dir.display());
+        let status = std::process::Command::new("bash")
+            .arg("scripts/fetch_models.sh")
+            .arg("--only")
+            .arg("smollm2")
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .context("cannot run scripts/fetch_models.sh (run `deltalogic run` from the repository root)")?;
+        if !status.success() {
+            bail!("scripts/fetch_models.sh failed: the default model could not be fetched");
+        }
+    }
+    let (model_id, _) = models::add(reg, &path, Some(DEFAULT_MODEL_NAME), Backend::Flex)?;
+    let spec = deltalogic::BuildSpec {
+        seed: a.seed,
+        from: deltalogic::PremiseSource::Generated,
+        per_type: None,
+        extended: false,
+    };
+    let built = deltalogic::build(reg, &spec, DEFAULT_SET)?;
+    let out = score(
+        reg,
+        DEFAULT_MODEL_NAME,
+        DEFAULT_SET,
+        None,
+        Normalisation::Mean,
+        a.threads,
+        json,
+    )?;
+    let entries = report::entries(
+        reg,
+        &[DEFAULT_MODEL_NAME.to_string()],
+        &[DEFAULT_SET.to_string()],
+    )?;
+    if json {
+        let doc = serde_json::json!({"model": model_id, "set": built.set, "score": out, "results": entries});
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "set `{DEFAULT_SET}` = {} ({} episodes, {} new)",
+            built.set.short(),
+            built.episodes,
+            built.new_episodes
+        );
+        print(&out);
+        println!();
+        print!("{}", report::render(&entries, report::Format::Md)?);
+    }
+    super::report::write_figure(reg, &super::output::figure_beside(reg), &entries, true)
+}

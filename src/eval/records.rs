@@ -1,0 +1,186 @@
+//! The records of scoring: models, templates, prompt texts, scores and results.
+
+use crate::logic::Label;
+use crate::store::{canonical, Id, Kind, Record};
+use serde::Serialize;
+
+/// A registered model. Its id is its fingerprint: the weights (for a GGUF file, the whole file,
+/// which also holds the tokenizer and the architecture config; for a Hugging Face directory,
+/// config.json, tokenizer files and every weight file) and the numerics that produce scores.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct ModelRecord {
+    /// blake3 of the model's files (see `models::content_hash`), hex.
+    pub files_blake3: String,
+    pub backend: String,
+    pub dtype: String,
+    pub scorer_version: String,
+    /// `gguf` or `hf`.
+    pub format: String,
+    pub architecture: String,
+    /// Where it was registered from (provenance: not part of the fingerprint).
+    pub path: String,
+    pub bytes: u64,
+}
+
+impl Record for ModelRecord {
+    const KIND: Kind = Kind::Model;
+    fn content(&self) -> Vec<u8> {
+        canonical(&(
+            &self.files_blake3,
+            &self.backend,
+            &self.dtype,
+            &self.scorer_version,
+        ))
+    }
+}
+
+/// The full text of a prompt prefix, kept once however many labels and models score it.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct PromptRecord {
+    pub text: String,
+}
+
+impl Record for PromptRecord {
+    const KIND: Kind = Kind::Prompt;
+    fn content(&self) -> Vec<u8> {
+        self.text.as_bytes().to_vec()
+    }
+}
+
+/// One `(model, prompt prefix, label)` score. The key hashes the model fingerprint, the prompt
+/// (through its content id, a hash of the full text) and the label text.
+#[derive(Clone, Debug, PartialEq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ScoreRecord {
+    pub model: [u8; 32],
+    pub prompt: [u8; 32],
+    pub label: String,
+    pub tokens: Vec<u32>,
+    /// Natural-log probability of each label token.
+    pub logprobs: Vec<f32>,
+    pub chars: u32,
+    pub bytes: u32,
+    pub backend: String,
+    pub tool_version: String,
+    /// Time of the label's own forward pass (the shared prefix is not included), microseconds.
+    pub compute_micros: u64,
+    /// Unix seconds.
+    pub computed_at: u64,
+}
+
+impl ScoreRecord {
+    pub fn key(model: Id, prompt: Id, label: &str) -> Id {
+        Id::derive(Kind::Score, &canonical(&(model.hex(), prompt.hex(), label)))
+    }
+
+    pub fn sum(&self) -> f64 {
+        self.logprobs.iter().map(|&x| f64::from(x)).sum()
+    }
+
+    /// The value a normalisation gives; every one is derived from the stored log-probs.
+    pub fn normalised(&self, n: Normalisation) -> f64 {
+        match n {
+            Normalisation::Mean => self.sum() / self.logprobs.len().max(1) as f64,
+            Normalisation::Sum => self.sum(),
+            Normalisation::PerChar => self.sum() / f64::from(self.chars.max(1)),
+        }
+    }
+
+    /// Whether two records hold the same score (timing and date may differ).
+    pub fn same_score(&self, other: &ScoreRecord) -> bool {
+        self.tokens == other.tokens
+            && self
+                .logprobs
+                .iter()
+                .map(|x| x.to_bits())
+                .eq(other.logprobs.iter().map(|x| x.to_bits()))
+            && self.backend == other.backend
+    }
+}
+
+impl Record for ScoreRecord {
+    const KIND: Kind = Kind::Score;
+    fn content(&self) -> Vec<u8> {
+        canonical(&(Id(self.model).hex(), Id(self.prompt).hex(), &self.label))
+    }
+}
+
+/// How label log-probs become one number per label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Normalisation {
+    /// Mean log-prob per token (the DeltaLogic paper's default).
+    Mean,
+    Sum,
+    /// Sum divided by the label's characters.
+    PerChar,
+}
+
+impl Normalisation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Normalisation::Mean => "mean",
+            Normalisation::Sum => "sum",
+            Normalisation::PerChar => "per-char",
+        }
+    }
+}
+
+/// One turn of an item in a result: the model's answer and the keys of the scores it was
+/// chosen from, in the order of the turn's labels.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct Turn {
+    pub answer: Label,
+    pub keys: Vec<[u8; 32]>,
+}
+
+/// One item's part of a result: every turn, in order.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct ResultRow {
+    pub item: [u8; 32],
+    pub turns: Vec<Turn>,
+}
+
+/// A result of any benchmark: identified by its inputs (model, set, template, normalisation and
+/// the set of score keys read; order does not matter). The set names the benchmark.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct ResultRecord {
+    pub model: [u8; 32],
+    pub set: [u8; 32],
+    pub template: [u8; 32],
+    pub normalisation: String,
+    pub rows: Vec<ResultRow>,
+}
+
+impl ResultRecord {
+    /// Every score key the result read, row by row and turn by turn.
+    pub fn keys(&self) -> impl Iterator<Item = Id> + '_ {
+        self.rows
+            .iter()
+            .flat_map(|r| r.turns.iter().flat_map(|t| t.keys.iter().map(|k| Id(*k))))
+    }
+}
+
+impl Record for ResultRecord {
+    const KIND: Kind = Kind::Result;
+    fn content(&self) -> Vec<u8> {
+        let mut keys: Vec<String> = self.keys().map(|k| k.hex()).collect();
+        keys.sort();
+        canonical(&(
+            Id(self.model).hex(),
+            Id(self.set).hex(),
+            Id(self.template).hex(),
+            &self.normalisation,
+            keys,
+        ))
+    }
+}

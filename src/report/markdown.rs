@@ -1,0 +1,214 @@
+//! The Markdown report: with several benchmarks, their headline numbers side by side per model;
+//! then per benchmark its overall table (one row per result) and one breakdown table per way its
+//! items are grouped.
+//!
+//! Cells give percentages with their 95% bootstrap interval, `63.0 [55.1, 70.2]`; a cell whose
+//! conditioning set is smaller than the row's count carries its own `n`; an empty one reads `—`.
+
+use super::{by_benchmark, varying, Entry, Setting};
+use crate::metrics::Metric;
+use std::fmt::Write;
+
+fn percent(x: f64) -> String {
+    format!("{:.1}", 100.0 * x)
+}
+
+/// `63.0 [55.1, 70.2]`, or `—` without a value.
+pub(super) fn estimate(m: &Metric) -> String {
+    let mut s = m.value.map_or_else(|| "—".to_string(), percent);
+    if let (Some(lo), Some(hi)) = (m.lo, m.hi) {
+        write!(s, " [{}, {}]", percent(lo), percent(hi)).expect("writing to a String");
+    }
+    s
+}
+
+/// The estimate, plus ` (n=k)` when the metric's own n differs from the row's.
+fn cell(m: Option<&Metric>, row_n: usize) -> String {
+    let Some(m) = m else {
+        return String::new();
+    };
+    let mut s = estimate(m);
+    if m.n != row_n {
+        write!(s, " (n={})", m.n).expect("writing to a String");
+    }
+    s
+}
+
+fn line<S: AsRef<str>>(cells: impl IntoIterator<Item = S>) -> String {
+    let cells: Vec<String> = cells
+        .into_iter()
+        .map(|c| c.as_ref().replace('|', "\\|"))
+        .collect();
+    format!("| {} |\n", cells.join(" | "))
+}
+
+fn table(head: &[String], rows: Vec<Vec<String>>) -> String {
+    let mut out = line(head);
+    out += &line(head.iter().map(|_| "---"));
+    for r in rows {
+        out += &line(r);
+    }
+    out
+}
+
+fn labels(e: &Entry, settings: &[Setting]) -> Vec<String> {
+    std::iter::once(e.model.clone())
+        .chain(settings.iter().map(|(_, get)| get(e).to_string()))
+        .collect()
+}
+
+/// The whole report.
+pub fn markdown(entries: &[Entry]) -> String {
+    let sections = by_benchmark(entries);
+    let mut out = String::new();
+    if sections.len() > 1 {
+        out += &side_by_side(&sections);
+    }
+    for s in sections {
+        out += &section(s);
+    }
+    out
+}
+
+/// One benchmark: the overall table, then a table per grouping.
+fn section(entries: &[Entry]) -> String {
+    let first = &entries[0];
+    let columns = first.evaluation.columns;
+    let settings = varying(entries);
+    let mut head: Vec<String> = std::iter::once("Model")
+        .chain(settings.iter().map(|(t, _)| *t))
+        .map(String::from)
+        .collect();
+    let with_metrics = |head: &[String]| -> Vec<String> {
+        head.iter()
+            .cloned()
+            .chain(columns.iter().map(|c| c.title.to_string()))
+            .chain(["n".to_string()])
+            .collect()
+    };
+    let overall = entries
+        .iter()
+        .map(|e| {
+            let n = e.evaluation.n;
+            let mut row = labels(e, &settings);
+            row.extend(e.evaluation.groups[0].metrics.iter().map(|m| cell(m.as_ref(), n)));
+            row.push(n.to_string());
+            row
+        })
+        .collect();
+    let mut out = format!(
+        "## {}\n\n{}",
+        first.title,
+        table(&with_metrics(&head), overall)
+    );
+    // One table per grouping, in the order the benchmark lists them.
+    let mut bys: Vec<&str> = Vec::new();
+    for g in entries.iter().flat_map(|e| &e.evaluation.groups[1..]) {
+        if !bys.contains(&g.by.as_str()) {
+            bys.push(&g.by);
+        }
+    }
+    head.push("Group".into());
+    for by in bys {
+        let rows = entries
+            .iter()
+            .flat_map(|e| {
+                let settings = &settings;
+                e.evaluation.groups[1..]
+                    .iter()
+                    .filter(move |g| g.by == by)
+                    .map(move |g| {
+                        let n = g.metrics.iter().flatten().map(|m| m.n).max().unwrap_or(0);
+                        let mut row = labels(e, settings);
+                        row.push(g.value.clone());
+                        row.extend(g.metrics.iter().map(|m| cell(m.as_ref(), n)));
+                        row.push(n.to_string());
+                        row
+                    })
+            })
+            .collect();
+        out += &format!(
+            "\n### {} by {by}\n\n{}",
+            first.title,
+            table(&with_metrics(&head), rows)
+        );
+    }
+    out += "\nPercentages with 95% bootstrap intervals.";
+    if !first.evaluation.note.is_empty() {
+        out += " ";
+        out += first.evaluation.note;
+    }
+    out += "\n\n";
+    out
+}
+
+/// Per model, every benchmark's headline numbers. A model with several results of one benchmark
+/// (sets, templates, normalisations) gets them in one cell, separated by ` / `, in the order of
+/// the per-benchmark sections.
+fn side_by_side(sections: &[&[Entry]]) -> String {
+    let mut models: Vec<&str> = sections
+        .iter()
+        .flat_map(|s| s.iter().map(|e| e.model.as_str()))
+        .collect();
+    models.sort();
+    models.dedup();
+    let mut head = vec!["Model".to_string()];
+    for s in sections {
+        let e = &s[0];
+        for c in e.evaluation.columns.iter().filter(|c| c.headline) {
+            head.push(format!("{} {}", e.title, c.title));
+        }
+    }
+    let rows = models
+        .iter()
+        .map(|&model| {
+            let mut row = vec![model.to_string()];
+            for s in sections {
+                for c in s[0].evaluation.columns.iter().filter(|c| c.headline) {
+                    let found: Vec<String> = s
+                        .iter()
+                        .filter(|e| e.model == model)
+                        .filter_map(|e| e.evaluation.overall(c.key))
+                        .map(|m| format!("{} (n={})", estimate(m), m.n))
+                        .collect();
+                    row.push(if found.is_empty() {
+                        "—".to_string()
+                    } else {
+                        found.join(" / ")
+                    });
+                }
+            }
+            row
+        })
+        .collect();
+    format!(
+        "## Benchmarks side by side\n\n{}\n\
+         Percentages with 95% bootstrap intervals and the size of each conditioning set; each \
+         benchmark's section below says what its numbers mean.\n\n",
+        table(&head, rows)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metric(value: Option<f64>, n: usize, ci: Option<(f64, f64)>) -> Metric {
+        Metric {
+            value,
+            n,
+            lo: ci.map(|c| c.0),
+            hi: ci.map(|c| c.1),
+        }
+    }
+
+    #[test]
+    fn cells_are_percentages_with_interval_and_own_n() {
+        let m = metric(Some(0.63), 100, Some((0.551, 0.7024)));
+        assert_eq!(cell(Some(&m), 100), "63.0 [55.1, 70.2]");
+        assert_eq!(cell(Some(&m), 120), "63.0 [55.1, 70.2] (n=100)");
+        assert_eq!(cell(Some(&metric(Some(-0.05), 9, None)), 9), "-5.0");
+        assert_eq!(cell(Some(&metric(None, 0, None)), 9), "— (n=0)");
+        assert_eq!(cell(None, 9), "");
+    }
+}

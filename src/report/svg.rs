@@ -1,0 +1,235 @@
+//! The report's figure: for each benchmark, grouped bars of the metrics it plots (DeltaLogic's
+//! failure modes: inertia, over-flip, abstention; every other benchmark its headline metrics) per
+//! result, with 95% interval whiskers on a 0–100% axis; one panel per benchmark, stacked, in one
+//! standalone SVG document.
+
+use super::markdown::estimate;
+use super::{by_benchmark, varying, Entry, Setting};
+use crate::metrics::Metric;
+
+/// Bar colours in order (Okabe–Ito, safe for colour blindness).
+const COLOURS: [&str; 6] = ["#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"];
+const BAR_W: f64 = 28.0;
+const BAR_GAP: f64 = 4.0;
+const GROUP_W: f64 = 180.0;
+const PLOT_H: f64 = 240.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 24.0;
+const TOP: f64 = 92.0;
+const BOTTOM: f64 = 70.0;
+const MIN_W: f64 = 560.0;
+/// Labels longer than this (about a group's width in 12px bold) are shortened, in full in a tooltip.
+const LABEL_CHARS: usize = 24;
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The escaped label, cut to [`LABEL_CHARS`] with the full text as a tooltip so that
+/// neighbouring groups' labels do not overlap.
+fn shortened(label: &str) -> String {
+    if label.chars().count() <= LABEL_CHARS {
+        return xml_escape(label);
+    }
+    let cut: String = label.chars().take(LABEL_CHARS - 1).collect();
+    format!("{}…<title>{}</title>", xml_escape(&cut), xml_escape(label))
+}
+
+/// The y coordinate of a proportion.
+fn y(p: f64) -> f64 {
+    TOP + PLOT_H * (1.0 - p.clamp(0.0, 1.0))
+}
+
+/// The columns a benchmark's panel plots: DeltaLogic's failure modes, else its headline metrics.
+fn plotted(e: &Entry) -> Vec<(usize, &'static str)> {
+    const FAILURE_MODES: [(&str, &str); 3] =
+        [("inertia", "Inertia"), ("over_flip", "Over-flip"), ("abstain", "Abstention")];
+    let columns = e.evaluation.columns;
+    let key = |k: &str| columns.iter().position(|c| c.key == k);
+    if e.benchmark == crate::benchmarks::deltalogic::BENCHMARK {
+        return FAILURE_MODES.iter().filter_map(|(k, t)| Some((key(k)?, *t))).collect();
+    }
+    let headline = columns.iter().enumerate().filter(|(_, c)| c.headline);
+    headline.take(COLOURS.len()).map(|(i, c)| (i, c.title)).collect()
+}
+
+/// The figure of a report: a panel per benchmark.
+pub fn svg(entries: &[Entry]) -> String {
+    let sections = by_benchmark(entries);
+    let width = sections
+        .iter()
+        .map(|s| LEFT + group_w(&s[0]) * s.len() as f64 + RIGHT)
+        .fold(MIN_W, f64::max);
+    let panel_h = TOP + PLOT_H + BOTTOM;
+    let height = panel_h * sections.len() as f64;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    );
+    for (i, section) in sections.iter().enumerate() {
+        s += &format!(
+            "<g class=\"panel\" data-benchmark=\"{}\" transform=\"translate(0 {})\">\n",
+            xml_escape(&section[0].benchmark),
+            panel_h * i as f64
+        );
+        s += &panel(section, width);
+        s += "</g>\n";
+    }
+    s += "</svg>\n";
+    s
+}
+
+/// A group's width: room for its bars, at least the labels' width.
+fn group_w(e: &Entry) -> f64 {
+    let bars = plotted(e).len() as f64;
+    (bars * (BAR_W + BAR_GAP) + 60.0).max(GROUP_W)
+}
+
+fn panel(entries: &[Entry], width: f64) -> String {
+    let first = &entries[0];
+    let modes = plotted(first);
+    let title = if first.benchmark == crate::benchmarks::deltalogic::BENCHMARK {
+        "DeltaLogic: belief-revision failure modes per model".to_string()
+    } else {
+        format!("{} per model", first.title)
+    };
+    let mut s = format!(
+        "<text x=\"{0}\" y=\"26\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">\
+         {1}</text>\n\
+         <text x=\"{0}\" y=\"46\" text-anchor=\"middle\" fill=\"#555\">\
+         whiskers: 95% bootstrap interval; n: items</text>\n",
+        width / 2.0,
+        xml_escape(&title)
+    );
+    s += &legend(width, &modes);
+    s += &axis(width);
+    let settings = varying(entries);
+    let gw = group_w(first);
+    // Centre the groups when the minimum width leaves room to spare.
+    let x0 = (width - RIGHT + LEFT - gw * entries.len() as f64) / 2.0;
+    for (i, e) in entries.iter().enumerate() {
+        s += &bar_group(e, &settings, &modes, x0 + gw * i as f64, gw);
+    }
+    s
+}
+
+fn legend(width: f64, modes: &[(usize, &str)]) -> String {
+    let mut s = String::from("<g class=\"legend\">\n");
+    const ITEM_W: f64 = 110.0;
+    let x0 = (width - ITEM_W * modes.len() as f64) / 2.0;
+    for (i, ((_, name), colour)) in modes.iter().zip(COLOURS).enumerate() {
+        let x = x0 + ITEM_W * i as f64;
+        s += &format!(
+            "<rect x=\"{x}\" y=\"58\" width=\"12\" height=\"12\" fill=\"{colour}\"/>\
+             <text x=\"{}\" y=\"68\">{name}</text>\n",
+            x + 17.0
+        );
+    }
+    s += "</g>\n";
+    s
+}
+
+/// Horizontal grid lines with percentage ticks, and the baseline.
+fn axis(width: f64) -> String {
+    let mut s = String::from("<g class=\"axis\" stroke=\"#ddd\">\n");
+    for tick in [0, 25, 50, 75, 100] {
+        let ty = y(f64::from(tick) / 100.0);
+        s += &format!(
+            "<line x1=\"{LEFT}\" y1=\"{ty}\" x2=\"{}\" y2=\"{ty}\"/>\
+             <text x=\"{}\" y=\"{}\" text-anchor=\"end\" stroke=\"none\" fill=\"#333\">{tick}%</text>\n",
+            width - RIGHT,
+            LEFT - 6.0,
+            ty + 4.0
+        );
+    }
+    s += &format!(
+        "<line x1=\"{LEFT}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"#333\"/>\n</g>\n",
+        y(0.0),
+        width - RIGHT
+    );
+    s
+}
+
+/// One entry's bars, whiskers and labels (model; the varying settings; item count).
+fn bar_group(e: &Entry, settings: &[Setting], modes: &[(usize, &str)], x0: f64, gw: f64) -> String {
+    let overall = &e.evaluation.groups[0].metrics;
+    let mut s = format!(
+        "<g class=\"model\" data-model=\"{}\">\n",
+        xml_escape(&e.model)
+    );
+    let bars_w = modes.len() as f64 * BAR_W + (modes.len().max(1) - 1) as f64 * BAR_GAP;
+    let left = x0 + (gw - bars_w) / 2.0;
+    for (i, ((column, name), colour)) in modes.iter().zip(COLOURS).enumerate() {
+        let x = left + i as f64 * (BAR_W + BAR_GAP);
+        if let Some(m) = &overall[*column] {
+            s += &bar(m, name, colour, x);
+        }
+    }
+    let centre = x0 + gw / 2.0;
+    let mut lines = vec![e.model.clone()];
+    let detail: Vec<&str> = settings.iter().map(|(_, get)| get(e)).collect();
+    if !detail.is_empty() {
+        lines.push(detail.join(" · "));
+    }
+    lines.push(format!("n = {}", e.evaluation.n));
+    for (i, line) in lines.iter().enumerate() {
+        s += &format!(
+            "<text x=\"{centre}\" y=\"{}\" text-anchor=\"middle\"{}>{}</text>\n",
+            y(0.0) + 18.0 + 15.0 * i as f64,
+            if i == 0 {
+                " font-weight=\"bold\""
+            } else {
+                " fill=\"#555\""
+            },
+            shortened(line)
+        );
+    }
+    s += "</g>\n";
+    s
+}
+
+/// A bar with its interval whisker and a tooltip; an undefined metric shows `n/a` instead.
+fn bar(m: &Metric, name: &str, colour: &str, x: f64) -> String {
+    let centre = x + BAR_W / 2.0;
+    let tip = format!("{name}: {} (n = {})", estimate(m), m.n);
+    let Some(v) = m.value else {
+        return format!(
+            "<text x=\"{centre}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"#555\">\
+             n/a<title>{tip}</title></text>\n",
+            y(0.0) - 4.0
+        );
+    };
+    let mut s = format!(
+        "<rect x=\"{x}\" y=\"{}\" width=\"{BAR_W}\" height=\"{}\" fill=\"{colour}\">\
+         <title>{tip}</title></rect>\n",
+        y(v),
+        y(0.0) - y(v)
+    );
+    if let (Some(lo), Some(hi)) = (m.lo, m.hi) {
+        let (cap_l, cap_r) = (centre - 5.0, centre + 5.0);
+        let (ylo, yhi) = (y(lo), y(hi));
+        s += &format!(
+            "<path d=\"M{centre} {ylo}V{yhi}M{cap_l} {ylo}H{cap_r}M{cap_l} {yhi}H{cap_r}\" \
+             stroke=\"#222\" stroke-width=\"1.5\" fill=\"none\"/>\n"
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_labels_are_shortened_with_a_tooltip() {
+        assert_eq!(shortened("a & b"), "a &amp; b");
+        let long = "x".repeat(LABEL_CHARS + 1);
+        let short = shortened(&long);
+        assert!(short.starts_with(&format!("{}…<title>", "x".repeat(LABEL_CHARS - 1))));
+        assert!(short.ends_with(&format!("{long}</title>")));
+    }
+}

@@ -7,7 +7,8 @@ use crate::datasets::BaseItem;
 use crate::episodes::Episode;
 use crate::questions::Question;
 use crate::registry::{
-    decode, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec,
+    decode, same_file, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec,
+    Writer,
 };
 use crate::scoring::{
     ModelRecord, PromptRecord, QuestionResult, ResultRecord, ScoreRecord, TemplateRecord,
@@ -65,7 +66,8 @@ pub struct VerifyReport {
     pub problems: Vec<String>,
 }
 
-/// Checks every record of a store: a valid archive whose key is the hash of its content.
+/// Checks every record of a store: its checksum (schema 2; a schema 1 file has none), a valid
+/// archive, and a key that is the hash of its content.
 pub fn verify(reg: &Registry) -> Result<VerifyReport> {
     let mut report = VerifyReport {
         file: reg.path().display().to_string(),
@@ -74,9 +76,9 @@ pub fn verify(reg: &Registry) -> Result<VerifyReport> {
     };
     for kind in Kind::ALL {
         let count = report.kinds.entry(kind.noun().to_string()).or_default();
-        for (id, bytes) in reg.raw_all(kind)? {
+        for (id, body) in reg.scan(kind)? {
             count.records += 1;
-            if let Err(e) = check(kind, reg.path(), &id, &bytes) {
+            if let Err(e) = body.and_then(|b| check(kind, reg.path(), &id, &b)) {
                 count.bad += 1;
                 report.problems.push(format!("{e:#}"));
             }
@@ -112,11 +114,58 @@ pub struct MergeReport {
     pub added: BTreeMap<String, usize>,
     pub already_present: BTreeMap<String, usize>,
     pub conflicts: Vec<Conflict>,
+    /// Per model (short id): incoming scores recomputed and found equal.
+    pub recomputed: BTreeMap<String, usize>,
+    /// Per model (short id): scores added without a check (model file not available, or no
+    /// sample asked for); they are marked in `unverified_scores`.
+    pub unverified: BTreeMap<String, usize>,
 }
 
-/// Adds every record of `other` that this store lacks, after validating it. Nothing is written
-/// if `other` has any invalid record.
-pub fn merge(reg: &Registry, other: &Registry) -> Result<MergeReport> {
+/// Opens a cache file to merge into `reg`, read-only; the store itself (under any path or link)
+/// is refused.
+pub fn open_incoming(reg: &Registry, path: &Path) -> Result<Registry> {
+    if same_file(reg.path(), path) {
+        bail!(
+            "{}: is the store itself ({}); nothing to merge",
+            path.display(),
+            reg.path().display()
+        );
+    }
+    Registry::open_read(path)
+}
+
+/// Recomputes one score's log-probs with the real model; `None` when the model's files are
+/// not available here.
+pub type Recompute<'a> = dyn FnMut(&ScoreRecord) -> Result<Option<Vec<f32>>> + 'a;
+
+/// How `merge` checks the incoming scores.
+pub struct MergeOptions<'a> {
+    /// Incoming scores recomputed per model, chosen by `seed` (0: none, every new score is
+    /// added unverified).
+    pub sample_per_model: usize,
+    pub seed: u64,
+    /// Largest accepted |difference| of one log-prob; 0 asks for the same bits.
+    pub tolerance: f32,
+    pub recompute: &'a mut Recompute<'a>,
+}
+
+impl<'a> MergeOptions<'a> {
+    /// 8 scores per model, seed 0, bit for bit.
+    pub fn new(recompute: &'a mut Recompute<'a>) -> MergeOptions<'a> {
+        MergeOptions {
+            sample_per_model: 8,
+            seed: 0,
+            tolerance: 0.0,
+            recompute,
+        }
+    }
+}
+
+/// Adds every record of `other` that this store lacks. Nothing is written if `other` has any
+/// invalid record (checksum, archive, key hash) or if a recomputed sample of its new scores
+/// differs beyond the tolerance. A model's new scores are verified when its sample was
+/// recomputed and matched; otherwise they are added and marked unverified.
+pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Result<MergeReport> {
     let problems = verify(other)?.problems;
     if !problems.is_empty() {
         bail!(
@@ -133,10 +182,18 @@ pub fn merge(reg: &Registry, other: &Registry) -> Result<MergeReport> {
     }
     let mut report = MergeReport::default();
     let mut incoming = Vec::new();
+    // New scores per model, in key order.
+    let mut new_scores: BTreeMap<Id, Vec<(Id, ScoreRecord)>> = BTreeMap::new();
     for kind in Kind::ALL {
         for (id, bytes) in other.raw_all(kind)? {
             match reg.raw_get(kind, &id)? {
-                None => incoming.push((kind, id, bytes)),
+                None => {
+                    if kind == Kind::Score {
+                        let s: ScoreRecord = decode(&bytes, other.path(), &id)?;
+                        new_scores.entry(Id(s.model)).or_default().push((id, s));
+                    }
+                    incoming.push((kind, id, bytes));
+                }
                 Some(ours) => {
                     *report
                         .already_present
@@ -160,6 +217,19 @@ pub fn merge(reg: &Registry, other: &Registry) -> Result<MergeReport> {
             }
         }
     }
+    let mut unverified: Vec<Id> = other.unverified_scores()?;
+    for (model, scores) in &new_scores {
+        let checked = check_sample(other, *model, scores, &mut opts)?;
+        if checked > 0 {
+            report.recomputed.insert(model.short(), checked);
+        } else {
+            report.unverified.insert(model.short(), scores.len());
+            unverified.extend(scores.iter().map(|(k, _)| *k));
+        }
+    }
+    // Their unverified marks travel with the scores we add, never onto scores we had.
+    let added_scores: BTreeSet<Id> = new_scores.values().flatten().map(|(k, _)| *k).collect();
+    unverified.retain(|k| added_scores.contains(k));
     let mut names = Vec::new();
     for table in Names::ALL {
         for (name, id) in other.names(table)? {
@@ -178,28 +248,85 @@ pub fn merge(reg: &Registry, other: &Registry) -> Result<MergeReport> {
             }
         }
     }
-    report.added = store(reg, &incoming, &names)?;
+    report.added = reg.write(|w| {
+        let added = store(w, &incoming, &names)?;
+        for key in &unverified {
+            w.mark_unverified(*key)?;
+        }
+        Ok(added)
+    })?;
     Ok(report)
 }
 
-/// Writes records and names in one transaction; counts the records added, per kind.
+/// Recomputes a seeded sample of one model's incoming scores; the number checked (0 when the
+/// model is not available here or no sample is asked for). Any difference is an error.
+fn check_sample(
+    other: &Registry,
+    model: Id,
+    scores: &[(Id, ScoreRecord)],
+    opts: &mut MergeOptions<'_>,
+) -> Result<usize> {
+    // Each key's rank is a hash of the seed and the key: the sample does not depend on the
+    // order records were read in, and a different seed picks differently.
+    let mut ranked: Vec<([u8; 32], &(Id, ScoreRecord))> = scores
+        .iter()
+        .map(|s| {
+            let mut h = blake3::Hasher::new();
+            h.update(&opts.seed.to_le_bytes());
+            h.update(&s.0 .0);
+            (*h.finalize().as_bytes(), s)
+        })
+        .collect();
+    ranked.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut checked = 0;
+    for (_, (key, score)) in ranked.into_iter().take(opts.sample_per_model) {
+        let Some(ours) = (opts.recompute)(score)
+            .with_context(|| format!("recomputing score {} of model {}", key.short(), model.short()))?
+        else {
+            return Ok(0);
+        };
+        let same = ours.len() == score.logprobs.len()
+            && ours.iter().zip(&score.logprobs).all(|(a, b)| {
+                if opts.tolerance == 0.0 {
+                    a.to_bits() == b.to_bits()
+                } else {
+                    (a - b).abs() <= opts.tolerance
+                }
+            });
+        if !same {
+            bail!(
+                "{}: score {} (model {}, label {:?}) differs from its recomputation: stored {:?},                  recomputed {:?} (tolerance {}); nothing merged",
+                other.path().display(),
+                key.short(),
+                model.short(),
+                score.label,
+                score.logprobs,
+                ours,
+                opts.tolerance
+            );
+        }
+        checked += 1;
+    }
+    Ok(checked)
+}
+
+/// Writes records and names (inside the caller's transaction); counts the records added, per
+/// kind.
 fn store(
-    reg: &Registry,
+    w: &mut Writer<'_>,
     records: &[(Kind, Id, Vec<u8>)],
     names: &[(Names, String, Id)],
 ) -> Result<BTreeMap<String, usize>> {
-    reg.write(|w| {
-        let mut added = BTreeMap::new();
-        for (kind, id, bytes) in records {
-            if w.put_raw(*kind, *id, bytes)? {
-                *added.entry(kind.noun().to_string()).or_default() += 1;
-            }
+    let mut added = BTreeMap::new();
+    for (kind, id, bytes) in records {
+        if w.put_raw(*kind, *id, bytes)? {
+            *added.entry(kind.noun().to_string()).or_default() += 1;
         }
-        for (table, name, id) in names {
-            w.name(*table, name, *id)?;
-        }
-        Ok(added)
-    })
+    }
+    for (table, name, id) in names {
+        w.name(*table, name, *id)?;
+    }
+    Ok(added)
 }
 
 #[derive(Debug, Serialize)]
@@ -264,7 +391,7 @@ pub fn export(reg: &Registry, model: Id, set_name: &str, out: &Path) -> Result<E
             }
         }
     }
-    let target = Registry::open(out)?;
+    let target = Registry::open_write(out)?;
     let mut report = ExportReport {
         file: out.display().to_string(),
         records: BTreeMap::new(),
@@ -283,7 +410,7 @@ pub fn export(reg: &Registry, model: Id, set_name: &str, out: &Path) -> Result<E
             records.push((*kind, *id, bytes));
         }
     }
-    report.records = store(&target, &records, &names)?;
+    report.records = target.write(|w| store(w, &records, &names))?;
     Ok(report)
 }
 
@@ -294,6 +421,8 @@ pub struct CacheStats {
     pub records: BTreeMap<String, usize>,
     /// Scores per model fingerprint (short).
     pub scores_per_model: BTreeMap<String, usize>,
+    /// Of those, merged from another store without a recomputed check.
+    pub unverified_per_model: BTreeMap<String, usize>,
 }
 
 pub fn stats(reg: &Registry) -> Result<CacheStats> {
@@ -302,13 +431,19 @@ pub fn stats(reg: &Registry) -> Result<CacheStats> {
         records.insert(kind.noun().to_string(), reg.count(kind)? as usize);
     }
     let mut scores_per_model = BTreeMap::new();
-    for (_, s) in reg.all::<ScoreRecord>()? {
+    let mut unverified_per_model = BTreeMap::new();
+    let unverified: BTreeSet<Id> = reg.unverified_scores()?.into_iter().collect();
+    for (key, s) in reg.all::<ScoreRecord>()? {
         *scores_per_model.entry(Id(s.model).short()).or_insert(0) += 1;
+        if unverified.contains(&key) {
+            *unverified_per_model.entry(Id(s.model).short()).or_insert(0) += 1;
+        }
     }
     Ok(CacheStats {
         file: reg.path().display().to_string(),
         bytes: std::fs::metadata(reg.path()).map_or(0, |m| m.len()),
         records,
         scores_per_model,
+        unverified_per_model,
     })
 }

@@ -7,7 +7,7 @@ use crate::model::scorer::Backend;
 use crate::registry::{ingest, Id, Kind, Names, Registry, SourceFile};
 use crate::scoring::models;
 use crate::scoring::prompt::{self, Template};
-use crate::scoring::{ModelRecord, Normalisation, ScoreReport};
+use crate::scoring::{ModelRecord, Normalisation, ScoreRecord, ScoreReport};
 use crate::{cache, check, progress, report, results, scoring};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -300,7 +300,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Dev(DevCommand::MakeFixtures(a)) => return crate::model::cli::make_fixtures(a),
         _ => {}
     }
-    let reg = Registry::open(&cli.store)?;
+    let reg = Registry::open_write(&cli.store)?;
     match cli.command {
         Command::Ingest {
             format,
@@ -570,15 +570,15 @@ pub fn run(cli: Cli) -> Result<()> {
                     backend,
                 },
         } => {
-            let (id, new) = models::add(&reg, &path, name.as_deref(), backend)?;
-            let out = serde_json::json!({"fingerprint": id, "new": new});
+            let (id, added) = models::add(&reg, &path, name.as_deref(), backend)?;
+            let out = serde_json::json!({"fingerprint": id, "added": added});
             emit(json, &out, || {
                 println!(
                     "{} model {id}",
-                    if new {
-                        "registered"
-                    } else {
-                        "already registered:"
+                    match added {
+                        models::Added::New => "registered",
+                        models::Added::Known => "already registered:",
+                        models::Added::Relocated => "new location recorded for",
                     }
                 )
             })
@@ -822,7 +822,8 @@ fn write_svg(path: &std::path::Path, svg: &str) -> Result<()> {
 fn cache_command(reg: &Registry, json: bool, command: CacheCommand) -> Result<()> {
     let open_other = |file: &Option<PathBuf>| -> Result<Option<Registry>> {
         file.as_ref()
-            .map(|f| Registry::open_existing(f))
+            .filter(|f| !crate::registry::same_file(reg.path(), f))
+            .map(|f| Registry::open_read(f))
             .transpose()
     };
     match command {
@@ -841,8 +842,11 @@ fn cache_command(reg: &Registry, json: bool, command: CacheCommand) -> Result<()
             })
         }
         CacheCommand::Merge { file } => {
-            let other = Registry::open_existing(&file)?;
-            let r = cache::merge(reg, &other)?;
+            let other = cache::open_incoming(reg, &file)?;
+            // Recomputing a sample needs the model; until that is wired here, every merged
+            // score is recorded as unverified.
+            let mut unavailable = |_: &ScoreRecord| Ok(None);
+            let r = cache::merge(reg, &other, cache::MergeOptions::new(&mut unavailable))?;
             emit(json, &r, || {
                 for (k, n) in &r.added {
                     println!("added {k:<12} {n}");

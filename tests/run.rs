@@ -51,7 +51,7 @@ fn json(out: &Output) -> serde_json::Value {
 }
 
 fn scores(store: &Path) -> BTreeMap<String, Vec<f32>> {
-    Registry::open(store)
+    Registry::open_write(store)
         .unwrap()
         .all::<ScoreRecord>()
         .unwrap()

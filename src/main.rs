@@ -10,8 +10,13 @@ fn main() -> std::process::ExitCode {
     match deltalogic::cli::run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
+            // A benchmark's own build options are parsed late: print clap's help or usage error
+            // as clap would.
+            if let Some(clap) = e.downcast_ref::<clap::Error>() {
+                clap.exit();
+            }
             eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
+            std::process::ExitCode::from(deltalogic::cli::exit_status(&e))
         }
     }
 }

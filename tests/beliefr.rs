@@ -18,7 +18,7 @@ fn shared(rel: &str) -> PathBuf {
 
 /// A store holding the shipped Belief-R files, built into set `name`.
 fn built(dir: &tempfile::TempDir, name: &str) -> (Registry, beliefr::BuildOutcome) {
-    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
     ingest::ingest(&reg, Format::BeliefR, &shared("belief_r"), false).unwrap();
     let out = beliefr::build(&reg, name, None).unwrap();
     (reg, out)
@@ -118,7 +118,7 @@ fn a_sample_keeps_per_cell_pairs_and_the_questions_they_revise() {
 #[test]
 fn build_without_items_says_what_to_ingest() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
     let e = beliefr::build(&reg, "br", None).unwrap_err().to_string();
     assert!(e.contains("deltalogic ingest belief-r"), "{e}");
 }

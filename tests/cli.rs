@@ -59,6 +59,12 @@ fn malformed_record_stores_nothing_unless_skipped() {
 fn unknown_names_and_missing_files_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.redb");
+    // A command that only reads never creates a store: a mistyped --store is an error.
+    let out = run(&store, &["stats"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    assert!(!store.exists(), "no empty store was created");
+    deltalogic::store::Registry::open_write(&store).unwrap();
     for (args, expect) in [
         (
             vec!["episodes", "list", "--set", "nope"],

@@ -58,8 +58,8 @@ fn assert_sound(eps: &[(Id, Episode)]) {
 #[test]
 fn generated_set_is_sound_and_reproducible() {
     let dir = tempfile::tempdir().unwrap();
-    let a = Registry::open(&dir.path().join("a.redb")).unwrap();
-    let b = Registry::open(&dir.path().join("b.redb")).unwrap();
+    let a = Registry::open_write(&dir.path().join("a.redb")).unwrap();
+    let b = Registry::open_write(&dir.path().join("b.redb")).unwrap();
     let out_a = episodes::build(&a, &spec(PremiseSource::Generated, 3), "fresh").unwrap();
     let out_b = episodes::build(&b, &spec(PremiseSource::Generated, 3), "fresh").unwrap();
     assert_eq!(out_a.set, out_b.set, "same seed, same set id");
@@ -100,7 +100,7 @@ fn paper_set_from_folio_and_proofwriter_is_sound_and_order_independent() {
     let dir = tempfile::tempdir().unwrap();
     let folio = shared().join("folio/v0.0/folio-validation.jsonl");
     let pw = shared().join("proofwriter/logic-lm/dev.json");
-    let a = Registry::open(&dir.path().join("a.redb")).unwrap();
+    let a = Registry::open_write(&dir.path().join("a.redb")).unwrap();
     ingest_all(&a, &folio, &pw);
     let out = episodes::build(&a, &spec(PremiseSource::Ingested, 11), "paper").unwrap();
     for c in &out.cells {
@@ -119,7 +119,7 @@ fn paper_set_from_folio_and_proofwriter_is_sound_and_order_independent() {
     );
     shuffled_copy(&folio, &f2, 1);
     shuffled_copy(&pw, &p2, 2);
-    let b = Registry::open(&dir.path().join("b.redb")).unwrap();
+    let b = Registry::open_write(&dir.path().join("b.redb")).unwrap();
     ingest::ingest(&b, Format::ProofWriter, &p2, false).unwrap();
     ingest::ingest(&b, Format::Folio, &f2, false).unwrap();
     let out_b = episodes::build(&b, &spec(PremiseSource::Ingested, 11), "paper").unwrap();
@@ -137,7 +137,7 @@ fn killed_ingest_leaves_the_store_as_it_was() {
         .status()
         .unwrap();
     assert!(status.success());
-    let before = Registry::open(&store)
+    let before = Registry::open_write(&store)
         .unwrap()
         .all::<deltalogic::datasets::BaseItem>()
         .unwrap()
@@ -153,7 +153,7 @@ fn killed_ingest_leaves_the_store_as_it_was() {
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         child.kill().unwrap(); // SIGKILL
         let finished_first = child.wait().unwrap().success();
-        let reg = Registry::open(&store).unwrap();
+        let reg = Registry::open_write(&store).unwrap();
         let n = reg.all::<deltalogic::datasets::BaseItem>().unwrap().len();
         if !finished_first {
             assert_eq!(
@@ -167,7 +167,7 @@ fn killed_ingest_leaves_the_store_as_it_was() {
 #[test]
 fn extended_sets_cover_closed_world_and_every_source() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open(&dir.path().join("x.redb")).unwrap();
+    let reg = Registry::open_write(&dir.path().join("x.redb")).unwrap();
     let extended = |from, seed| BuildSpec {
         seed,
         from,

@@ -239,7 +239,7 @@ const Q_PER_SET: usize = 4;
 
 /// A store with the RobustLR questions of generated theories (seed 2) as set `name`.
 fn built_questions(dir: &tempfile::TempDir, name: &str) -> (Registry, rq::BuildOutcome) {
-    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
     let config = BuildConfig {
         seed: 2,
         per_set: Q_PER_SET,
@@ -317,7 +317,7 @@ fn stored_robustlr_questions_reverify_with_the_solver() {
 #[test]
 fn robustlr_from_proofwriter_needs_ingested_items() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
     let config = BuildConfig {
         seed: 0,
         per_set: 1,
@@ -447,7 +447,7 @@ fn robustlr_scoring_is_cached_and_reported() {
 #[test]
 fn hand_made_answers_give_hand_computed_weighted_f1() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
     use Label::{False as F, True as T};
     // (set, family, [(group, gold, pred)]), base first.
     type Hand<'a> = (&'a str, &'a str, &'a [(&'a str, Label, Label)]);
@@ -548,7 +548,7 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
 #[test]
 fn glore_questions_keep_the_datasets_gold_unchecked() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
     let root = Path::new(DATASETS).join("robustlr/glore_subset");
     deltalogic::store::ingest::ingest(&reg, Format::RobustLrGlore, &root, false).unwrap();
     let out = glore::build(&reg, "glore").unwrap();

@@ -43,7 +43,7 @@ fn scores(reg: &Registry) -> BTreeMap<Id, (Vec<u32>, Vec<u32>)> {
 #[test]
 fn computes_only_what_is_missing_and_reaches_the_tree_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
     let (_, eps) = build(&reg, "set", 10);
     let (first, _) = score(&reg, "m1", "set");
     assert_eq!(first.items, eps.len());
@@ -69,7 +69,7 @@ fn computes_only_what_is_missing_and_reaches_the_tree_bound() {
 #[test]
 fn a_second_model_and_added_episodes_compute_only_their_own_scores() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
     let (_, small) = build(&reg, "small", 5);
     let (a, _) = score(&reg, "m1", "small");
     let before = scores(&reg);
@@ -105,16 +105,22 @@ fn a_second_model_and_added_episodes_compute_only_their_own_scores() {
     assert_eq!(c.scores_found_in_cache, c.scores_needed - c.scores_computed);
 }
 
+/// Merges with no model available to recompute a sample: every new score comes in unverified.
+fn merge_unchecked(reg: &Registry, other: &Registry) -> anyhow::Result<cache::MergeReport> {
+    let mut unavailable = |_: &ScoreRecord| Ok(None);
+    cache::merge(reg, other, cache::MergeOptions::new(&mut unavailable))
+}
+
 fn export(reg: &Registry, model: &str, set: &str, to: &Path) {
-    cache::export(reg, model_id(model), set, to).unwrap();
+    common::export(reg, model_id(model), set, to);
 }
 
 #[test]
 fn merging_caches_built_apart_equals_building_together() {
     let dir = tempfile::tempdir().unwrap();
-    let apart1 = Registry::open(&dir.path().join("a1.redb")).unwrap();
-    let apart2 = Registry::open(&dir.path().join("a2.redb")).unwrap();
-    let together = Registry::open(&dir.path().join("t.redb")).unwrap();
+    let apart1 = Registry::open_write(&dir.path().join("a1.redb")).unwrap();
+    let apart2 = Registry::open_write(&dir.path().join("a2.redb")).unwrap();
+    let together = Registry::open_write(&dir.path().join("t.redb")).unwrap();
     for r in [&apart1, &apart2, &together] {
         build(r, "set", 4);
     }
@@ -125,11 +131,11 @@ fn merging_caches_built_apart_equals_building_together() {
     export(&apart1, "m1", "set", &dir.path().join("c1.redb"));
     export(&apart2, "m2", "set", &dir.path().join("c2.redb"));
 
-    let merged = Registry::open(&dir.path().join("m.redb")).unwrap();
+    let merged = Registry::open_write(&dir.path().join("m.redb")).unwrap();
     for c in ["c1.redb", "c2.redb"] {
-        let other = Registry::open_existing(&dir.path().join(c)).unwrap();
+        let other = Registry::open_read(&dir.path().join(c)).unwrap();
         assert!(cache::verify(&other).unwrap().problems.is_empty());
-        let report = cache::merge(&merged, &other).unwrap();
+        let report = merge_unchecked(&merged, &other).unwrap();
         assert!(report.conflicts.is_empty(), "{:?}", report.conflicts);
     }
     assert_eq!(scores(&merged), scores(&together));
@@ -144,9 +150,9 @@ fn merging_caches_built_apart_equals_building_together() {
         assert_eq!(ids(&merged), ids(&together), "{kind:?}");
     }
     // Merging again adds nothing.
-    let again = cache::merge(
+    let again = merge_unchecked(
         &merged,
-        &Registry::open_existing(&dir.path().join("c1.redb")).unwrap(),
+        &Registry::open_read(&dir.path().join("c1.redb")).unwrap(),
     )
     .unwrap();
     assert!(again.added.is_empty());
@@ -155,7 +161,7 @@ fn merging_caches_built_apart_equals_building_together() {
 #[test]
 fn a_conflicting_merge_keeps_the_original() {
     let dir = tempfile::tempdir().unwrap();
-    let ours = Registry::open(&dir.path().join("ours.redb")).unwrap();
+    let ours = Registry::open_write(&dir.path().join("ours.redb")).unwrap();
     build(&ours, "set", 2);
     score(&ours, "m1", "set");
     let theirs_path = dir.path().join("theirs.redb");
@@ -164,30 +170,30 @@ fn a_conflicting_merge_keeps_the_original() {
     // Their cache holds a different value under one of our keys.
     let (key, mut changed) = ours.all::<ScoreRecord>().unwrap().remove(0);
     changed.logprobs[0] -= 1.0;
-    let theirs = Registry::open_existing(&theirs_path).unwrap();
-    let forged = Registry::open(&dir.path().join("forged.redb")).unwrap();
+    let theirs = Registry::open_read(&theirs_path).unwrap();
+    let forged = Registry::open_write(&dir.path().join("forged.redb")).unwrap();
     forged.write(|w| w.put(&changed).map(drop)).unwrap();
     let original = scores(&ours);
 
-    let report = cache::merge(&ours, &forged).unwrap();
+    let report = merge_unchecked(&ours, &forged).unwrap();
     assert_eq!(report.conflicts.len(), 1, "{report:?}");
     assert_eq!(report.conflicts[0].key, key);
     assert_eq!(scores(&ours), original, "the original score stays");
-    assert!(cache::merge(&ours, &theirs).unwrap().conflicts.is_empty());
+    assert!(merge_unchecked(&ours, &theirs).unwrap().conflicts.is_empty());
 }
 
 #[test]
 fn corrupt_or_missing_cache_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let ours = Registry::open(&dir.path().join("ours.redb")).unwrap();
-    let err = Registry::open_existing(&dir.path().join("nope.redb"))
+    let ours = Registry::open_write(&dir.path().join("ours.redb")).unwrap();
+    let err = Registry::open_read(&dir.path().join("nope.redb"))
         .err()
         .expect("missing")
         .to_string();
     assert!(err.contains("nope.redb"), "{err}");
     let junk = dir.path().join("junk.redb");
     std::fs::write(&junk, vec![7u8; 4096]).unwrap();
-    let err = Registry::open_existing(&junk)
+    let err = Registry::open_read(&junk)
         .err()
         .expect("junk")
         .to_string();
@@ -201,9 +207,9 @@ fn corrupt_or_missing_cache_files_are_refused() {
     let cut = dir.path().join("cut.redb");
     std::fs::write(&cut, &bytes[..bytes.len() / 3]).unwrap();
     let before = scores(&ours);
-    if let Ok(other) = Registry::open_existing(&cut) {
+    if let Ok(other) = Registry::open_read(&cut) {
         // If redb can open what is left, the records must still fail validation or be absent.
-        let _ = cache::merge(&ours, &other);
+        let _ = merge_unchecked(&ours, &other);
     }
     assert_eq!(scores(&ours), before);
 }
@@ -214,7 +220,7 @@ const SMOLLM2_CHAT: &str = "{% for message in messages %}{% if loop.first and me
 #[test]
 fn step_two_continues_step_one_in_both_templates() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
     let (_, eps) = build(&reg, "set", 1);
     let chat = prompts::chat(SMOLLM2_CHAT).unwrap();
     for t in [prompts::plain(), chat] {

@@ -13,7 +13,7 @@ use deltalogic::report::{self, Format};
 use deltalogic::store::{Id, Registry};
 
 fn store_with_episodes(dir: &tempfile::TempDir) -> Registry {
-    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
     let spec = BuildSpec {
         seed: 5,
         from: PremiseSource::Generated,

@@ -16,7 +16,7 @@ pub mod r#static;
 
 use crate::logic::Label;
 use crate::metrics::Metric;
-use crate::store::{Id, Registry, StoredSet};
+use crate::store::{Id, Kind, Registry, StoredSet};
 use anyhow::{bail, Result};
 use prompts::TemplateRecord;
 use serde::Serialize;
@@ -114,6 +114,9 @@ pub trait Benchmark: Sync {
         template: &str,
         model: &dyn ModelInfo,
     ) -> Result<Box<dyn Prepared>>;
+    /// The records a set's members are and come from (their base items), for a self-contained
+    /// cache file.
+    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>>;
     /// The metrics of one result over the set's items, with seeded bootstrap intervals.
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation>;
 }

@@ -338,6 +338,16 @@ impl Prepared for Questions {
     }
 }
 
+/// The questions of a set and the base items they came from.
+pub fn references(store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
+    let mut out = Vec::new();
+    for (id, q) in members::<Question>(store, set)? {
+        out.push((Kind::Question, id));
+        out.push((Kind::BaseItem, q.base_item()));
+    }
+    Ok(out)
+}
+
 const ACCURACY: [Column; 1] = [Column {
     key: "accuracy",
     title: "Accuracy",

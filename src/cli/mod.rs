@@ -87,7 +87,19 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Dev(c) => return model::dev(c),
         _ => {}
     }
-    let store = Registry::open(&cli.store)?;
+    let store = match access(&cli.command) {
+        Access::Read => {
+            let store = Registry::open_read(&cli.store)?;
+            store.require_current()?;
+            store
+        }
+        Access::Update => {
+            // Commands that only add bookkeeping (a figure's record) to a store never create one.
+            Registry::open_read(&cli.store)?;
+            Registry::open_write(&cli.store)?
+        }
+        Access::Create => Registry::open_write(&cli.store)?,
+    };
     match cli.command {
         Command::Ingest(a) => ingest::run(&store, json, a),
         Command::Build(a) => build::run(&store, json, a),
@@ -103,6 +115,41 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::ScoreText(_) | Command::Bench(_) | Command::Dev(_) => {
             unreachable!("handled above")
         }
+    }
+}
+
+/// How a command opens the store.
+enum Access {
+    /// Reads only: a missing store is an error, a read-only file works, nothing is written.
+    Read,
+    /// Writes to a store that must exist.
+    Update,
+    /// Writes, creating the store if it is missing.
+    Create,
+}
+
+fn access(command: &Command) -> Access {
+    match command {
+        Command::Episodes(episodes::Command::Export { output: Some(_), .. })
+        | Command::Report(_) => Access::Update,
+        Command::Episodes(_)
+        | Command::Datasets(_)
+        | Command::Stats
+        | Command::Audit(_)
+        | Command::Cache(cache::Command::Verify { .. } | cache::Command::Stats { .. }) => {
+            Access::Read
+        }
+        Command::Cache(cache::Command::Export { .. }) => Access::Update,
+        _ => Access::Create,
+    }
+}
+
+/// The exit status of an error: a merge with conflicts has its own (see `cache merge --help`).
+pub fn exit_status(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<cache::Conflicts>().is_some() {
+        cache::CONFLICT_STATUS
+    } else {
+        1
     }
 }
 

@@ -40,15 +40,15 @@ pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {
             name,
             backend,
         } => {
-            let (id, new) = models::add(reg, &path, name.as_deref(), backend)?;
-            let out = serde_json::json!({"fingerprint": id, "new": new});
+            let (id, added) = models::add(reg, &path, name.as_deref(), backend)?;
+            let out = serde_json::json!({"fingerprint": id, "added": added});
             emit(json, &out, || {
                 println!(
                     "{} model {id}",
-                    if new {
-                        "registered"
-                    } else {
-                        "already registered:"
+                    match added {
+                        models::Added::New => "registered",
+                        models::Added::Known => "already registered:",
+                        models::Added::Relocated => "new location recorded for",
                     }
                 )
             })

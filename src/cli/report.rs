@@ -19,6 +19,9 @@ pub struct Args {
     /// Where to write the SVG figure [default: failure-modes.svg beside the store].
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// Overwrite an existing figure file that is not this tool's own previous output.
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(store: &Registry, json: bool, a: Args) -> Result<()> {
@@ -28,13 +31,8 @@ pub fn run(store: &Registry, json: bool, a: Args) -> Result<()> {
     }
     let format = if json { Format::Json } else { a.format };
     print!("{}", report::render(&entries, format)?);
-    // The default figure beside the store is the report's own, rewritten every time; a file the
-    // user names must not be the store or another existing file.
-    let (path, force) = match a.svg {
-        Some(p) => (p, false),
-        None => (output::figure_beside(store), true),
-    };
-    write_figure(store, &path, &entries, force)
+    let path = a.svg.unwrap_or_else(|| output::figure_beside(store));
+    write_figure(store, &path, &entries, a.force)
 }
 
 pub fn write_figure(

@@ -179,5 +179,5 @@ pub fn run_main(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
         println!();
         print!("{}", report::render(&entries, report::Format::Md)?);
     }
-    super::report::write_figure(reg, &super::output::figure_beside(reg), &entries, true)
+    super::report::write_figure(reg, &super::output::figure_beside(reg), &entries, false)
 }

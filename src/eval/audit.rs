@@ -146,9 +146,7 @@ pub fn verify<M: LanguageModel>(
     for &i in order.iter().take(k) {
         let line = &audit.scores[i];
         let prompt = prompt_text(reg, line)?;
-        let (ctx, labels) = model.split_tokens(&prompt, std::slice::from_ref(&line.label))?;
-        let state = model.prefill(&model.empty_state(), &ctx)?;
-        let recomputed = model.score_continuation(&state, &labels[0])?;
+        let recomputed = super::rescore(model, &prompt, &line.label)?;
         v.checked += 1;
         for (a, b) in recomputed.iter().zip(&line.logprobs) {
             v.max_abs_diff = v.max_abs_diff.max((a - b).abs());

@@ -4,13 +4,13 @@
 //! requests are made from the answers the stored scores give.
 
 pub mod audit;
-mod legacy;
 pub mod models;
 pub mod records;
+pub mod share;
 pub mod tree;
 
-pub use legacy::upgrade_results;
-pub use records::{ModelRecord, Normalisation, PromptRecord, ResultRecord, ResultRow, ScoreRecord, Turn};
+pub use crate::store::{ResultRecord, ResultRow, Turn};
+pub use records::{ModelRecord, Normalisation, PromptRecord, ScoreRecord};
 
 use crate::benchmarks::{Benchmark, ModelInfo, Request};
 use crate::logic::Label;
@@ -32,6 +32,11 @@ pub trait LanguageModel {
     fn prefill(&self, state: &Self::State, tokens: &[u32]) -> Result<Self::State>;
     fn score_continuation(&self, state: &Self::State, tokens: &[u32]) -> Result<Vec<f32>>;
 }
+
+/// Largest |difference| accepted between a stored log-prob and the same score recomputed from the
+/// empty state (a merge's sample, an audit): prefix reuse along another tree path may order
+/// sums differently.
+pub const SCORE_TOLERANCE: f32 = 1e-4;
 
 /// Scores committed per write transaction: an interrupted run loses at most this many.
 pub const BATCH: usize = 24;
@@ -130,6 +135,14 @@ impl<'a, M: LanguageModel, L: FnOnce() -> Result<M>> ScoreCache<'a, M, L> {
         compute(self.reg, m, self.model_id, reqs, &missing, report, progress)
     }
 }
+/// One label's log-probs after a prompt, computed from the empty state: how an audit or a merge
+/// checks a stored score.
+pub fn rescore<M: LanguageModel>(model: &M, prompt: &str, label: &str) -> Result<Vec<f32>> {
+    let (ctx, labels) = model.split_tokens(prompt, &[label.to_string()])?;
+    let state = model.prefill(&model.empty_state(), &ctx)?;
+    model.score_continuation(&state, &labels[0])
+}
+
 /// Reads stored scores; `None` for any missing.
 fn cached(reg: &Registry, keys: &[Id]) -> Result<Vec<Option<ScoreRecord>>> {
     keys.iter().map(|k| reg.get::<ScoreRecord>(k)).collect()

@@ -5,7 +5,7 @@ use super::{LanguageModel, ModelRecord};
 use crate::model::gguf::Gguf;
 use crate::model::scorer::{Backend, Scorer};
 use crate::model::transformer::State;
-use crate::store::{Id, Names, Registry};
+use crate::store::{Id, Names, Record, Registry};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -37,24 +37,88 @@ fn model_files(path: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// blake3 over every model file (name, length, bytes), and the total size.
-pub fn content_hash(path: &Path) -> Result<(String, u64)> {
-    let mut h = blake3::Hasher::new();
+/// Context of the fingerprint of a model's files (v2): each file's length and bytes and, inside a
+/// Hugging Face directory, its name there. The name or location of a single file is not part
+/// of it: the same bytes anywhere are the same model.
+const FILES_CONTEXT: &str = "deltalogic 2026-11-23 model files v2";
+
+/// A model's files as hashed: the fingerprint, the legacy (v1) hashes asked for, the size.
+pub struct FileHashes {
+    pub files_blake3: String,
+    /// The v1 hash (which also hashed a single file's own name) under each name asked for, in
+    /// order: stores written before v2 keep v1 hashes in their model records.
+    pub legacy: Vec<String>,
+    pub bytes: u64,
+}
+
+/// Hashes a model's files in one pass: the v2 fingerprint and, for a single file, its v1 hash as
+/// if the file were called each of `legacy_names` (for a directory, the v1 hash used the names
+/// of the files inside, so one v1 hash is computed whatever the names).
+pub fn content_hash(path: &Path, legacy_names: &[&str]) -> Result<FileHashes> {
+    let files = model_files(path)?;
+    let single = path.is_file();
+    let mut v2 = blake3::Hasher::new_derive_key(FILES_CONTEXT);
+    let mut v1: Vec<blake3::Hasher> = if single {
+        legacy_names.iter().map(|_| blake3::Hasher::new()).collect()
+    } else {
+        vec![blake3::Hasher::new()]
+    };
     let mut total = 0;
-    for f in model_files(path)? {
+    for f in files {
         let mut file =
             std::fs::File::open(&f).with_context(|| format!("cannot read {}", f.display()))?;
-        h.update(
-            f.file_name()
-                .map(|n| n.as_encoded_bytes())
-                .unwrap_or_default(),
-        );
+        let own = f.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default();
+        if single {
+            for (h, name) in v1.iter_mut().zip(legacy_names) {
+                h.update(name.as_bytes());
+            }
+        } else {
+            v2.update(&(own.len() as u64).to_le_bytes());
+            v2.update(own);
+            v1[0].update(own);
+        }
         let len = file.metadata()?.len();
-        h.update(&len.to_le_bytes());
-        std::io::copy(&mut file, &mut h).with_context(|| format!("cannot read {}", f.display()))?;
+        for h in v1.iter_mut().chain([&mut v2]) {
+            h.update(&len.to_le_bytes());
+        }
+        std::io::copy(&mut file, &mut Fanout(v1.iter_mut().chain([&mut v2]).collect()))
+            .with_context(|| format!("cannot read {}", f.display()))?;
         total += len;
     }
-    Ok((h.finalize().to_hex().to_string(), total))
+    Ok(FileHashes {
+        files_blake3: v2.finalize().to_hex().to_string(),
+        legacy: v1.iter().map(|h| h.finalize().to_hex().to_string()).collect(),
+        bytes: total,
+    })
+}
+
+/// Feeds one read of the file to every hasher.
+struct Fanout<'a>(Vec<&'a mut blake3::Hasher>);
+
+impl std::io::Write for Fanout<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for h in &mut self.0 {
+            h.update(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The file name a record was registered under (what a v1 fingerprint of a single file hashed).
+fn registered_name(record: &ModelRecord) -> String {
+    Path::new(&record.path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Whether the files hashed are the ones `record` fingerprints, under either scheme.
+fn is_model(record: &ModelRecord, hashes: &FileHashes) -> bool {
+    record.files_blake3 == hashes.files_blake3 || hashes.legacy.contains(&record.files_blake3)
 }
 
 fn architecture(path: &Path) -> Result<(String, String)> {
@@ -83,42 +147,77 @@ pub fn backend_name(b: Backend) -> &'static str {
     }
 }
 
-/// Registers a model (idempotent: the same files and numerics are the same model). Returns its
-/// fingerprint and whether it was new.
+/// What `add` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Added {
+    New,
+    /// The same files, already registered from this location.
+    Known,
+    /// Files already registered (possibly under another name, in another store merged here)
+    /// found at a new location: the record now points there.
+    Relocated,
+}
+
+/// Registers a model: files whose bytes match a registered model (same numerics) are that
+/// model, and its recorded location becomes `path`; other files are a new model. Names the
+/// model `name` (default: the file stem).
 pub fn add(
     reg: &Registry,
     path: &Path,
     name: Option<&str>,
     backend: Backend,
-) -> Result<(Id, bool)> {
+) -> Result<(Id, Added)> {
     let (format, arch) = architecture(path)?;
-    let (hash, bytes) = content_hash(path)?;
-    let record = ModelRecord {
-        files_blake3: hash,
+    let location = std::fs::canonicalize(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string();
+    let known = reg.all::<ModelRecord>()?;
+    let names: Vec<String> = known.iter().map(|(_, r)| registered_name(r)).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let hashes = content_hash(path, &names)?;
+    let fresh = ModelRecord {
+        files_blake3: hashes.files_blake3.clone(),
         backend: backend_name(backend).into(),
         dtype: "f32".into(),
         scorer_version: SCORER_VERSION.into(),
         format,
         architecture: arch,
-        path: std::fs::canonicalize(path)
-            .unwrap_or_else(|_| path.to_path_buf())
-            .display()
-            .to_string(),
-        bytes,
+        path: location.clone(),
+        bytes: hashes.bytes,
     };
+    // A v1 record of these bytes keeps its id, so its scores stay attributed to it.
+    let existing = known.into_iter().find(|(_, r)| {
+        is_model(r, &hashes)
+            && r.backend == fresh.backend
+            && r.dtype == fresh.dtype
+            && r.scorer_version == fresh.scorer_version
+    });
     let default_name = path
         .file_stem()
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_default();
     let name = name.unwrap_or(&default_name);
     reg.write(|w| {
-        let (id, new) = w.put(&record)?;
+        let (id, added) = match existing {
+            Some((id, record)) if record.path == location => (id, Added::Known),
+            Some((_, record)) => (
+                w.replace(&ModelRecord {
+                    path: location.clone(),
+                    ..record
+                })?,
+                Added::Relocated,
+            ),
+            None => (w.put(&fresh)?.0, Added::New),
+        };
         w.name(Names::Models, name, id)?;
-        Ok((id, new))
+        Ok((id, added))
     })
 }
 
-/// A model by name or fingerprint prefix, after checking its files are the ones registered.
+/// A model by name or fingerprint prefix. Reads the store only: commands that compute nothing
+/// never need the model's files (loading checks them, see [`Loaded::open`]).
 pub fn resolve(reg: &Registry, name: &str) -> Result<(Id, ModelRecord)> {
     let id = match reg.lookup(Names::Models, name)? {
         Some(id) => id,
@@ -129,17 +228,27 @@ pub fn resolve(reg: &Registry, name: &str) -> Result<(Id, ModelRecord)> {
     let record = reg
         .get::<ModelRecord>(&id)?
         .with_context(|| format!("model `{name}` has no record"))?;
-    let (hash, _) = content_hash(Path::new(&record.path))
-        .with_context(|| format!("model `{name}` was registered from {}", record.path))?;
-    if hash != record.files_blake3 {
+    Ok((id, record))
+}
+
+/// Checks that the files at the record's location are the ones it fingerprints.
+fn check_files(record: &ModelRecord) -> Result<()> {
+    let path = Path::new(&record.path);
+    let hashes = content_hash(path, &[&registered_name(record)]).with_context(|| {
+        format!(
+            "model {} is recorded at {}; if it moved, run `deltalogic model add NEWPATH`",
+            record.id().short(),
+            record.path
+        )
+    })?;
+    if !is_model(record, &hashes) {
         bail!(
-            "{}: the model files changed since they were registered as `{name}` ({}); \
-             run `deltalogic model add` again to register the new files as a new model",
+            "{}: the files are not those of model {} (they changed since it was registered);              run `deltalogic model add` to register them as a new model",
             record.path,
-            id.short()
+            record.id().short()
         );
     }
-    Ok((id, record))
+    Ok(())
 }
 
 /// A loaded model with the backend it runs on.
@@ -149,7 +258,9 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// Loads the model after checking its files are the ones the record fingerprints.
     pub fn open(record: &ModelRecord) -> Result<Loaded> {
+        check_files(record)?;
         let backend = match record.backend.as_str() {
             "flex" => Backend::Flex,
             #[cfg(feature = "ndarray")]

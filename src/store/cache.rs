@@ -8,7 +8,10 @@ use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::question::Question;
 use crate::datasets::BaseItem;
 use crate::eval::{ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
-use crate::store::{decode, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec};
+use crate::store::{
+    decode, same_file, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec,
+    Writer,
+};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -61,7 +64,8 @@ pub struct VerifyReport {
     pub problems: Vec<String>,
 }
 
-/// Checks every record of a store: a valid archive whose key is the hash of its content.
+/// Checks every record of a store: its checksum (schema 2; a schema 1 file has none), a valid
+/// archive, and a key that is the hash of its content.
 pub fn verify(reg: &Registry) -> Result<VerifyReport> {
     let mut report = VerifyReport {
         file: reg.path().display().to_string(),
@@ -70,9 +74,9 @@ pub fn verify(reg: &Registry) -> Result<VerifyReport> {
     };
     for kind in Kind::ALL {
         let count = report.kinds.entry(kind.noun().to_string()).or_default();
-        for (id, bytes) in reg.raw_all(kind)? {
+        for (id, body) in reg.scan(kind)? {
             count.records += 1;
-            if let Err(e) = check(kind, reg.path(), &id, &bytes) {
+            if let Err(e) = body.and_then(|b| check(kind, reg.path(), &id, &b)) {
                 count.bad += 1;
                 report.problems.push(format!("{e:#}"));
             }
@@ -108,11 +112,60 @@ pub struct MergeReport {
     pub added: BTreeMap<String, usize>,
     pub already_present: BTreeMap<String, usize>,
     pub conflicts: Vec<Conflict>,
+    /// Per model (short id): incoming scores recomputed and found equal.
+    pub recomputed: BTreeMap<String, usize>,
+    /// Per model (short id): scores added without a check (model file not available, or no
+    /// sample asked for); they are marked in `unverified_scores`.
+    pub unverified: BTreeMap<String, usize>,
 }
 
-/// Adds every record of `other` that this store lacks, after validating it. Nothing is written
-/// if `other` has any invalid record.
-pub fn merge(reg: &Registry, other: &Registry) -> Result<MergeReport> {
+/// Opens a cache file to merge into `reg`, read-only; the store itself (under any path or link)
+/// is refused.
+pub fn open_incoming(reg: &Registry, path: &Path) -> Result<Registry> {
+    if same_file(reg.path(), path) {
+        bail!(
+            "{}: is the store itself ({}); nothing to merge",
+            path.display(),
+            reg.path().display()
+        );
+    }
+    let other = Registry::open_read(path)?;
+    other.require_current()?;
+    Ok(other)
+}
+
+/// Recomputes one score's log-probs with the real model; `None` when the model's files are
+/// not available here.
+pub type Recompute<'a> = dyn FnMut(&ScoreRecord) -> Result<Option<Vec<f32>>> + 'a;
+
+/// How `merge` checks the incoming scores.
+pub struct MergeOptions<'a> {
+    /// Incoming scores recomputed per model, chosen by `seed` (0: none, every new score is
+    /// added unverified).
+    pub sample_per_model: usize,
+    pub seed: u64,
+    /// Largest accepted |difference| of one log-prob; 0 asks for the same bits.
+    pub tolerance: f32,
+    pub recompute: &'a mut Recompute<'a>,
+}
+
+impl<'a> MergeOptions<'a> {
+    /// 8 scores per model, seed 0, bit for bit.
+    pub fn new(recompute: &'a mut Recompute<'a>) -> MergeOptions<'a> {
+        MergeOptions {
+            sample_per_model: 8,
+            seed: 0,
+            tolerance: 0.0,
+            recompute,
+        }
+    }
+}
+
+/// Adds every record of `other` that this store lacks. Nothing is written if `other` has any
+/// invalid record (checksum, archive, key hash) or if a recomputed sample of its new scores
+/// differs beyond the tolerance. A model's new scores are verified when its sample was
+/// recomputed and matched; otherwise they are added and marked unverified.
+pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Result<MergeReport> {
     let problems = verify(other)?.problems;
     if !problems.is_empty() {
         bail!(
@@ -129,10 +182,18 @@ pub fn merge(reg: &Registry, other: &Registry) -> Result<MergeReport> {
     }
     let mut report = MergeReport::default();
     let mut incoming = Vec::new();
+    // New scores per model, in key order.
+    let mut new_scores: BTreeMap<Id, Vec<(Id, ScoreRecord)>> = BTreeMap::new();
     for kind in Kind::ALL {
         for (id, bytes) in other.raw_all(kind)? {
             match reg.raw_get(kind, &id)? {
-                None => incoming.push((kind, id, bytes)),
+                None => {
+                    if kind == Kind::Score {
+                        let s: ScoreRecord = decode(&bytes, other.path(), &id)?;
+                        new_scores.entry(Id(s.model)).or_default().push((id, s));
+                    }
+                    incoming.push((kind, id, bytes));
+                }
                 Some(ours) => {
                     *report
                         .already_present
@@ -156,6 +217,19 @@ pub fn merge(reg: &Registry, other: &Registry) -> Result<MergeReport> {
             }
         }
     }
+    let mut unverified: Vec<Id> = other.unverified_scores()?;
+    for (model, scores) in &new_scores {
+        let checked = check_sample(other, *model, scores, &mut opts)?;
+        if checked > 0 {
+            report.recomputed.insert(model.short(), checked);
+        } else {
+            report.unverified.insert(model.short(), scores.len());
+            unverified.extend(scores.iter().map(|(k, _)| *k));
+        }
+    }
+    // Their unverified marks travel with the scores we add, never onto scores we had.
+    let added_scores: BTreeSet<Id> = new_scores.values().flatten().map(|(k, _)| *k).collect();
+    unverified.retain(|k| added_scores.contains(k));
     let mut names = Vec::new();
     for table in Names::ALL {
         for (name, id) in other.names(table)? {
@@ -174,28 +248,85 @@ pub fn merge(reg: &Registry, other: &Registry) -> Result<MergeReport> {
             }
         }
     }
-    report.added = store(reg, &incoming, &names)?;
+    report.added = reg.write(|w| {
+        let added = store(w, &incoming, &names)?;
+        for key in &unverified {
+            w.mark_unverified(*key)?;
+        }
+        Ok(added)
+    })?;
     Ok(report)
 }
 
-/// Writes records and names in one transaction; counts the records added, per kind.
+/// Recomputes a seeded sample of one model's incoming scores; the number checked (0 when the
+/// model is not available here or no sample is asked for). Any difference is an error.
+fn check_sample(
+    other: &Registry,
+    model: Id,
+    scores: &[(Id, ScoreRecord)],
+    opts: &mut MergeOptions<'_>,
+) -> Result<usize> {
+    // Each key's rank is a hash of the seed and the key: the sample does not depend on the
+    // order records were read in, and a different seed picks differently.
+    let mut ranked: Vec<([u8; 32], &(Id, ScoreRecord))> = scores
+        .iter()
+        .map(|s| {
+            let mut h = blake3::Hasher::new();
+            h.update(&opts.seed.to_le_bytes());
+            h.update(&s.0 .0);
+            (*h.finalize().as_bytes(), s)
+        })
+        .collect();
+    ranked.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut checked = 0;
+    for (_, (key, score)) in ranked.into_iter().take(opts.sample_per_model) {
+        let Some(ours) = (opts.recompute)(score)
+            .with_context(|| format!("recomputing score {} of model {}", key.short(), model.short()))?
+        else {
+            return Ok(0);
+        };
+        let same = ours.len() == score.logprobs.len()
+            && ours.iter().zip(&score.logprobs).all(|(a, b)| {
+                if opts.tolerance == 0.0 {
+                    a.to_bits() == b.to_bits()
+                } else {
+                    (a - b).abs() <= opts.tolerance
+                }
+            });
+        if !same {
+            bail!(
+                "{}: score {} (model {}, label {:?}) differs from its recomputation: stored {:?},                  recomputed {:?} (tolerance {}); nothing merged",
+                other.path().display(),
+                key.short(),
+                model.short(),
+                score.label,
+                score.logprobs,
+                ours,
+                opts.tolerance
+            );
+        }
+        checked += 1;
+    }
+    Ok(checked)
+}
+
+/// Writes records and names (inside the caller's transaction); counts the records added, per
+/// kind.
 fn store(
-    reg: &Registry,
+    w: &mut Writer<'_>,
     records: &[(Kind, Id, Vec<u8>)],
     names: &[(Names, String, Id)],
 ) -> Result<BTreeMap<String, usize>> {
-    reg.write(|w| {
-        let mut added = BTreeMap::new();
-        for (kind, id, bytes) in records {
-            if w.put_raw(*kind, *id, bytes)? {
-                *added.entry(kind.noun().to_string()).or_default() += 1;
-            }
+    let mut added = BTreeMap::new();
+    for (kind, id, bytes) in records {
+        if w.put_raw(*kind, *id, bytes)? {
+            *added.entry(kind.noun().to_string()).or_default() += 1;
         }
-        for (table, name, id) in names {
-            w.name(*table, name, *id)?;
-        }
-        Ok(added)
-    })
+    }
+    for (table, name, id) in names {
+        w.name(*table, name, *id)?;
+    }
+    Ok(added)
 }
 
 #[derive(Debug, Serialize)]
@@ -204,76 +335,32 @@ pub struct ExportReport {
     pub records: BTreeMap<String, usize>,
 }
 
-/// Writes the results of `model` on `set` (every template and normalisation) to a new cache
-/// file, with everything they refer to.
-pub fn export(reg: &Registry, model: Id, set_name: &str, out: &Path) -> Result<ExportReport> {
+/// Writes `records` (those the store holds; a missing one is skipped, as base items are
+/// provenance a generated set may lack) and `names` to a new cache file. What a cache file must
+/// hold to be self-contained is the caller's to say (`crate::eval::share`).
+pub fn export(
+    reg: &Registry,
+    records: &BTreeSet<(Kind, Id)>,
+    names: &[(Names, String, Id)],
+    out: &Path,
+) -> Result<ExportReport> {
     if out.exists() {
         bail!(
             "{}: already exists; cache export writes a new file",
             out.display()
         );
     }
-    let (set_id, set) = reg
-        .set_by_name(set_name)?
-        .with_context(|| format!("no episode set named `{set_name}`"))?;
-    // (id, template, score keys) of every result of the model on the set.
-    let results: Vec<(Id, [u8; 32], Vec<Id>)> = reg
-        .all::<ResultRecord>()?
-        .into_iter()
-        .filter(|(_, r)| r.model == model.0 && r.set == set_id.0)
-        .map(|(rid, r)| (rid, r.template, r.keys().collect()))
-        .collect();
-    if results.is_empty() {
-        bail!(
-            "no scores of model {} on set `{set_name}`: run `deltalogic score` first",
-            model.short()
-        );
-    }
-    let mut wanted: BTreeSet<(Kind, Id)> = BTreeSet::new();
-    wanted.insert((Kind::Model, model));
-    wanted.insert((Kind::EpisodeSet, set_id));
-    wanted.insert((Kind::BuildSpec, Id(set.spec)));
-    let episodes = set.benchmark == crate::benchmarks::deltalogic::BENCHMARK;
-    for member in set.member_ids() {
-        let (kind, base) = if episodes {
-            (Kind::Episode, reg.get::<Episode>(&member)?.map(|e| e.base_item()))
-        } else {
-            (Kind::Question, reg.get::<Question>(&member)?.map(|q| q.base_item()))
-        };
-        wanted.insert((kind, member));
-        wanted.extend(base.map(|b| (Kind::BaseItem, b)));
-    }
-    for (rid, template, keys) in &results {
-        wanted.insert((Kind::Result, *rid));
-        wanted.insert((Kind::Template, Id(*template)));
-        for key in keys {
-            wanted.insert((Kind::Score, *key));
-            if let Some(s) = reg.get::<ScoreRecord>(key)? {
-                wanted.insert((Kind::Prompt, Id(s.prompt)));
-            }
-        }
-    }
-    let target = Registry::open(out)?;
-    let mut report = ExportReport {
-        file: out.display().to_string(),
-        records: BTreeMap::new(),
-    };
-    let names: Vec<(Names, String, Id)> = reg
-        .names(Names::Models)?
-        .into_iter()
-        .filter(|(_, id)| *id == model)
-        .map(|(n, id)| (Names::Models, n, id))
-        .chain([(Names::Sets, set_name.to_string(), set_id)])
-        .collect();
-    // Base items are provenance: an episode set from generated theories may lack them.
-    let mut records = Vec::new();
-    for (kind, id) in &wanted {
+    let mut found = Vec::new();
+    for (kind, id) in records {
         if let Some(bytes) = reg.raw_get(*kind, id)? {
-            records.push((*kind, *id, bytes));
+            found.push((*kind, *id, bytes));
         }
     }
-    report.records = store(&target, &records, &names)?;
-    Ok(report)
+    let target = Registry::open_write(out)?;
+    Ok(ExportReport {
+        file: out.display().to_string(),
+        records: target.write(|w| store(w, &found, names))?,
+    })
 }
 
 #[derive(Debug, Serialize)]
@@ -283,6 +370,8 @@ pub struct CacheStats {
     pub records: BTreeMap<String, usize>,
     /// Scores per model fingerprint (short).
     pub scores_per_model: BTreeMap<String, usize>,
+    /// Of those, merged from another store without a recomputed check.
+    pub unverified_per_model: BTreeMap<String, usize>,
 }
 
 pub fn stats(reg: &Registry) -> Result<CacheStats> {
@@ -291,13 +380,19 @@ pub fn stats(reg: &Registry) -> Result<CacheStats> {
         records.insert(kind.noun().to_string(), reg.count(kind)? as usize);
     }
     let mut scores_per_model = BTreeMap::new();
-    for (_, s) in reg.all::<ScoreRecord>()? {
+    let mut unverified_per_model = BTreeMap::new();
+    let unverified: BTreeSet<Id> = reg.unverified_scores()?.into_iter().collect();
+    for (key, s) in reg.all::<ScoreRecord>()? {
         *scores_per_model.entry(Id(s.model).short()).or_insert(0) += 1;
+        if unverified.contains(&key) {
+            *unverified_per_model.entry(Id(s.model).short()).or_insert(0) += 1;
+        }
     }
     Ok(CacheStats {
         file: reg.path().display().to_string(),
         bytes: std::fs::metadata(reg.path()).map_or(0, |m| m.len()),
         records,
         scores_per_model,
+        unverified_per_model,
     })
 }

@@ -49,6 +49,13 @@ pub fn ingest(reg: &Registry, format: Format, path: &Path, skip_bad: bool) -> Re
         }
         read.push((file, parsed, unit_hash(format, file)?));
     }
+    if read.iter().all(|(_, parsed, _)| parsed.items.is_empty()) {
+        let bad: usize = read.iter().map(|(_, parsed, _)| parsed.bad.len()).sum();
+        bail!(
+            "{}: no valid record ({bad} malformed); nothing was stored",
+            path.display()
+        );
+    }
     reg.write(|w| {
         let mut report = IngestReport {
             format: format.dataset().to_string(),

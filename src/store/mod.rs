@@ -12,15 +12,23 @@
 //! - Every command writes in one transaction: a failure or interruption leaves the store as it was.
 
 pub mod cache;
+mod checksum;
 pub mod ingest;
+mod legacy;
+mod migrate;
+mod outputs;
 mod records;
+mod shield;
 
-pub use records::{SourceFile, StoredSet, StoredSpec};
+pub use outputs::{guard_output, record_output, same_file};
+pub use records::{ResultRecord, ResultRow, SourceFile, StoredSet, StoredSpec, Turn};
 
 use anyhow::{anyhow, bail, Context, Result};
 use redb::{
-    Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle,
+    Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable, ReadableTableMetadata,
+    TableDefinition, TableHandle,
 };
+use shield::{shield, Place};
 use rkyv::api::high::{HighSerializer, HighValidator};
 use rkyv::de::Pool;
 use rkyv::rancor::{self, Strategy};
@@ -29,10 +37,17 @@ use rkyv::util::AlignedVec;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// Bumped whenever a table or record layout changes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped whenever a table or record layout changes. Version 2 frames every value with a
+/// checksum (see `checksum.rs`); version 1 stores are migrated on their first writing open.
+pub const SCHEMA_VERSION: u32 = 2;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+/// Keys of scores merged from another store without a recomputed check (see `cache::merge`).
+const UNVERIFIED: TableDefinition<[u8; 32], ()> = TableDefinition::new("unverified_scores");
+
+/// Files this tool wrote: canonical path -> blake3 of the bytes written (see `outputs.rs`).
+const OUTPUTS: TableDefinition<&str, [u8; 32]> = TableDefinition::new("outputs");
 
 /// Tables of names: aliases pointing at content ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,7 +176,12 @@ impl Kind {
     }
 
     fn table(self) -> TableDefinition<'static, [u8; 32], &'static [u8]> {
-        TableDefinition::new(match self {
+        TableDefinition::new(self.table_name())
+    }
+
+    /// The redb table holding this kind.
+    pub fn table_name(self) -> &'static str {
+        match self {
             Kind::SourceFile => "sources",
             Kind::BaseItem => "items",
             Kind::Episode => "episodes",
@@ -173,7 +193,7 @@ impl Kind {
             Kind::Score => "scores",
             Kind::Result => "results",
             Kind::Question => "questions",
-        })
+        }
     }
 }
 
@@ -211,103 +231,185 @@ where
             "{}: record {} in table `{}` is corrupt: {e}",
             path.display(),
             id.short(),
-            R::KIND.table().name()
+            R::KIND.table_name()
         )
     })
 }
 
-/// The store. Opening it checks (or, for a new file, writes) the schema version.
+/// The first bytes of every redb file.
+const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+
+enum Db {
+    Write(Database),
+    Read(ReadOnlyDatabase),
+}
+
+impl Db {
+    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::Write(db) => db.begin_read(),
+            Db::Read(db) => db.begin_read(),
+        }
+    }
+}
+
+/// The store, opened for reading ([`Registry::open_read`], never writes) or for writing
+/// ([`Registry::open_write`], creates it and migrates an older schema).
 pub struct Registry {
-    db: Database,
+    db: Db,
     path: PathBuf,
+    /// The schema its values are in: a read-only store of version 1 is read as it is.
+    version: u32,
 }
 
 impl Registry {
-    pub fn open(path: &Path) -> Result<Registry> {
+    /// Opens a store for a command that writes: creates a missing file (and its folder), and
+    /// migrates a schema 1 store in place, after copying it beside itself.
+    pub fn open_write(path: &Path) -> Result<Registry> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create the store folder {}", dir.display()))?;
         }
-        let db = Database::create(path).map_err(|e| {
-            anyhow!(
-                "{}: not a deltalogic store (or unreadable): {e}",
-                path.display()
-            )
-        })?;
-        let reg = Registry {
-            db,
-            path: path.to_path_buf(),
-        };
-        reg.check_schema()?;
+        if path.exists() {
+            check_redb_file(path)?;
+        }
+        // A schema 1 store is copied before redb opens it for writing (which rewrites parts of
+        // its header), so the backup is the very file.
+        let copied = Registry::open_read(path).is_ok_and(|r| r.version == 1);
+        if copied {
+            migrate::backup_v1(path)?;
+        }
+        let mut reg = Registry::create(path)?;
+        match reg.schema()? {
+            Some(SCHEMA_VERSION) => {}
+            Some(1) => {
+                if !copied {
+                    // Not closed cleanly, so not readable before redb repaired it on open:
+                    // back up the repaired file, closed.
+                    drop(reg);
+                    migrate::backup_v1(path)?;
+                    reg = Registry::create(path)?;
+                }
+                migrate::v1_to_v2(&reg)?;
+                reg.version = SCHEMA_VERSION;
+            }
+            Some(v) => bail!(version_refused(path, v)),
+            None => reg.initialise()?,
+        }
         Ok(reg)
     }
 
-    /// Opens a store that must already exist (a cache file to read or merge): a missing file is
-    /// an error, not a new empty store.
-    pub fn open_existing(path: &Path) -> Result<Registry> {
-        if !path.is_file() {
-            bail!("{}: no such cache file", path.display());
+    /// Opens an existing store without ever writing to it (works on read-only files). A missing,
+    /// empty, non-redb or non-deltalogic file is refused. A schema 1 store is read as it is:
+    /// its values carry no checksums, so they are validated (archive, and key hash where a
+    /// command checks it) but not checksummed.
+    pub fn open_read(path: &Path) -> Result<Registry> {
+        if !path.exists() {
+            bail!("{}: no such store (it does not exist)", path.display());
         }
-        Registry::open(path)
+        check_redb_file(path)?;
+        let db = shield(path, Place::default(), || {
+            ReadOnlyDatabase::open(path).map_err(|e| open_error(path, e))
+        })?;
+        let mut reg = Registry {
+            db: Db::Read(db),
+            path: path.to_path_buf(),
+            version: SCHEMA_VERSION,
+        };
+        match reg.schema()? {
+            Some(v @ (1 | SCHEMA_VERSION)) => reg.version = v,
+            Some(v) => bail!(version_refused(path, v)),
+            None => bail!(
+                "{}: a redb database without a deltalogic schema record: not a deltalogic store",
+                path.display()
+            ),
+        }
+        Ok(reg)
+    }
+
+    fn create(path: &Path) -> Result<Registry> {
+        let db = shield(path, Place::default(), || {
+            Database::create(path).map_err(|e| open_error(path, e))
+        })?;
+        Ok(Registry {
+            db: Db::Write(db),
+            path: path.to_path_buf(),
+            version: SCHEMA_VERSION,
+        })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    fn check_schema(&self) -> Result<()> {
+    /// The schema version the store's values are in.
+    pub fn schema_version(&self) -> u32 {
+        self.version
+    }
+
+    /// Refuses a schema 1 store opened for reading: its results are in the old layout, which only
+    /// the migration reads. Any command that writes migrates a store in place (after a backup).
+    pub fn require_current(&self) -> Result<()> {
+        if self.version < SCHEMA_VERSION {
+            bail!(
+                "{}: written by schema {} of deltalogic; run a command that writes to it (for \
+                 example `deltalogic --store {} report`) to migrate it in place, after a backup \
+                 copy beside it, or migrate a copy",
+                self.path.display(),
+                self.version,
+                self.path.display()
+            );
+        }
+        Ok(())
+    }
+
+    fn schema(&self) -> Result<Option<u32>> {
         let found = self
             .read(META, |t| {
                 Ok(t.get("schema_version")?.map(|v| v.value().to_vec()))
             })?
             .flatten();
-        match found {
-            Some(bytes) => {
-                let v = <[u8; 4]>::try_from(bytes.as_slice())
+        found
+            .map(|bytes| {
+                <[u8; 4]>::try_from(bytes.as_slice())
                     .map(u32::from_le_bytes)
                     .map_err(|_| {
                         anyhow!(
                             "{}: the schema version record is corrupt",
                             self.path.display()
                         )
-                    })?;
-                if v != SCHEMA_VERSION {
-                    bail!(
-                        "{}: written by deltalogic schema version {v}; this build reads version {SCHEMA_VERSION}. \
-                         Use a deltalogic that matches, or another --store.",
-                        self.path.display()
-                    );
-                }
-                Ok(())
+                    })
+            })
+            .transpose()
+    }
+
+    /// Writes the schema version into a new, empty database.
+    fn initialise(&self) -> Result<()> {
+        self.transaction(|txn| {
+            if txn.list_tables()?.next().is_some() {
+                bail!(
+                    "{}: a redb database without a deltalogic schema record; refusing to use it",
+                    self.path.display()
+                );
             }
-            None => {
-                let txn = self.db.begin_write()?;
-                {
-                    let has_tables = txn.list_tables()?.next().is_some();
-                    if has_tables {
-                        bail!(
-                            "{}: a redb database without a deltalogic schema record; refusing to use it",
-                            self.path.display()
-                        );
-                    }
-                    let mut meta = txn.open_table(META)?;
-                    meta.insert("schema_version", SCHEMA_VERSION.to_le_bytes().as_slice())?;
-                }
-                txn.commit()?;
-                Ok(())
-            }
-        }
+            let mut meta = txn.open_table(META)?;
+            meta.insert("schema_version", SCHEMA_VERSION.to_le_bytes().as_slice())?;
+            Ok(())
+        })
     }
 
     /// Runs `f` inside one write transaction; it is committed only if `f` succeeds.
     pub fn write<T>(&self, f: impl FnOnce(&mut Writer<'_>) -> Result<T>) -> Result<T> {
-        let txn = self.db.begin_write()?;
+        let Db::Write(db) = &self.db else {
+            bail!("{}: opened read-only; this command cannot write to it", self.path.display());
+        };
+        let txn = shield(&self.path, Place::default(), || Ok(db.begin_write()?))?;
         let mut w = Writer {
             txn: &txn,
             path: &self.path,
         };
         let out = f(&mut w)?;
-        txn.commit().with_context(|| {
+        shield(&self.path, Place::default(), || Ok(txn.commit()?)).with_context(|| {
             format!(
                 "{}: commit failed; nothing was written",
                 self.path.display()
@@ -316,18 +418,52 @@ impl Registry {
         Ok(out)
     }
 
+    /// Runs `f` on the raw write transaction (schema set-up and migration), shielded.
+    fn transaction(&self, f: impl FnOnce(&redb::WriteTransaction) -> Result<()>) -> Result<()> {
+        let Db::Write(db) = &self.db else {
+            bail!("{}: opened read-only", self.path.display());
+        };
+        shield(&self.path, Place::default(), || {
+            let txn = db.begin_write()?;
+            f(&txn)?;
+            txn.commit()?;
+            Ok(())
+        })
+    }
+
     /// Runs `f` on a table in a read transaction; `None` when the table was never written.
     fn read<K: redb::Key + 'static, V: redb::Value + 'static, T>(
         &self,
         def: TableDefinition<K, V>,
         f: impl FnOnce(&redb::ReadOnlyTable<K, V>) -> Result<T>,
     ) -> Result<Option<T>> {
-        let txn = self.db.begin_read()?;
-        match txn.open_table(def) {
-            Ok(t) => f(&t).map(Some),
-            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
-            Err(e) => Err(e.into()),
+        let name = def.name().to_string();
+        shield(&self.path, Place::table(&name), || {
+            let txn = self.db.begin_read()?;
+            match txn.open_table(def) {
+                Ok(t) => f(&t).map(Some),
+                Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+
+    /// The archive inside a stored value, after checking its checksum.
+    fn body(&self, kind: Kind, id: &Id, stored: &[u8]) -> Result<Vec<u8>> {
+        if self.version < 2 {
+            return Ok(stored.to_vec());
         }
+        checksum::unseal(kind.table_name(), &id.0, stored)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| {
+                anyhow!(
+                    "{}: record {} in table `{}` fails its checksum: the value was changed or \
+                     damaged after it was written",
+                    self.path.display(),
+                    id.short(),
+                    kind.table_name()
+                )
+            })
     }
 
     pub fn get<R: Record>(&self, id: &Id) -> Result<Option<R>>
@@ -345,36 +481,44 @@ impl Registry {
         R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
             + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
     {
-        let found = self.read(R::KIND.table(), |t| {
+        self.raw_all(R::KIND)?
+            .into_iter()
+            .map(|(id, body)| Ok((id, decode(&body, &self.path, &id)?)))
+            .collect()
+    }
+
+    /// Every record of a kind as its archive, checksums checked, in id order; the first value
+    /// that fails its checksum is an error.
+    pub fn raw_all(&self, kind: Kind) -> Result<Vec<(Id, Vec<u8>)>> {
+        self.scan(kind)?
+            .into_iter()
+            .map(|(id, body)| Ok((id, body?)))
+            .collect()
+    }
+
+    /// Every record of a kind, each with its archive or why it cannot be trusted (for verify).
+    pub fn scan(&self, kind: Kind) -> Result<Vec<(Id, Result<Vec<u8>>)>> {
+        let found = self.read(kind.table(), |t| {
             let mut out = Vec::with_capacity(t.len()? as usize);
             for entry in t.iter()? {
                 let (k, v) = entry?;
                 let id = Id(k.value());
-                out.push((id, decode(v.value(), &self.path, &id)?));
+                out.push((id, self.body(kind, &id, v.value())));
             }
             Ok(out)
         })?;
         Ok(found.unwrap_or_default())
     }
 
-    /// Every record of a kind as stored bytes, in id order (for copying between stores).
-    pub fn raw_all(&self, kind: Kind) -> Result<Vec<(Id, Vec<u8>)>> {
-        let found = self.read(kind.table(), |t| {
-            t.iter()?
-                .map(|e| {
-                    e.map(|(k, v)| (Id(k.value()), v.value().to_vec()))
-                        .map_err(Into::into)
-                })
-                .collect()
-        })?;
-        Ok(found.unwrap_or_default())
-    }
-
+    /// One record's archive, checksum checked.
     pub fn raw_get(&self, kind: Kind, id: &Id) -> Result<Option<Vec<u8>>> {
         let found = self.read(kind.table(), |t| {
             Ok(t.get(&id.0)?.map(|v| v.value().to_vec()))
         })?;
-        Ok(found.flatten())
+        found
+            .flatten()
+            .map(|stored| self.body(kind, id, &stored))
+            .transpose()
     }
 
     pub fn count(&self, kind: Kind) -> Result<u64> {
@@ -437,6 +581,83 @@ impl Registry {
         })?;
         Ok(Some((id, set)))
     }
+
+    /// Whether a score was merged from another store without a recomputed check.
+    pub fn is_unverified(&self, score: &Id) -> Result<bool> {
+        Ok(self
+            .read(UNVERIFIED, |t| Ok(t.get(&score.0)?.is_some()))?
+            .unwrap_or(false))
+    }
+
+    /// Every score key marked unverified, in key order.
+    pub fn unverified_scores(&self) -> Result<Vec<Id>> {
+        let found = self.read(UNVERIFIED, |t| {
+            t.iter()?
+                .map(|e| e.map(|(k, _)| Id(k.value())).map_err(Into::into))
+                .collect()
+        })?;
+        Ok(found.unwrap_or_default())
+    }
+
+    /// blake3 of the bytes this tool last wrote to `key` (a canonical path), if any.
+    fn output_hash(&self, key: &str) -> Result<Option<[u8; 32]>> {
+        Ok(self
+            .read(OUTPUTS, |t| Ok(t.get(key)?.map(|v| v.value())))?
+            .flatten())
+    }
+}
+
+/// Refuses what cannot be a store before redb sees it: redb would initialise an empty file (and
+/// so rewrite a colleague's 0-byte download) and gives poor messages for other files.
+fn check_redb_file(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if !meta.is_file() {
+        bail!("{}: not a file, so not a deltalogic store", path.display());
+    }
+    if meta.len() == 0 {
+        bail!("{}: an empty file, not a deltalogic store", path.display());
+    }
+    let mut head = [0u8; REDB_MAGIC.len()];
+    let read = std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok();
+    if !read || head != REDB_MAGIC {
+        bail!(
+            "{}: not a deltalogic store (not a redb database)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+fn open_error(path: &Path, e: redb::DatabaseError) -> anyhow::Error {
+    match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => anyhow!(
+            "{}: the store is in use by another process (or already open in this one)",
+            path.display()
+        ),
+        redb::DatabaseError::RepairAborted => anyhow!(
+            "{}: the store was not closed cleanly (an interrupted command) and cannot be repaired \
+             while opened read-only; run any command that writes to it (it repairs on open), \
+             or restore a backup",
+            path.display()
+        ),
+        e => anyhow!(
+            "{}: not a deltalogic store, or damaged: {e}; run `deltalogic cache verify` or \
+             restore a backup",
+            path.display()
+        ),
+    }
+}
+
+fn version_refused(path: &Path, v: u32) -> String {
+    format!(
+        "{}: written by deltalogic schema version {v}; this build reads versions 1 and \
+         {SCHEMA_VERSION}. Use a deltalogic that matches, or another --store.",
+        path.display()
+    )
 }
 
 /// Writes inside one transaction (see [`Registry::write`]).
@@ -454,36 +675,78 @@ impl Writer<'_> {
             + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
     {
         let id = record.id();
-        let mut table = self.txn.open_table(R::KIND.table())?;
-        if table.get(&id.0)?.is_some() {
-            return Ok((id, false));
-        }
-        let bytes = rkyv::to_bytes::<rancor::Error>(record).map_err(|e| {
+        let bytes = self.encode(record)?;
+        Ok((id, self.put_raw(R::KIND, id, &bytes)?))
+    }
+
+    /// Replaces the stored value of a record that keeps its id: only provenance (a model's
+    /// location) may differ between two values of one id.
+    pub fn replace<R: Record>(&mut self, record: &R) -> Result<Id>
+    where
+        R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
+            + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
+    {
+        let id = record.id();
+        let bytes = self.encode(record)?;
+        let table = R::KIND.table_name();
+        shield(self.path, Place::record(table, &id.0), || {
+            let mut t = self.txn.open_table(R::KIND.table())?;
+            t.insert(&id.0, checksum::seal(table, &id.0, &bytes).as_slice())?;
+            Ok(())
+        })?;
+        Ok(id)
+    }
+
+    fn encode<R: Record>(&self, record: &R) -> Result<rkyv::util::AlignedVec>
+    where
+        R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
+            + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
+    {
+        rkyv::to_bytes::<rancor::Error>(record).map_err(|e| {
             anyhow!(
                 "{}: cannot encode a {} record: {e}",
                 self.path.display(),
                 R::KIND.noun()
             )
-        })?;
-        table.insert(&id.0, bytes.as_slice())?;
-        Ok((id, true))
+        })
     }
 
-    /// Stores bytes read from another store under their key. The caller has validated them
-    /// (see `crate::store::cache`); an existing record is kept.
-    pub fn put_raw(&mut self, kind: Kind, id: Id, bytes: &[u8]) -> Result<bool> {
-        let mut table = self.txn.open_table(kind.table())?;
-        if table.get(&id.0)?.is_some() {
-            return Ok(false);
-        }
-        table.insert(&id.0, bytes)?;
-        Ok(true)
+    /// Stores an archive under its key, framed with its checksum. Bytes from another store must
+    /// have been validated first (see `crate::store::cache`); an existing record is kept.
+    pub fn put_raw(&mut self, kind: Kind, id: Id, body: &[u8]) -> Result<bool> {
+        let table = kind.table_name();
+        shield(self.path, Place::record(table, &id.0), || {
+            let mut t = self.txn.open_table(kind.table())?;
+            if t.get(&id.0)?.is_some() {
+                return Ok(false);
+            }
+            t.insert(&id.0, checksum::seal(table, &id.0, body).as_slice())?;
+            Ok(true)
+        })
     }
 
     /// Points a name at a record (an earlier record of that name stays, unnamed).
     pub fn name(&mut self, names: Names, name: &str, id: Id) -> Result<()> {
-        let mut table = self.txn.open_table(names.table())?;
-        table.insert(name, id.0)?;
-        Ok(())
+        let def = names.table();
+        shield(self.path, Place::table(def.name()), || {
+            self.txn.open_table(def)?.insert(name, id.0)?;
+            Ok(())
+        })
+    }
+
+    /// Marks a score as merged without a recomputed check.
+    pub fn mark_unverified(&mut self, score: Id) -> Result<()> {
+        shield(self.path, Place::record("unverified_scores", &score.0), || {
+            self.txn.open_table(UNVERIFIED)?.insert(&score.0, ())?;
+            Ok(())
+        })
+    }
+
+    /// Remembers the bytes written to an output file (see [`record_output`]).
+    fn record_output(&mut self, key: &str, hash: [u8; 32]) -> Result<()> {
+        shield(self.path, Place::table("outputs"), || {
+            self.txn.open_table(OUTPUTS)?.insert(key, hash)?;
+            Ok(())
+        })
     }
 }

@@ -3,6 +3,7 @@
 
 use super::{canonical, Id, Kind, Record};
 use crate::datasets::BaseItem;
+use crate::logic::Label;
 use serde::Serialize;
 
 /// One ingested file (or file group, for formats that read several files as one unit).
@@ -107,5 +108,61 @@ impl Record for StoredSet {
     fn content(&self) -> Vec<u8> {
         let ids: Vec<String> = self.member_ids().map(|i| i.hex()).collect();
         canonical(&(&self.benchmark, Id(self.spec).hex(), ids))
+    }
+}
+
+/// One turn of an item in a result: the model's answer and the keys of the scores it was
+/// chosen from, in the order of the turn's labels.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct Turn {
+    pub answer: Label,
+    pub keys: Vec<[u8; 32]>,
+}
+
+/// One item's part of a result: every turn, in order.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct ResultRow {
+    pub item: [u8; 32],
+    pub turns: Vec<Turn>,
+}
+
+/// A result of any benchmark (the runner writes them, `crate::eval`): identified by its inputs (model, set, template, normalisation and
+/// the set of score keys read; order does not matter). The set names the benchmark.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct ResultRecord {
+    pub model: [u8; 32],
+    pub set: [u8; 32],
+    pub template: [u8; 32],
+    pub normalisation: String,
+    pub rows: Vec<ResultRow>,
+}
+
+impl ResultRecord {
+    /// Every score key the result read, row by row and turn by turn.
+    pub fn keys(&self) -> impl Iterator<Item = Id> + '_ {
+        self.rows
+            .iter()
+            .flat_map(|r| r.turns.iter().flat_map(|t| t.keys.iter().map(|k| Id(*k))))
+    }
+}
+
+impl Record for ResultRecord {
+    const KIND: Kind = Kind::Result;
+    fn content(&self) -> Vec<u8> {
+        let mut keys: Vec<String> = self.keys().map(|k| k.hex()).collect();
+        keys.sort();
+        canonical(&(
+            Id(self.model).hex(),
+            Id(self.set).hex(),
+            Id(self.template).hex(),
+            &self.normalisation,
+            keys,
+        ))
     }
 }

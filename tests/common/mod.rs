@@ -1,3 +1,4 @@
+#![allow(dead_code)] // each test binary uses its own part of these helpers
 //! A deterministic stand-in language model for testing the cache and the prefix tree without
 //! model weights: tokens are bytes, and a token's log-prob is a hash of everything before it.
 //! It counts the tokens it is asked to run, so tests can check what was computed.
@@ -122,4 +123,10 @@ pub fn score_with(
         &mut Quiet,
     )
     .unwrap()
+}
+
+/// Exports the results of `model` on `set` with everything they refer to into a new cache file.
+pub fn export(reg: &Registry, model: Id, set: &str, to: &std::path::Path) -> deltalogic::store::cache::ExportReport {
+    let (records, names) = eval::share::closure(reg, model, set).unwrap();
+    deltalogic::store::cache::export(reg, &records, &names, to).unwrap()
 }

@@ -416,6 +416,10 @@ impl Benchmark for BeliefR {
         Ok(Box::new(Questions::new(store, set, Box::new(prompts::beliefr(form)))?))
     }
 
+    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(crate::store::Kind, Id)>> {
+        question::references(store, set)
+    }
+
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         let b = metrics::beliefr(&rows, seed, super::RESAMPLES)?;

@@ -144,6 +144,10 @@ impl Benchmark for Glore {
         statement_questions(store, set, template)
     }
 
+    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(crate::store::Kind, Id)>> {
+        question::references(store, set)
+    }
+
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         question::accuracy_evaluation(&rows, &question::GROUP_TAGS, seed, "Gold answers are the dataset's own.")

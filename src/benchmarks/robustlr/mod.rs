@@ -270,6 +270,10 @@ impl Benchmark for RobustLr {
         statement_questions(store, set, template)
     }
 
+    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(crate::store::Kind, Id)>> {
+        question::references(store, set)
+    }
+
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         let m = metrics::from_rows(&rows, seed, super::RESAMPLES)?;

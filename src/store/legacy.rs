@@ -8,8 +8,8 @@
 //! key context.
 
 use super::records::{ResultRecord, ResultRow, Turn};
+use super::{Id, Record};
 use crate::logic::Label;
-use crate::store::{Id, Record};
 use anyhow::{anyhow, bail, Result};
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -46,13 +46,13 @@ struct QuestionResultV1 {
 }
 
 /// The schema-1 table names of the two result kinds.
-pub const EPISODE_RESULTS_V1: &str = "results";
-pub const QUESTION_RESULTS_V1: &str = "question_results";
+pub(super) const EPISODE_RESULTS_V1: &str = "results";
+pub(super) const QUESTION_RESULTS_V1: &str = "question_results";
 
 /// Upgrades one schema-1 result from table `table`, stored under `key`, to a schema-2 record.
 /// An archive that does not validate, or an episode row without its six keys, is an error naming
 /// the record.
-pub fn upgrade_results(table: &str, key: Id, bytes: &[u8]) -> Result<ResultRecord> {
+pub(super) fn upgrade_result(table: &str, key: Id, bytes: &[u8]) -> Result<ResultRecord> {
     let corrupt = |e: rkyv::rancor::Error| {
         anyhow!("schema-1 record {} in table `{table}` is corrupt: {e}", key.short())
     };

@@ -1,0 +1,99 @@
+//! Schema 1 -> 2, in place on the first writing open: the old file is copied beside the store,
+//! then every value is rewritten with its checksum in one transaction (all or nothing).
+
+use super::{checksum, legacy, Id, Kind, Record, Registry, META, SCHEMA_VERSION};
+use anyhow::{bail, Context, Result};
+use redb::ReadableTable;
+use std::path::{Path, PathBuf};
+
+/// Where the schema 1 file is kept: `registry.redb` -> `registry.redb.v1.bak`.
+pub(super) fn backup_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".v1.bak");
+    PathBuf::from(name)
+}
+
+/// Copies the (closed) schema 1 file beside itself. An existing backup is never overwritten;
+/// one equal to the file (left by an interrupted migration) is kept as it is.
+pub(super) fn backup_v1(path: &Path) -> Result<()> {
+    let backup = backup_path(path);
+    if backup.exists() {
+        if std::fs::read(&backup).ok() == std::fs::read(path).ok() {
+            return Ok(());
+        }
+        bail!(
+            "{}: a schema 1 store to migrate, but its backup {} already exists; move that file \
+             away and run the command again",
+            path.display(),
+            backup.display()
+        );
+    }
+    std::fs::copy(path, &backup).with_context(|| {
+        format!(
+            "{}: cannot copy the schema 1 store to {} before migrating it",
+            path.display(),
+            backup.display()
+        )
+    })?;
+    Ok(())
+}
+
+/// A schema 1 table's rows, as the rows to store in schema 2 (each under its kind and key, as an
+/// rkyv archive without its checksum). Results of both schema 1 kinds (DeltaLogic results in
+/// `results`, question results in `question_results`) become the one result kind; every other
+/// table keeps its rows. Rows of every table are read before any is written.
+fn convert_v1(table: &str, kind: Kind, rows: Vec<(Id, Vec<u8>)>) -> Result<Vec<(Kind, Id, Vec<u8>)>> {
+    if kind != Kind::Result {
+        return Ok(rows.into_iter().map(|(id, body)| (kind, id, body)).collect());
+    }
+    rows.into_iter()
+        .map(|(key, body)| {
+            let record = legacy::upgrade_result(table, key, &body)?;
+            let bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&record)
+                .map_err(|e| anyhow::anyhow!("cannot encode upgraded result {}: {e}", key.short()))?;
+            Ok((Kind::Result, record.id(), bytes.to_vec()))
+        })
+        .collect()
+}
+
+pub(super) fn v1_to_v2(reg: &Registry) -> Result<()> {
+    reg.transaction(|txn| {
+        let mut rows = Vec::new();
+        let legacy_tables = [(legacy::QUESTION_RESULTS_V1, Kind::Result)];
+        let tables = Kind::ALL.map(|k| (k.table_name(), k));
+        for (name, kind) in tables.into_iter().chain(legacy_tables) {
+            let def = redb::TableDefinition::<[u8; 32], &[u8]>::new(name);
+            let old: Vec<(Id, Vec<u8>)> = match txn.open_table(def) {
+                Ok(t) => t
+                    .iter()?
+                    .map(|e| e.map(|(k, v)| (Id(k.value()), v.value().to_vec())))
+                    .collect::<Result<_, _>>()?,
+                Err(redb::TableError::TableDoesNotExist(_)) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            txn.delete_table(def)?;
+            rows.extend(convert_v1(name, kind, old).with_context(|| format!("migrating table `{name}`"))?);
+        }
+        for (kind, id, body) in rows {
+            let table = kind.table_name();
+            txn.open_table(kind.table())?
+                .insert(&id.0, checksum::seal(table, &id.0, &body).as_slice())?;
+        }
+        txn.open_table(META)?
+            .insert("schema_version", SCHEMA_VERSION.to_le_bytes().as_slice())?;
+        Ok(())
+    })
+    .with_context(|| {
+        format!(
+            "{}: migrating from schema 1 to {SCHEMA_VERSION} failed; the store is unchanged",
+            reg.path().display()
+        )
+    })?;
+    eprintln!(
+        "{}: migrated from schema 1 to {SCHEMA_VERSION} (every value now carries a checksum, \
+         results of every benchmark are one kind; the schema 1 file is kept as {}",
+        reg.path().display(),
+        backup_path(reg.path()).display()
+    );
+    Ok(())
+}

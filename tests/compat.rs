@@ -1,0 +1,109 @@
+//! Stores written by schema 1 keep working: `fixtures/v1` was made by the last schema-1 code
+//! (`scripts/make_v1_fixture.sh`) with the stand-in model. Opened by today's code, it is migrated
+//! in place after a backup, reports the same numbers, and a rescore finds every score.
+
+mod common;
+
+use common::{ByteModel, NoChat};
+use deltalogic::benchmarks;
+use deltalogic::eval::{self, Normalisation, Quiet};
+use deltalogic::store::{Names, Registry};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/v1").join(name)
+}
+
+/// A copy of the fixture store, migrated by a writing open.
+fn migrated(dir: &tempfile::TempDir) -> Registry {
+    let path = dir.path().join("registry.redb");
+    std::fs::copy(fixture("store.redb"), &path).unwrap();
+    let read = Registry::open_read(&path).unwrap();
+    assert_eq!(read.schema_version(), 1);
+    let e = read.require_current().unwrap_err().to_string();
+    assert!(e.contains("to migrate it in place"), "{e}");
+    drop(read);
+    Registry::open_write(&path).unwrap()
+}
+
+/// (model, set, template, normalisation) → (result id, metrics) of a report's JSON.
+type Keyed = BTreeMap<(String, String, String, String), (String, Value)>;
+
+fn key(r: &Value) -> (String, String, String, String) {
+    let s = |k: &str| r[k].as_str().unwrap().to_string();
+    (s("model"), s("set"), s("template"), s("normalisation"))
+}
+
+#[test]
+fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = migrated(&dir);
+    assert_eq!(reg.schema_version(), 2);
+    let backup = dir.path().join("registry.redb.v1.bak");
+    assert_eq!(
+        std::fs::read(&backup).unwrap(),
+        std::fs::read(fixture("store.redb")).unwrap(),
+        "the backup is the schema 1 file"
+    );
+
+    let old: Value = serde_json::from_slice(&std::fs::read(fixture("report.json")).unwrap()).unwrap();
+    let mut want = Keyed::new();
+    for r in old["deltalogic"].as_array().unwrap() {
+        want.insert(key(r), (r["result_id"].as_str().unwrap().into(), r["breakdown"].clone()));
+    }
+    let mut question_ids = Vec::new();
+    for r in old["questions"].as_array().unwrap() {
+        // Schema 1 tagged a question result's metrics with their kind; the numbers are the rest.
+        let mut m = r["metrics"].clone();
+        m.as_object_mut().unwrap().remove("metrics");
+        question_ids.push(r["result_id"].as_str().unwrap().to_string());
+        want.insert(key(r), (String::new(), m));
+    }
+    assert_eq!(want.len(), 6, "four DeltaLogic and two RobustLR results");
+
+    let entries = deltalogic::report::entries(&reg, &[], &[]).unwrap();
+    let got: Vec<Value> = entries.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+    assert_eq!(got.len(), want.len());
+    for r in &got {
+        let (id, metrics) = &want[&key(r)];
+        assert_eq!(&r["metrics"], metrics, "{:?}", key(r));
+        if !id.is_empty() {
+            // A DeltaLogic result keeps its id; a question result gets the one-kind id.
+            assert_eq!(r["result_id"].as_str().unwrap(), id);
+        } else {
+            assert!(!question_ids.contains(&r["result_id"].as_str().unwrap().to_string()));
+        }
+    }
+
+    // Every score is found: rescoring each set with its stand-in model computes nothing and
+    // gives the same result ids.
+    let ids: Vec<String> = got.iter().map(|r| r["result_id"].as_str().unwrap().to_string()).collect();
+    for (set_name, norms) in [("dl", &[Normalisation::Mean, Normalisation::Sum][..]), ("rl", &[Normalisation::Mean][..])] {
+        let (set_id, set) = reg.set_by_name(set_name).unwrap().unwrap();
+        let benchmark = benchmarks::named(&set.benchmark).unwrap();
+        for model in ["m1", "m2"] {
+            let model_id = reg.lookup(Names::Models, model).unwrap().unwrap();
+            for &norm in norms {
+                let out = eval::run(
+                    &reg,
+                    benchmark,
+                    (set_id, &set),
+                    (model_id, &NoChat),
+                    || -> anyhow::Result<ByteModel> { panic!("nothing may be computed") },
+                    benchmark.templates()[0],
+                    norm,
+                    &mut Quiet,
+                )
+                .unwrap();
+                assert_eq!(out.report.scores_computed, 0);
+                assert!(ids.contains(&out.result.hex()), "{set_name} {model} {norm:?}");
+            }
+        }
+    }
+    drop(reg);
+    // A second open finds schema 2: no second migration, the backup untouched.
+    let again = Registry::open_write(&dir.path().join("registry.redb")).unwrap();
+    assert_eq!(again.schema_version(), 2);
+}

@@ -6,6 +6,7 @@ pub mod fol;
 pub mod folio;
 pub mod generator;
 pub mod solver;
+pub mod verbs;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -83,7 +83,9 @@ fn rules() -> Vec<String> {
                         format!("If someone is {a} then they do not {base} {o}."),
                         format!("If someone does not {base} {o} then they are {n}."),
                         format!("If someone {third} {o} and they are {n} then they {base} {o}."),
-                        format!("If the power switch {third} {o} and {o} is {a} then the lamp is {a}."),
+                        format!(
+                            "If the power switch {third} {o} and {o} is {a} then the lamp is {a}."
+                        ),
                         format!("If {o} does not {base} something then it is not {a}."),
                         format!("All {a} people are not {a}."),
                         format!("Cold, {a} things are {a}."),
@@ -105,7 +107,11 @@ fn every_pattern_parses_renders_and_parses_back() {
     for text in sentences {
         let s = parse_statement(&text).unwrap_or_else(|e| panic!("{e}"));
         let rendered = s.to_english();
-        assert_eq!(parse_statement(&rendered), Ok(s.clone()), "{text} → {rendered}");
+        assert_eq!(
+            parse_statement(&rendered),
+            Ok(s.clone()),
+            "{text} → {rendered}"
+        );
         // Facts render exactly as written: the canonical form is the grammar's own.
         if let Statement::Fact(_) = s {
             assert_eq!(rendered, text);
@@ -126,7 +132,11 @@ fn a_fact_meets_its_negated_question() {
             assert_eq!(solve(&theory, &n, world), Ok(Label::False), "{negated}");
         }
         let theory = vec![Statement::Fact(n.clone())];
-        assert_eq!(solve(&theory, &p, World::Open), Ok(Label::False), "{negated}");
+        assert_eq!(
+            solve(&theory, &p, World::Open),
+            Ok(Label::False),
+            "{negated}"
+        );
     }
     // The plural form in a rule's conclusion is the same relation: "they have" meets "has".
     for (base, third) in VERBS {
@@ -135,7 +145,11 @@ fn a_fact_meets_its_negated_question() {
         ))
         .expect("parses");
         let q = fact(&format!("Bob does not {base} the cat."));
-        assert_eq!(solve(&theory, &q, World::Closed), Ok(Label::False), "{base}");
+        assert_eq!(
+            solve(&theory, &q, World::Closed),
+            Ok(Label::False),
+            "{base}"
+        );
         let q = fact(&format!("Bob {third} the cat."));
         assert_eq!(solve(&theory, &q, World::Open), Ok(Label::True), "{third}");
     }
@@ -221,8 +235,14 @@ fn no_verb_reads_as_two_relations() {
             assert_eq!(*l, read[0], "{base}/{third} read as two relations");
         }
         // A form in the wrong place is refused, not read as a new verb.
-        assert!(parse_query(&format!("Bob does not {third} the cat.")).is_err(), "{third}");
-        assert!(parse_query(&format!("Bob {base} the cat.")).is_err(), "{base}");
+        assert!(
+            parse_query(&format!("Bob does not {third} the cat.")).is_err(),
+            "{third}"
+        );
+        assert!(
+            parse_query(&format!("Bob {base} the cat.")).is_err(),
+            "{base}"
+        );
     }
     // Refused, in at least one form, because the spelling rules cannot invert them (or they are
     // grammar words); every other verb above reads in all three forms.

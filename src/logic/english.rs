@@ -89,8 +89,25 @@ const KEYWORDS: [&str; 15] = [
 /// Words that cannot be part of an entity's name: without this, "The bear never chases the
 /// cat." would read as the entity "the bear never" chasing the cat.
 const NOT_IN_ENTITY: [&str; 19] = [
-    "no", "never", "always", "also", "often", "sometimes", "usually", "still", "only", "can",
-    "cannot", "could", "will", "would", "should", "may", "might", "must", "to",
+    "no",
+    "never",
+    "always",
+    "also",
+    "often",
+    "sometimes",
+    "usually",
+    "still",
+    "only",
+    "can",
+    "cannot",
+    "could",
+    "will",
+    "would",
+    "should",
+    "may",
+    "might",
+    "must",
+    "to",
 ];
 
 impl Term {

@@ -38,8 +38,27 @@ const EXCEPTIONS: [(&str, &str); 19] = [
 /// Words that take the place of a verb but are not one: auxiliaries, modals, and -s adverbs
 /// the rules would otherwise strip. "is", "are", "does", "do" are grammar keywords.
 const NOT_VERBS: [&str; 21] = [
-    "was", "were", "am", "be", "been", "being", "had", "did", "can", "cannot", "could", "will",
-    "would", "shall", "should", "may", "might", "must", "always", "sometimes", "perhaps",
+    "was",
+    "were",
+    "am",
+    "be",
+    "been",
+    "being",
+    "had",
+    "did",
+    "can",
+    "cannot",
+    "could",
+    "will",
+    "would",
+    "shall",
+    "should",
+    "may",
+    "might",
+    "must",
+    "always",
+    "sometimes",
+    "perhaps",
 ];
 
 fn is_vowel(c: char) -> bool {
@@ -56,7 +75,9 @@ pub fn third_person(base: &str) -> String {
     let consonant_before = before_last.is_some_and(|c| !is_vowel(c));
     if base.ends_with('y') && consonant_before {
         format!("{}ies", &base[..base.len() - 1])
-    } else if ["s", "sh", "ch", "x", "z"].iter().any(|e| base.ends_with(e))
+    } else if ["s", "sh", "ch", "x", "z"]
+        .iter()
+        .any(|e| base.ends_with(e))
         || (base.ends_with('o') && consonant_before)
     {
         format!("{base}es")

@@ -56,6 +56,9 @@ fn fact_pairs() -> Vec<(String, String)> {
         for n in CLASS_NOUNS {
             out.push((format!("{s} is {n}."), format!("{s} is not {n}.")));
         }
+        for (base, _) in VERBS {
+            out.push((format!("{s} can {base}."), format!("{s} cannot {base}.")));
+        }
         for o in OBJECTS {
             for (base, third) in VERBS {
                 out.push((
@@ -81,6 +84,8 @@ fn rules() -> Vec<String> {
                         format!("If something {third} {o} then it is {n}."),
                         format!("If someone is {n} then they {base} {o}."),
                         format!("If someone is {a} then they do not {base} {o}."),
+                        format!("If someone is {n} and {a} then they cannot {base}."),
+                        format!("If something can {base} then it is {n}."),
                         format!("If someone does not {base} {o} then they are {n}."),
                         format!("If someone {third} {o} and they are {n} then they {base} {o}."),
                         format!(
@@ -268,9 +273,12 @@ fn misreadable_sentences_are_refused() {
         "The bear always chases the cat.",
         "The bear cannot chase the cat.",
         "The bear can chase the cat.",
-        "Tweety cannot fly.",
-        "Tweety can fly.",
-        "If someone is a penguin then they cannot fly.",
+        // "can" shows no number: a subject that may be plural is refused.
+        "Birds can fly.",
+        "The birds cannot fly.",
+        "Tweety can not fly.",
+        "Tweety cannot flies.",
+        "If someone is a bird and cannot fly then they are sad.",
         // Verb forms in the wrong place, and words that are no verbs.
         "The bear does not chases the cat.",
         "The circuit does not has the switch.",
@@ -335,7 +343,8 @@ fn world(id: &str) -> World {
 
 /// Open-world questions whose hand-reasoned label is Uncertain (the RuleTaker format has only
 /// true/false), by theory id.
-const UNCERTAIN: [(&str, &str); 8] = [
+const UNCERTAIN: [(&str, &str); 9] = [
+    ("Birds-OWA-2", "Hedwig can fly."),
     ("Birds-OWA-1", "Polly is flying."),
     ("Birds-OWA-1", "Polly is full."),
     ("Birds-OWA-1", "Opus is flying."),
@@ -374,7 +383,7 @@ fn hand_written_theories_get_their_labels() {
             answered += 1;
         }
     }
-    assert_eq!(answered, 54);
+    assert_eq!(answered, 68);
 }
 
 #[test]
@@ -393,9 +402,11 @@ fn sentences_outside_the_grammar_give_no_label() {
         refused,
         [
             "The circuit has a switch.",
-            "If someone is a bird and not abnormal then they can fly.",
-            "If someone is an ostrich then they cannot fly.",
+            "The circuit has a light bulb and a radio.",
             "All ostriches are birds.",
+            "Birds can fly.",
+            "Most objects are not abnormal.",
+            "If someone is wounded then she cannot fly.",
         ]
     );
     assert!(parse_theory(&t.context).is_err());

@@ -1,19 +1,21 @@
 //! The ProofWriter/RuleTaker English grammar: sentences to facts and rules, and back.
 //!
 //! Facts: "Bob is cold.", "The bear is not red.", "Tweety is a penguin.", "The lamp is shining.",
-//! "The bear chases the cat.", "The circuit does not have the power switch." Rules: "If
-//! <condition> and ... then <conclusion>.", "Red, cold things are round.", "All quiet people are
-//! not rough.", "If someone is a penguin and injured then they are not flying." A rule has at most
-//! one variable, written something/someone (first mention) and it/they (later mentions). Verbs
-//! are stored in their base form ("chase", "have"; see [`super::verbs`]) so that "chases", "does
-//! not chase" and "they chase" are one predicate; a class noun is stored with its article ("a
-//! penguin"), so it never meets the attribute of the same spelling and renders as written.
+//! "Tweety cannot fly.", "The bear chases the cat.", "The circuit does not have the power
+//! switch." Rules: "If <condition> and ... then <conclusion>.", "Red, cold things are round.",
+//! "All quiet people are not rough.", "If someone is a penguin and injured then they cannot fly."
+//! A rule has at most one variable, written something/someone (first mention) and it/they (later
+//! mentions). Verbs are stored in their base form ("chase", "have"; see [`super::verbs`]) so that
+//! "chases", "does not chase" and "they chase" are one predicate. A class noun is stored with its
+//! article ("a penguin") and an ability with its modal ("can fly"), so neither meets an attribute
+//! of the same spelling and both render as written.
 //!
 //! Anything else is refused, and so is what the grammar could misread: a subject that does not
 //! agree with its verb ("Bob are red", "they is red" — a capitalised plural like "Penguins are
 //! birds" would otherwise pass for a name), an -s word after "are" (a plural noun, "they are
 //! birds", would otherwise pass for an attribute), adverbs and modals inside an entity ("the bear
-//! never" would otherwise be an entity that chases), and verb forms the morphology cannot invert.
+//! never" would otherwise be an entity that chases), verb forms the morphology cannot invert,
+//! and an indefinite entity ("The circuit has a switch": which switch is "the switch"?).
 
 use super::verbs;
 use serde::{Deserialize, Serialize};
@@ -82,13 +84,13 @@ pub struct Signature {
 }
 
 const VAR_WORDS: [&str; 5] = ["something", "someone", "it", "they", "them"];
-const KEYWORDS: [&str; 15] = [
+const KEYWORDS: [&str; 17] = [
     "if", "then", "and", "or", "is", "are", "not", "does", "do", "the", "all", "things", "people",
-    "a", "an",
+    "a", "an", "can", "cannot",
 ];
 /// Words that cannot be part of an entity's name: without this, "The bear never chases the
 /// cat." would read as the entity "the bear never" chasing the cat.
-const NOT_IN_ENTITY: [&str; 19] = [
+const NOT_IN_ENTITY: [&str; 17] = [
     "no",
     "never",
     "always",
@@ -98,8 +100,6 @@ const NOT_IN_ENTITY: [&str; 19] = [
     "usually",
     "still",
     "only",
-    "can",
-    "cannot",
     "could",
     "will",
     "would",
@@ -526,7 +526,36 @@ fn parse_clause(toks: &[String]) -> Result<Literal, String> {
         verbs::check_base(verb)?;
         return relation(subject, verb, &toks[i + 3..], false);
     }
+    if let Some(i) = toks
+        .iter()
+        .position(|t| is_kw(t, "can") || is_kw(t, "cannot"))
+    {
+        return ability(&toks[..i], is_kw(&toks[i], "can"), &toks[i + 1..]);
+    }
     parse_positive_relation(toks)
+}
+
+/// "X can V" / "X cannot V" with one intransitive verb: the attribute "can V" and its negation.
+/// "can" shows no number, so a subject ending in -s is refused: "Birds can fly" would otherwise
+/// make a name of "Birds" ("the birds", an entity).
+fn ability(subject: &[String], positive: bool, rest: &[String]) -> Result<Literal, String> {
+    let term = parse_term(subject)?;
+    let plural_looking = subject.last().is_some_and(|w| lower(w).ends_with('s'));
+    if plural_looking || matches!(subject, [t] if is_kw(t, "them")) {
+        return Err(format!(
+            "\"{}\" may be plural; \"can\" takes a singular subject or \"they\"",
+            subject.join(" ")
+        ));
+    }
+    match rest {
+        [verb] if is_adjective(verb) => {
+            verbs::check_base(verb)?;
+            Ok(unary(term, format!("{ABILITY}{verb}"), positive))
+        }
+        _ => Err(
+            "\"can\"/\"cannot\" take one verb and nothing after it (\"they cannot fly\")".into(),
+        ),
+    }
 }
 
 /// "X Vs Y", "they V Y": the verb is the word right before the first place where an object term
@@ -643,6 +672,9 @@ fn parse_term(toks: &[String]) -> Result<Term, String> {
     }
 }
 
+/// The prefix of an ability's predicate ("can fly"): rendered "can fly" / "cannot fly".
+const ABILITY: &str = "can ";
+
 /// Tracks whether the variable was mentioned yet: first "something", then "it".
 #[derive(Default)]
 struct Mentions {
@@ -671,7 +703,11 @@ fn render_literal(lit: &Literal, mentions: &mut Mentions) -> String {
         .unwrap_or_default();
     let not = if lit.positive { "" } else { "not " };
     match lit.atom.args.get(1) {
-        None => format!("{subject} is {not}{}", lit.atom.pred),
+        None => match lit.atom.pred.strip_prefix(ABILITY) {
+            Some(verb) if lit.positive => format!("{subject} can {verb}"),
+            Some(verb) => format!("{subject} cannot {verb}"),
+            None => format!("{subject} is {not}{}", lit.atom.pred),
+        },
         Some(object) => {
             let object = mentions.term(object);
             if lit.positive {

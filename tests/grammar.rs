@@ -411,3 +411,37 @@ fn sentences_outside_the_grammar_give_no_label() {
     );
     assert!(parse_theory(&t.context).is_err());
 }
+
+/// `datasets check` reports, per file, the sentences the grammar reads and the questions it
+/// answers: the outside theory's 6 refused sentences leave its 4 questions unanswered, and every
+/// answered question agrees with the hand-reasoned label.
+#[test]
+fn datasets_check_reports_coverage_per_file() {
+    use deltalogic::datasets::Format;
+    use deltalogic::registry::{ingest, Registry};
+    let dir = tempfile::tempdir().unwrap();
+    let reg = Registry::open(&dir.path().join("s.redb")).unwrap();
+    ingest::ingest(
+        &reg,
+        Format::RuleTaker,
+        std::path::Path::new(THEORIES),
+        false,
+    )
+    .unwrap();
+    let checks = deltalogic::check::check(&reg, None).unwrap();
+    let [c] = &checks[..] else {
+        panic!("one dataset expected")
+    };
+    let [f] = &c.coverage[..] else {
+        panic!("one file expected")
+    };
+    let sentences: usize = theories()
+        .iter()
+        .map(|t| split_sentences(&t.context).len() + t.questions.len())
+        .sum();
+    assert_eq!(
+        (f.parsed, f.sentences, f.answered, f.questions, f.agree),
+        (sentences - 6, sentences, 59, 63, 59)
+    );
+    assert_eq!((c.agree, c.disagree, c.unparseable), (59, 0, 4));
+}

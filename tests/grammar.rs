@@ -295,6 +295,11 @@ fn misreadable_sentences_are_refused() {
         "Tweety is a.",
         "Tweety is the bird.",
         "Tweety is a Penguin.",
+        // "the X" and "X": a name is one capitalised word, an entity "the" and lowercase words.
+        "The Tweety is a bird.",
+        "tweety is a bird.",
+        "The birds are red.",
+        "The bear Bob is red.",
         // Indefinite entities and prepositions.
         "The circuit has a switch.",
         "The current runs through the circuit.",

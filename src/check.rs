@@ -8,7 +8,7 @@ use crate::logic::{english, solver, Label, World};
 use crate::store::{Id, Registry};
 use anyhow::Result;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Serialize)]
 pub struct Disagreement {
@@ -43,7 +43,22 @@ pub struct DatasetCheck {
     pub unparseable: usize,
     /// Per dataset label: [agree, items].
     pub per_label: BTreeMap<String, [usize; 2]>,
+    /// How much of each file the theory grammar reads (theory datasets only).
+    pub coverage: Vec<FileCoverage>,
     pub disagreements: Vec<Disagreement>,
+}
+
+/// Parse coverage of one file: premises count once per distinct theory, queries once per item.
+#[derive(Debug, Default, Serialize)]
+pub struct FileCoverage {
+    pub file: String,
+    pub sentences: usize,
+    pub parsed: usize,
+    pub questions: usize,
+    /// Questions the engine gave a label (every sentence parsed, theory solvable).
+    pub answered: usize,
+    /// Answered questions whose label is the dataset's.
+    pub agree: usize,
 }
 
 impl DatasetCheck {
@@ -118,25 +133,47 @@ fn check_theories(c: &mut DatasetCheck, items: &[(Id, BaseItem)]) {
             .or_default()
             .push(entry);
     }
+    let mut coverage: BTreeMap<&String, FileCoverage> = BTreeMap::new();
     for ((premises, world), members) in groups {
         let Some(world) = world else { continue };
-        let closure = match premises
+        let parsed: Vec<_> = premises
             .iter()
             .map(|p| english::parse_statement(p))
-            .collect::<Result<Vec<_>, _>>()
-        {
+            .collect();
+        let premises_parsed = parsed.iter().filter(|p| p.is_ok()).count();
+        let closure = match parsed.into_iter().collect::<Result<Vec<_>, _>>() {
             Ok(theory) => solver::closure(&theory, world).map_err(|_| Outcome::Undecided),
             Err(_) => Err(Outcome::Unparseable),
         };
+        let mut files_seen = BTreeSet::new();
         for (id, item) in members {
-            let ours = match (&closure, english::parse_query(&item.query)) {
+            let file = coverage
+                .entry(&item.origin.file)
+                .or_insert_with(|| FileCoverage {
+                    file: item.origin.file.clone(),
+                    ..Default::default()
+                });
+            if files_seen.insert(&item.origin.file) {
+                file.sentences += premises.len();
+                file.parsed += premises_parsed;
+            }
+            let query = english::parse_query(&item.query);
+            file.sentences += 1;
+            file.parsed += usize::from(query.is_ok());
+            let ours = match (&closure, query) {
                 (Ok(cl), Ok(q)) => Outcome::Label(cl.label(&q)),
                 (Err(Outcome::Undecided), _) => Outcome::Undecided,
                 _ => Outcome::Unparseable,
             };
+            file.questions += 1;
+            if let Outcome::Label(l) = ours {
+                file.answered += 1;
+                file.agree += usize::from(item.dataset_label == Some(l));
+            }
             c.record(item, *id, ours);
         }
     }
+    c.coverage = coverage.into_values().collect();
 }
 
 fn folio_label(item: &BaseItem) -> Outcome {
@@ -172,6 +209,19 @@ pub fn print(checks: &[DatasetCheck], list: usize) {
         );
         for (label, [agree, n]) in &c.per_label {
             println!("  gold {label:<9} {agree}/{n}");
+        }
+        for f in &c.coverage {
+            println!(
+                "  {}: sentences parsed {}/{} ({:.1}%), questions answered {}/{}, agree {}/{}",
+                f.file,
+                f.parsed,
+                f.sentences,
+                100.0 * f.parsed as f64 / f.sentences.max(1) as f64,
+                f.answered,
+                f.questions,
+                f.agree,
+                f.answered
+            );
         }
         for d in c.disagreements.iter().take(list) {
             println!(

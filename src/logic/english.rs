@@ -1,11 +1,23 @@
 //! The ProofWriter/RuleTaker English grammar: sentences to facts and rules, and back.
 //!
-//! Facts: "Bob is cold.", "The bear is not red.", "The bear chases the cat.", "The bear does not
-//! chase the cat." Rules: "If <condition> and ... then <conclusion>.", "Red, cold things are
-//! round.", "All quiet people are not rough." A rule has at most one variable, written
-//! something/someone (first mention) and it/they (later mentions). Verbs are stored in their base
-//! form ("chase") so that "chases", "does not chase" and "they chase" are one predicate.
+//! Facts: "Bob is cold.", "The bear is not red.", "Tweety is a penguin.", "The lamp is shining.",
+//! "Tweety cannot fly.", "The bear chases the cat.", "The circuit does not have the power
+//! switch." Rules: "If <condition> and ... then <conclusion>.", "Red, cold things are round.",
+//! "All quiet people are not rough.", "If someone is a penguin and injured then they cannot fly."
+//! A rule has at most one variable, written something/someone (first mention) and it/they (later
+//! mentions). Verbs are stored in their base form ("chase", "have"; see [`super::verbs`]) so that
+//! "chases", "does not chase" and "they chase" are one predicate. A class noun is stored with its
+//! article ("a penguin") and an ability with its modal ("can fly"), so neither meets an attribute
+//! of the same spelling and both render as written.
+//!
+//! Anything else is refused, and so is what the grammar could misread: a subject that does not
+//! agree with its verb ("Bob are red", "they is red" — a capitalised plural like "Penguins are
+//! birds" would otherwise pass for a name), an -s word after "are" (a plural noun, "they are
+//! birds", would otherwise pass for an attribute), adverbs and modals inside an entity ("the bear
+//! never" would otherwise be an entity that chases), verb forms the morphology cannot invert,
+//! and an indefinite entity ("The circuit has a switch": which switch is "the switch"?).
 
+use super::verbs;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -72,8 +84,30 @@ pub struct Signature {
 }
 
 const VAR_WORDS: [&str; 5] = ["something", "someone", "it", "they", "them"];
-const KEYWORDS: [&str; 13] = [
+const KEYWORDS: [&str; 17] = [
     "if", "then", "and", "or", "is", "are", "not", "does", "do", "the", "all", "things", "people",
+    "a", "an", "can", "cannot",
+];
+/// Words that cannot be part of an entity's name: without this, "The bear never chases the
+/// cat." would read as the entity "the bear never" chasing the cat.
+const NOT_IN_ENTITY: [&str; 17] = [
+    "no",
+    "never",
+    "always",
+    "also",
+    "often",
+    "sometimes",
+    "usually",
+    "still",
+    "only",
+    "could",
+    "will",
+    "would",
+    "should",
+    "may",
+    "might",
+    "must",
+    "to",
 ];
 
 impl Term {
@@ -344,21 +378,65 @@ fn parse_generic(toks: &[String]) -> Result<Rule, String> {
         }
         body.push(attribute(Term::Var, tok, true)?);
     }
-    let (positive, adj) = negation_and_word(&toks[noun + 2..])?;
-    let head = attribute(Term::Var, adj, positive)?;
-    Ok(Rule::new(body, head))
+    let (positive, pred) = complement(&toks[noun + 2..], Copula::Are, false)?;
+    Ok(Rule::new(body, unary(Term::Var, pred, positive)))
 }
 
-/// `[not] word` → (positive, word).
-fn negation_and_word(toks: &[String]) -> Result<(bool, &str), String> {
-    match toks {
-        [w] => Ok((true, w)),
-        [n, w] if is_kw(n, "not") => Ok((false, w)),
+/// Which form of "to be" a complement follows.
+#[derive(Clone, Copy, PartialEq)]
+enum Copula {
+    Is,
+    Are,
+    /// An elided clause ("... is red and not big"): its verb may have been "are".
+    Elided,
+}
+
+/// What follows "is"/"are": `[not] attribute` or `[not] a/an class-noun` (when `nouns`), as
+/// (positive, predicate).
+fn complement(toks: &[String], copula: Copula, nouns: bool) -> Result<(bool, String), String> {
+    let (positive, rest) = match toks {
+        [n, rest @ ..] if is_kw(n, "not") => (false, rest),
+        _ => (true, toks),
+    };
+    match rest {
+        [w] if is_word(w) => {
+            let w = lower(w);
+            if copula != Copula::Is && w.ends_with('s') {
+                return Err(format!(
+                    "\"{w}\" after \"are\" may be a plural noun; the grammar takes attributes and \
+                     \"a\"/\"an\" with a singular class noun"
+                ));
+            }
+            Ok((positive, w))
+        }
+        [article, noun] if nouns && (is_kw(article, "a") || is_kw(article, "an")) => {
+            class_noun(article, noun).map(|pred| (positive, pred))
+        }
         _ => Err(format!(
-            "expected an attribute, found \"{}\"",
+            "expected an attribute or \"a\"/\"an\" and a class noun, found \"{}\"",
             toks.join(" ")
         )),
     }
+}
+
+/// "a penguin", "an ostrich": one lowercase word with the article its first letter calls for,
+/// so that "a ostrich" cannot become a second predicate beside "an ostrich".
+fn class_noun(article: &str, noun: &str) -> Result<String, String> {
+    if !is_adjective(noun) {
+        return Err(format!("\"{noun}\" is not a class noun"));
+    }
+    let want = if noun.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    if !is_kw(article, want) {
+        return Err(format!(
+            "write \"{want} {noun}\": the grammar takes \"an\" before a vowel letter and \"a\" \
+             otherwise"
+        ));
+    }
+    Ok(format!("{want} {noun}"))
 }
 
 fn parse_if(toks: &[String]) -> Result<Rule, String> {
@@ -394,9 +472,10 @@ fn parse_if(toks: &[String]) -> Result<Rule, String> {
 fn conjuncts(toks: &[String], joint: &str) -> Result<Vec<Literal>, String> {
     let mut out: Vec<Literal> = Vec::new();
     for clause in toks.split(|t| is_kw(t, joint)) {
-        let lit = match (elided_attribute(clause), out.last()) {
-            (Some((positive, adj)), Some(prev)) if prev.atom.args.len() == 1 => {
-                attribute(prev.atom.args[0].clone(), adj, positive)?
+        let lit = match out.last() {
+            Some(prev) if prev.atom.args.len() == 1 && is_elided(clause) => {
+                let (positive, pred) = complement(clause, Copula::Elided, true)?;
+                unary(prev.atom.args[0].clone(), pred, positive)
             }
             _ => parse_clause(clause)?,
         };
@@ -405,61 +484,121 @@ fn conjuncts(toks: &[String], joint: &str) -> Result<Vec<Literal>, String> {
     Ok(out)
 }
 
-/// A clause that is only `[not] attribute`, continuing an "is" clause.
-fn elided_attribute(clause: &[String]) -> Option<(bool, &str)> {
-    match clause {
-        [w] if is_adjective(w) => Some((true, w)),
-        [n, w] if is_kw(n, "not") && is_adjective(w) => Some((false, w)),
-        _ => None,
+/// A clause that is only a complement ("[not] red", "[not] a penguin"), continuing the
+/// previous clause's subject.
+fn is_elided(clause: &[String]) -> bool {
+    let rest = match clause {
+        [n, rest @ ..] if is_kw(n, "not") => rest,
+        _ => clause,
+    };
+    match rest {
+        [w] => is_adjective(w),
+        [article, noun] => (is_kw(article, "a") || is_kw(article, "an")) && is_adjective(noun),
+        _ => false,
     }
 }
 
-/// One literal: "X is [not] A", "X are [not] A", "X does/do not V Y", "X Vs Y".
+/// One literal: "X is [not] A", "X is [not] a N", "they are [not] A", "X does not V Y",
+/// "they do not V Y", "X Vs Y", "they V Y".
 fn parse_clause(toks: &[String]) -> Result<Literal, String> {
     if toks.is_empty() {
         return Err("empty condition or conclusion".into());
     }
     if let Some(i) = toks.iter().position(|t| is_kw(t, "is") || is_kw(t, "are")) {
-        let subject = parse_term(&toks[..i])?;
-        let (positive, adj) = negation_and_word(&toks[i + 1..])?;
-        return attribute(subject, adj, positive);
+        let copula = if is_kw(&toks[i], "are") {
+            Copula::Are
+        } else {
+            Copula::Is
+        };
+        let subject = parse_subject(&toks[..i], copula == Copula::Are, &toks[i])?;
+        let (positive, pred) = complement(&toks[i + 1..], copula, true)?;
+        return Ok(unary(subject, pred, positive));
     }
     if let Some(i) = toks
         .windows(2)
         .position(|w| (is_kw(&w[0], "does") || is_kw(&w[0], "do")) && is_kw(&w[1], "not"))
     {
-        let subject = parse_term(&toks[..i])?;
+        let subject = parse_subject(&toks[..i], is_kw(&toks[i], "do"), &toks[i])?;
         let verb = toks.get(i + 2).ok_or("expected a verb after \"not\"")?;
-        return relation(subject, &lower(verb), &toks[i + 3..], false);
+        if !is_adjective(verb) {
+            return Err(format!("\"{verb}\" is not a verb"));
+        }
+        verbs::check_base(verb)?;
+        return relation(subject, verb, &toks[i + 3..], false);
+    }
+    if let Some(i) = toks
+        .iter()
+        .position(|t| is_kw(t, "can") || is_kw(t, "cannot"))
+    {
+        return ability(&toks[..i], is_kw(&toks[i], "can"), &toks[i + 1..]);
     }
     parse_positive_relation(toks)
 }
 
-/// "X Vs Y": the verb is the word right before the first place where an object term begins.
+/// "X can V" / "X cannot V" with one intransitive verb: the attribute "can V" and its negation.
+/// "can" shows no number, so a subject ending in -s is refused: "Birds can fly" would otherwise
+/// make a name of "Birds" ("the birds", an entity).
+fn ability(subject: &[String], positive: bool, rest: &[String]) -> Result<Literal, String> {
+    let term = parse_term(subject)?;
+    let plural_looking = subject.last().is_some_and(|w| lower(w).ends_with('s'));
+    if plural_looking || matches!(subject, [t] if is_kw(t, "them")) {
+        return Err(format!(
+            "\"{}\" may be plural; \"can\" takes a singular subject or \"they\"",
+            subject.join(" ")
+        ));
+    }
+    match rest {
+        [verb] if is_adjective(verb) => {
+            verbs::check_base(verb)?;
+            Ok(unary(term, format!("{ABILITY}{verb}"), positive))
+        }
+        _ => Err(
+            "\"can\"/\"cannot\" take one verb and nothing after it (\"they cannot fly\")".into(),
+        ),
+    }
+}
+
+/// "X Vs Y", "they V Y": the verb is the word right before the first place where an object term
+/// begins. No later split can read too: its subject would have to contain that term's first
+/// word ("the", a name or a pronoun), which no entity contains and no verb is.
 fn parse_positive_relation(toks: &[String]) -> Result<Literal, String> {
     for v in 1..toks.len().saturating_sub(1) {
         let (Ok(subject), true) = (parse_term(&toks[..v]), starts_term(&toks[v + 1])) else {
             continue;
         };
-        let verb = lower(&toks[v]);
-        let base = if subject_is_plural(&toks[..v]) {
-            verb
-        } else {
-            base_form(&verb).ok_or_else(|| format!("\"{verb}\" is not a verb in -s form"))?
+        let verb = &toks[v];
+        if !is_adjective(verb) {
+            return Err(format!("\"{verb}\" is not a verb"));
+        }
+        let base = match &toks[..v] {
+            [t] if is_kw(t, "they") => verbs::check_base(verb).map(|()| verb.clone())?,
+            [t] if is_kw(t, "them") => return Err("\"them\" cannot be a subject".into()),
+            _ => verbs::base_of_third_person(verb)?,
         };
         return relation(subject, &base, &toks[v + 1..], true);
     }
     Err(format!("not a fact or condition: \"{}\"", toks.join(" ")))
 }
 
-fn subject_is_plural(toks: &[String]) -> bool {
-    matches!(toks, [t] if is_kw(t, "they"))
+/// The subject of "is"/"are"/"does"/"do", which must agree with it: "they" takes the plural
+/// verb, every other subject the singular (the grammar has no plural entities).
+fn parse_subject(toks: &[String], plural_verb: bool, verb: &str) -> Result<Term, String> {
+    let term = parse_term(toks)?;
+    let plural = matches!(toks, [t] if is_kw(t, "they"));
+    if matches!(toks, [t] if is_kw(t, "them")) || plural != plural_verb {
+        return Err(format!(
+            "\"{}\" does not agree with \"{verb}\"",
+            toks.join(" ")
+        ));
+    }
+    Ok(term)
 }
 
 fn starts_term(tok: &str) -> bool {
     is_kw(tok, "the") || VAR_WORDS.iter().any(|v| is_kw(tok, v)) || is_name(tok)
 }
 
+/// `verb` is a base form already checked by [`verbs`].
 fn relation(
     subject: Term,
     verb: &str,
@@ -483,13 +622,17 @@ fn attribute(subject: Term, adj: &str, positive: bool) -> Result<Literal, String
     if !is_word(adj) {
         return Err(format!("\"{adj}\" is not an attribute"));
     }
-    Ok(Literal {
+    Ok(unary(subject, lower(adj), positive))
+}
+
+fn unary(subject: Term, pred: String, positive: bool) -> Literal {
+    Literal {
         atom: Atom {
-            pred: lower(adj),
+            pred,
             args: vec![subject],
         },
         positive,
-    })
+    }
 }
 
 /// A lowercase-able plain word that is not part of the grammar's own vocabulary.
@@ -518,7 +661,7 @@ fn parse_term(toks: &[String]) -> Result<Term, String> {
         [the, rest @ ..] if is_kw(the, "the") && !rest.is_empty() => {
             if rest
                 .iter()
-                .all(|w| is_word(w) && w.chars().all(|c| c.is_ascii_lowercase()))
+                .all(|w| is_adjective(w) && !NOT_IN_ENTITY.contains(&w.as_str()))
             {
                 Ok(Term::Const(format!("the {}", rest.join(" "))))
             } else {
@@ -529,37 +672,8 @@ fn parse_term(toks: &[String]) -> Result<Term, String> {
     }
 }
 
-/// "chases" → "chase", "watches" → "watch", "carries" → "carry"; the inverse of
-/// [`third_person`] on the verbs of the datasets and the generator.
-fn base_form(verb: &str) -> Option<String> {
-    if let Some(stem) = verb.strip_suffix("ies").filter(|s| s.len() > 1) {
-        return Some(format!("{stem}y"));
-    }
-    for ending in ["sses", "shes", "ches", "xes", "zzes", "oes"] {
-        if verb.ends_with(ending) {
-            return Some(verb[..verb.len() - 2].to_string());
-        }
-    }
-    verb.strip_suffix('s')
-        .filter(|s| !s.is_empty() && !s.ends_with('s'))
-        .map(str::to_string)
-}
-
-fn third_person(base: &str) -> String {
-    let consonant_y = base.len() > 1
-        && base.ends_with('y')
-        && !base[..base.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']);
-    if consonant_y {
-        format!("{}ies", &base[..base.len() - 1])
-    } else if ["ss", "sh", "ch", "x", "zz", "o"]
-        .iter()
-        .any(|e| base.ends_with(e))
-    {
-        format!("{base}es")
-    } else {
-        format!("{base}s")
-    }
-}
+/// The prefix of an ability's predicate ("can fly"): rendered "can fly" / "cannot fly".
+const ABILITY: &str = "can ";
 
 /// Tracks whether the variable was mentioned yet: first "something", then "it".
 #[derive(Default)]
@@ -589,11 +703,15 @@ fn render_literal(lit: &Literal, mentions: &mut Mentions) -> String {
         .unwrap_or_default();
     let not = if lit.positive { "" } else { "not " };
     match lit.atom.args.get(1) {
-        None => format!("{subject} is {not}{}", lit.atom.pred),
+        None => match lit.atom.pred.strip_prefix(ABILITY) {
+            Some(verb) if lit.positive => format!("{subject} can {verb}"),
+            Some(verb) => format!("{subject} cannot {verb}"),
+            None => format!("{subject} is {not}{}", lit.atom.pred),
+        },
         Some(object) => {
             let object = mentions.term(object);
             if lit.positive {
-                format!("{subject} {} {object}", third_person(&lit.atom.pred))
+                format!("{subject} {} {object}", verbs::third_person(&lit.atom.pred))
             } else {
                 format!("{subject} does not {} {object}", lit.atom.pred)
             }
@@ -789,16 +907,6 @@ mod tests {
             split_sentences(" Bob is cold. The cat is red.  Anne is big"),
             vec!["Bob is cold.", "The cat is red.", "Anne is big"]
         );
-    }
-
-    #[test]
-    fn verb_forms_round_trip() {
-        for base in [
-            "chase", "see", "like", "need", "eat", "visit", "watch", "carry", "admire", "miss",
-            "go", "obey", "buzz",
-        ] {
-            assert_eq!(base_form(&third_person(base)).as_deref(), Some(base));
-        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod folio;
 pub mod generator;
 mod semantics;
 pub mod solver;
+pub mod verbs;
 
 pub use semantics::Semantics;
 

@@ -516,7 +516,7 @@ fn models_registered_under_the_old_fingerprint_keep_their_ids() {
     h.update(&(bytes.len() as u64).to_le_bytes());
     h.update(&bytes);
     let v1 = h.finalize().to_hex().to_string();
-    assert_eq!(models::content_hash(&a, &["old-name.gguf"]).unwrap().legacy, [v1.clone()]);
+    assert_eq!(models::content_hash(&a, &["old-name.gguf"]).unwrap().legacy, std::slice::from_ref(&v1));
     let (new_id, _) = {
         let (id, _) = models::add(&reg, &a, Some("probe"), Backend::Flex).unwrap();
         (id, ())

@@ -101,22 +101,30 @@ pub trait Benchmark: Sync {
     }
     /// How reports title it.
     fn title(&self) -> &'static str;
-    /// Its templates by name; the first is the default.
-    fn templates(&self) -> &'static [&'static str];
+    /// Its templates by name; the first is the default. By default: `plain-question`, for a
+    /// benchmark of True/False(/Uncertain) statement questions.
+    fn templates(&self) -> &'static [&'static str] {
+        &question::STATEMENT_TEMPLATES
+    }
     /// Builds a named set of this benchmark into the store. `args` are the words after
     /// `deltalogic build <name>`: each benchmark parses its own (see [`parse_args`]).
     fn build(&self, store: &Registry, args: &[String]) -> Result<Built>;
-    /// The items of `set` ready to be asked with `template`.
+    /// The items of `set` ready to be asked with `template`. By default: the set's questions
+    /// asked with `plain-question`.
     fn prepare(
         &self,
         store: &Registry,
         set: &StoredSet,
         template: &str,
-        model: &dyn ModelInfo,
-    ) -> Result<Box<dyn Prepared>>;
+        _model: &dyn ModelInfo,
+    ) -> Result<Box<dyn Prepared>> {
+        question::statement_questions(store, set, template)
+    }
     /// The records a set's members are and come from (their base items), for a self-contained
-    /// cache file.
-    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>>;
+    /// cache file. By default: the set's questions.
+    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
+        question::references(store, set)
+    }
     /// The metrics of one result over the set's items, with seeded bootstrap intervals.
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation>;
 }
@@ -125,6 +133,15 @@ pub trait Benchmark: Sync {
 pub struct Built {
     pub summary: serde_json::Value,
     pub text: String,
+}
+
+impl Built {
+    pub fn new(summary: &impl Serialize, text: String) -> Result<Built> {
+        Ok(Built {
+            summary: serde_json::to_value(summary)?,
+            text,
+        })
+    }
 }
 
 /// Parses a benchmark's build arguments; `--help` and usage errors come back as clap's own

@@ -8,7 +8,7 @@
 //! and computes its metrics from [`QuestionRow`]s ([`rows`]); [`accuracy`] serves benchmarks
 //! without metrics of their own.
 
-use super::prompts::{QuestionTemplate, TemplateRecord};
+use super::prompts::{plain_question, QuestionTemplate, TemplateRecord, STATEMENT_TEMPLATE_NAME};
 use super::{members, Answered, Column, Evaluation, Group, Prepared, Request, RESAMPLES};
 use crate::benchmarks::deltalogic::Premise;
 use crate::metrics::{estimate, Metric, Outcome};
@@ -336,6 +336,21 @@ impl Prepared for Questions {
         let labels = texts.into_iter().zip(q.options.iter().map(|o| o.label)).collect();
         Ok(Request::Score { prompt, labels })
     }
+}
+
+/// The one template of True/False question benchmarks: DeltaLogic's plain wording.
+pub const STATEMENT_TEMPLATES: [&str; 1] = [STATEMENT_TEMPLATE_NAME];
+
+/// The questions of a set asked with the `plain-question` template.
+pub fn statement_questions(
+    store: &Registry,
+    set: &StoredSet,
+    template: &str,
+) -> Result<Box<dyn Prepared>> {
+    if template != STATEMENT_TEMPLATE_NAME {
+        bail!("unknown template `{template}` (known: {STATEMENT_TEMPLATE_NAME})");
+    }
+    Ok(Box::new(Questions::new(store, set, Box::new(plain_question()))?))
 }
 
 /// The questions of a set and the base items they came from.

@@ -125,9 +125,6 @@ fn template_name(reg: &Registry, id: [u8; 32]) -> Result<String> {
         .map_or_else(|| Id(id).short(), |t| t.name))
 }
 
-/// Every stored result whose model and set are among the named ones (all when none are named),
-
-
 /// Every stored result whose model and set are among the named ones (all models when none are
 /// named; without sets, only sets that a name points at now), evaluated by its benchmark, in the
 /// order benchmark, set, model, template, normalisation.

@@ -277,7 +277,7 @@ fn check_sample(
             (*h.finalize().as_bytes(), s)
         })
         .collect();
-    ranked.sort_by(|a, b| a.0.cmp(&b.0));
+    ranked.sort_by_key(|a| a.0);
     let mut checked = 0;
     for (_, (key, score)) in ranked.into_iter().take(opts.sample_per_model) {
         let Some(ours) = (opts.recompute)(score)

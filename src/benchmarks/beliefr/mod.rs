@@ -384,10 +384,7 @@ impl Benchmark for BeliefR {
         let a: BuildArgs = parse_args(self.command(), args)?;
         let sample = a.per_cell.map(|per_cell| Sample { per_cell, seed: a.seed });
         let out = build(store, &a.name, sample)?;
-        Ok(Built {
-            summary: serde_json::to_value(&out)?,
-            text: out.text(),
-        })
+        Built::new(&out, out.text())
     }
 
     fn title(&self) -> &'static str {
@@ -416,9 +413,6 @@ impl Benchmark for BeliefR {
         Ok(Box::new(Questions::new(store, set, Box::new(prompts::beliefr(form)))?))
     }
 
-    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(crate::store::Kind, Id)>> {
-        question::references(store, set)
-    }
 
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;

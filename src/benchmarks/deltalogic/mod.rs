@@ -170,10 +170,7 @@ impl Benchmark for DeltaLogic {
             extended: a.extended,
         };
         let out = build(store, &spec, &a.name)?;
-        Ok(Built {
-            summary: serde_json::to_value(&out)?,
-            text: out.text(),
-        })
+        Built::new(&out, out.text())
     }
 
     fn title(&self) -> &'static str {

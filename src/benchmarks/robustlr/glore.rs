@@ -2,12 +2,12 @@
 //! True/False(/Uncertain) questions with the dataset's gold answers. The grammar reads none of its
 //! theories whole (see `docs/robustlr.md`), so no solver checks them; the metric is accuracy.
 
-use super::{options, statement_questions, STATEMENT_TEMPLATES};
+use super::options;
 use crate::benchmarks::question::{self, store_set, Question, Stored, DATASET_GOLD_NOT_CHECKED};
-use crate::benchmarks::{parse_args, Answered, Benchmark, Built, Evaluation, ModelInfo, Prepared};
+use crate::benchmarks::{parse_args, Answered, Benchmark, Built, Evaluation};
 use crate::datasets::BaseItem;
 use crate::logic::{Label, Semantics};
-use crate::store::{canonical, Id, Registry, StoredSet};
+use crate::store::{canonical, Id, Registry};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -115,38 +115,20 @@ impl Benchmark for Glore {
         let a: BuildArgs = parse_args(self.command(), args)?;
         let out = build(store, &a.name)?;
         let labels: Vec<String> = out.labels.iter().map(|(l, n)| format!("{n} {l}")).collect();
-        Ok(Built {
-            summary: serde_json::to_value(&out)?,
-            text: format!(
+        Built::new(&out, format!(
                 "gold answers: {}\ngold answers not checked by the solver: {}\n{}",
                 labels.join(", "),
                 out.gold,
                 out.stored.text()
-            ),
-        })
+            ))
     }
 
     fn title(&self) -> &'static str {
         "GLoRE RobustLR"
     }
 
-    fn templates(&self) -> &'static [&'static str] {
-        &STATEMENT_TEMPLATES
-    }
 
-    fn prepare(
-        &self,
-        store: &Registry,
-        set: &StoredSet,
-        template: &str,
-        _: &dyn ModelInfo,
-    ) -> Result<Box<dyn Prepared>> {
-        statement_questions(store, set, template)
-    }
 
-    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(crate::store::Kind, Id)>> {
-        question::references(store, set)
-    }
 
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;

@@ -17,12 +17,11 @@ pub use build::{families, generated_items, BuildConfig, BuildReport, SetReport, 
 pub use family::*;
 pub use metrics::{weighted_f1, RobustMetrics, Scored, SetMetrics};
 
-use super::prompts::{plain_question, STATEMENT_TEMPLATE_NAME};
-use super::question::{self, store_set, Choice, Question, Questions, Stored};
-use super::{parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, ModelInfo, Prepared};
+use super::question::{self, store_set, Choice, Question, Stored};
+use super::{parse_args, Answered, Benchmark, Built, Column, Evaluation, Group};
 use crate::datasets::BaseItem;
 use crate::logic::Label;
-use crate::store::{canonical, Id, Record, Registry, StoredSet};
+use crate::store::{canonical, Id, Record, Registry};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -150,21 +149,6 @@ pub fn build(reg: &Registry, config: &BuildConfig, name: &str) -> Result<BuildOu
 }
 
 
-/// The one template of True/False question benchmarks: DeltaLogic's plain wording.
-pub(crate) const STATEMENT_TEMPLATES: [&str; 1] = [STATEMENT_TEMPLATE_NAME];
-
-/// The questions of a set asked with the `plain-question` template.
-pub(crate) fn statement_questions(
-    store: &Registry,
-    set: &StoredSet,
-    template: &str,
-) -> Result<Box<dyn Prepared>> {
-    if template != STATEMENT_TEMPLATE_NAME {
-        bail!("unknown template `{template}` (known: {STATEMENT_TEMPLATE_NAME})");
-    }
-    Ok(Box::new(Questions::new(store, set, Box::new(plain_question()))?))
-}
-
 pub struct RobustLr;
 
 const COLUMNS: [Column; 2] = [
@@ -246,33 +230,15 @@ impl Benchmark for RobustLr {
             from: a.from,
         };
         let out = build(store, &config, &a.name)?;
-        Ok(Built {
-            summary: serde_json::to_value(&out)?,
-            text: out.text(),
-        })
+        Built::new(&out, out.text())
     }
 
     fn title(&self) -> &'static str {
         "RobustLR"
     }
 
-    fn templates(&self) -> &'static [&'static str] {
-        &STATEMENT_TEMPLATES
-    }
 
-    fn prepare(
-        &self,
-        store: &Registry,
-        set: &StoredSet,
-        template: &str,
-        _: &dyn ModelInfo,
-    ) -> Result<Box<dyn Prepared>> {
-        statement_questions(store, set, template)
-    }
 
-    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(crate::store::Kind, Id)>> {
-        question::references(store, set)
-    }
 
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;

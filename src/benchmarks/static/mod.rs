@@ -11,10 +11,10 @@
 
 use super::deltalogic::{self, Episode};
 use super::question::{self, store_set, Question, Verdict};
-use super::robustlr::{options, statement_questions, STATEMENT_TEMPLATES};
-use super::{members, parse_args, Answered, Benchmark, Built, Evaluation, ModelInfo, Prepared};
+use super::robustlr::options;
+use super::{members, parse_args, Answered, Benchmark, Built, Evaluation};
 use crate::logic::Semantics;
-use crate::store::{canonical, Id, Registry, StoredSet};
+use crate::store::{canonical, Id, Registry};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
@@ -131,39 +131,21 @@ impl Benchmark for Static {
         "Static"
     }
 
-    fn templates(&self) -> &'static [&'static str] {
-        &STATEMENT_TEMPLATES
-    }
 
     fn build(&self, store: &Registry, args: &[String]) -> Result<Built> {
         let a: BuildArgs = parse_args(BENCHMARK, args)?;
         let out = build(store, &a.from_set, &a.name)?;
-        Ok(Built {
-            summary: serde_json::to_value(&out)?,
-            text: format!(
+        Built::new(&out, format!(
                 "{} episodes of `{}` as questions over P and over P′ ({} FOLIO episodes left out: \
                  questions keep no FOL)\n{}",
                 out.episodes,
                 a.from_set,
                 out.first_order_skipped,
                 out.stored.text()
-            ),
-        })
+            ))
     }
 
-    fn prepare(
-        &self,
-        store: &Registry,
-        set: &StoredSet,
-        template: &str,
-        _: &dyn ModelInfo,
-    ) -> Result<Box<dyn Prepared>> {
-        statement_questions(store, set, template)
-    }
 
-    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(crate::store::Kind, Id)>> {
-        question::references(store, set)
-    }
 
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Decodes (validating the archive) and checks that the key is the hash of the content.
-fn check(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<()> {
+pub fn check(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<()> {
     fn go<R: Record>(path: &Path, id: &Id, bytes: &[u8]) -> Result<R>
     where
         R::Archived: for<'a> rkyv::bytecheck::CheckBytes<

@@ -7,8 +7,7 @@ use crate::datasets::BaseItem;
 use crate::episodes::Episode;
 use crate::questions::Question;
 use crate::registry::{
-    decode, same_file, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec,
-    Writer,
+    decode, same_file, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec, Writer,
 };
 use crate::scoring::{
     ModelRecord, PromptRecord, QuestionResult, ResultRecord, ScoreRecord, TemplateRecord,
@@ -277,11 +276,16 @@ fn check_sample(
             (*h.finalize().as_bytes(), s)
         })
         .collect();
-    ranked.sort_by(|a, b| a.0.cmp(&b.0));
+    ranked.sort_by_key(|r| r.0);
     let mut checked = 0;
     for (_, (key, score)) in ranked.into_iter().take(opts.sample_per_model) {
-        let Some(ours) = (opts.recompute)(score)
-            .with_context(|| format!("recomputing score {} of model {}", key.short(), model.short()))?
+        let Some(ours) = (opts.recompute)(score).with_context(|| {
+            format!(
+                "recomputing score {} of model {}",
+                key.short(),
+                model.short()
+            )
+        })?
         else {
             return Ok(0);
         };

@@ -46,7 +46,10 @@ pub(super) fn backup_v1(path: &Path) -> Result<()> {
 /// kind). Rows of every table are read before any is written, so a conversion may move rows
 /// into a table that is itself being converted.
 fn convert_v1(kind: Kind, rows: Vec<(Id, Vec<u8>)>) -> Result<Vec<(Kind, Id, Vec<u8>)>> {
-    Ok(rows.into_iter().map(|(id, body)| (kind, id, body)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|(id, body)| (kind, id, body))
+        .collect())
 }
 
 pub(super) fn v1_to_v2(reg: &Registry) -> Result<()> {

@@ -17,6 +17,18 @@ fi
 export RUSTC_BOOTSTRAP=1
 for t in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$t"
+    # Seed an empty corpus with the repository's own (broken) fixtures of that reader.
+    if [ -z "$(ls -A "fuzz/corpus/$t")" ]; then
+        case "$t" in
+            dataset_folio) seeds=(fixtures/bad/folio_*.jsonl fixtures/bad/latin1.jsonl) ;;
+            dataset_proofwriter) seeds=(fixtures/bad/proofwriter_*.json) ;;
+            dataset_ruletaker) seeds=(fixtures/bad/ruletaker_*.jsonl) ;;
+            dataset_clomo) seeds=(fixtures/bad/clomo_*.json fixtures/bad/not_json.json) ;;
+            hf_model) seeds=(fixtures/hf/*/config.json) ;;
+            *) seeds=() ;;
+        esac
+        for f in "${seeds[@]}"; do cp "$f" "fuzz/corpus/$t/$(basename "$(dirname "$f")")-$(basename "$f")"; done
+    fi
     log="fuzz/artifacts/$t.log"
     mkdir -p fuzz/artifacts
     start=$(date +%s)

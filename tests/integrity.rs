@@ -95,13 +95,21 @@ fn a_value_moved_under_another_key_is_refused() {
     let path = dir.path().join("s.redb");
     let (a, b) = Registry::open_write(&path)
         .unwrap()
-        .write(|w| Ok((w.put(&item("Bob is red."))?.0, w.put(&item("Bob is big."))?.0)))
+        .write(|w| {
+            Ok((
+                w.put(&item("Bob is red."))?.0,
+                w.put(&item("Bob is big."))?.0,
+            ))
+        })
         .unwrap();
     let value_of_a = stored(&path, "items", a);
     overwrite(&path, "items", b, &value_of_a);
     let reg = Registry::open_read(&path).unwrap();
     let msg = format!("{:#}", reg.get::<BaseItem>(&b).unwrap_err());
-    assert!(msg.contains("checksum") && msg.contains(&b.short()), "{msg}");
+    assert!(
+        msg.contains("checksum") && msg.contains(&b.short()),
+        "{msg}"
+    );
     assert_eq!(reg.get::<BaseItem>(&a).unwrap(), Some(item("Bob is red.")));
 }
 
@@ -172,7 +180,10 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
     assert_eq!(r.recomputed.get(&model_id("m1").short()), Some(&8));
     assert!(r.unverified.is_empty(), "{:?}", r.unverified);
     assert_eq!(target.count(Kind::Score).unwrap(), keys.len() as u64);
-    assert!(cache::stats(&target).unwrap().unverified_per_model.is_empty());
+    assert!(cache::stats(&target)
+        .unwrap()
+        .unverified_per_model
+        .is_empty());
     drop(recompute);
     drop(other);
 
@@ -180,7 +191,10 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
     forge_score(&cache_file, keys[3]);
     let target = Registry::open_write(&dir.path().join("forged.redb")).unwrap();
     let other = cache::open_incoming(&target, &cache_file).unwrap();
-    assert!(cache::verify(&other).unwrap().problems.is_empty(), "checksums pass");
+    assert!(
+        cache::verify(&other).unwrap().problems.is_empty(),
+        "checksums pass"
+    );
     let mut recompute = recompute_from(&other, &seen);
     let mut opts = MergeOptions::new(&mut recompute);
     opts.sample_per_model = usize::MAX;
@@ -285,8 +299,15 @@ fn a_schema_1_store_is_migrated_once_after_a_backup() {
     assert_eq!(reg.get::<BaseItem>(&id).unwrap(), Some(item("Bob is red.")));
     drop(reg);
     let backup = dir.path().join("registry.redb.v1.bak");
-    assert!(std::fs::read(&backup).unwrap() == original, "the backup is the old file");
-    assert_eq!(stored(&path, "items", id).len(), body_len + 32, "now checksummed");
+    assert!(
+        std::fs::read(&backup).unwrap() == original,
+        "the backup is the old file"
+    );
+    assert_eq!(
+        stored(&path, "items", id).len(),
+        body_len + 32,
+        "now checksummed"
+    );
     // The second open does not migrate again (it would refuse: the backup exists).
     let reg = Registry::open_write(&path).unwrap();
     assert!(cache::verify(&reg).unwrap().problems.is_empty());
@@ -306,7 +327,10 @@ fn a_schema_1_store_opened_read_only_is_read_in_memory_and_not_written() {
     let target = Registry::open_write(&dir.path().join("new.redb")).unwrap();
     let mut unavailable = |_: &ScoreRecord| Ok(None);
     cache::merge(&target, &reg, MergeOptions::new(&mut unavailable)).unwrap();
-    assert_eq!(target.get::<BaseItem>(&id).unwrap(), Some(item("Bob is red.")));
+    assert_eq!(
+        target.get::<BaseItem>(&id).unwrap(),
+        Some(item("Bob is red."))
+    );
     drop(reg);
     assert_eq!(std::fs::read(&path).unwrap(), before);
     assert!(!dir.path().join("old.redb.v1.bak").exists());
@@ -340,7 +364,10 @@ fn read_opens_refuse_what_is_not_a_store_and_create_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("typo.redb");
     let msg = Registry::open_read(&missing).err().unwrap().to_string();
-    assert!(msg.contains("typo.redb") && msg.contains("does not exist"), "{msg}");
+    assert!(
+        msg.contains("typo.redb") && msg.contains("does not exist"),
+        "{msg}"
+    );
     assert!(!missing.exists(), "no empty store was created");
 
     let empty = dir.path().join("empty.redb");
@@ -349,9 +376,16 @@ fn read_opens_refuse_what_is_not_a_store_and_create_nothing() {
         Registry::open_read(&empty).err().unwrap().to_string(),
         Registry::open_write(&empty).err().unwrap().to_string(),
     ] {
-        assert!(msg.contains("empty.redb") && msg.contains("empty file"), "{msg}");
+        assert!(
+            msg.contains("empty.redb") && msg.contains("empty file"),
+            "{msg}"
+        );
     }
-    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "left as it was");
+    assert_eq!(
+        std::fs::metadata(&empty).unwrap().len(),
+        0,
+        "left as it was"
+    );
 
     let notes = dir.path().join("notes.redb");
     std::fs::write(&notes, b"a colleague's notes").unwrap();
@@ -412,7 +446,11 @@ fn merging_a_store_into_itself_is_refused_by_any_path() {
     let dotted = dir.path().join(".").join("s.redb");
     for other in [&path, &link, &hard, &dotted] {
         let msg = cache::open_incoming(&reg, other).err().unwrap().to_string();
-        assert!(msg.contains("is the store itself"), "{}: {msg}", other.display());
+        assert!(
+            msg.contains("is the store itself"),
+            "{}: {msg}",
+            other.display()
+        );
     }
     let out = bin(&path, &["cache", "merge", link.to_str().unwrap()]);
     drop(reg);
@@ -434,7 +472,11 @@ fn outputs_never_overwrite_the_store_nor_foreign_files() {
     for out in [&path, &link, &hard, &other_path] {
         for force in [false, true] {
             let msg = guard_output(&reg, out, force).err().unwrap().to_string();
-            assert!(msg.contains("is the store itself"), "{}: {msg}", out.display());
+            assert!(
+                msg.contains("is the store itself"),
+                "{}: {msg}",
+                out.display()
+            );
         }
     }
     // A file the tool did not write needs --force.
@@ -491,7 +533,11 @@ fn a_model_is_its_bytes_and_a_new_location_is_recorded() {
     );
     let (_, record) = models::resolve(&reg, "b").unwrap();
     assert_eq!(Path::new(&record.path), std::fs::canonicalize(&b).unwrap());
-    assert_eq!(models::resolve(&reg, "a").unwrap().0, id, "old names stay aliases");
+    assert_eq!(
+        models::resolve(&reg, "a").unwrap().0,
+        id,
+        "old names stay aliases"
+    );
     // Reading the model's records needs no file.
     std::fs::remove_file(&b).unwrap();
     assert_eq!(models::resolve(&reg, "a").unwrap().0, id);
@@ -516,7 +562,10 @@ fn models_registered_under_the_old_fingerprint_keep_their_ids() {
     h.update(&(bytes.len() as u64).to_le_bytes());
     h.update(&bytes);
     let v1 = h.finalize().to_hex().to_string();
-    assert_eq!(models::content_hash(&a, &["old-name.gguf"]).unwrap().legacy, std::slice::from_ref(&v1));
+    assert_eq!(
+        models::content_hash(&a, &["old-name.gguf"]).unwrap().legacy,
+        std::slice::from_ref(&v1)
+    );
     let (new_id, _) = {
         let (id, _) = models::add(&reg, &a, Some("probe"), Backend::Flex).unwrap();
         (id, ())
@@ -543,7 +592,10 @@ fn skip_bad_with_no_valid_record_is_an_error() {
     let store = dir.path().join("s.redb");
     let bad = dir.path().join("all_bad.jsonl");
     std::fs::write(&bad, "{\"not\": \"a folio record\"}\n").unwrap();
-    let out = bin(&store, &["ingest", "folio", bad.to_str().unwrap(), "--skip-bad"]);
+    let out = bin(
+        &store,
+        &["ingest", "folio", bad.to_str().unwrap(), "--skip-bad"],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("no valid record"), "{err}");
@@ -570,7 +622,11 @@ fn flipped_bits_never_panic() {
         let mut copy = bytes.clone();
         for _ in 0..1 + next() % 4 {
             // Half the flips in the first pages (header, roots, branch pages), half anywhere.
-            let span = if next() % 2 == 0 { 16 * 1024 } else { copy.len() };
+            let span = if next() % 2 == 0 {
+                16 * 1024
+            } else {
+                copy.len()
+            };
             let at = (next() as usize) % span.min(copy.len());
             copy[at] ^= 1 << (next() % 8);
         }
@@ -579,7 +635,19 @@ fn flipped_bits_never_panic() {
         match outcome {
             Err(_) => panic!("seed {seed}: a panic escaped the store boundary"),
             Ok(Ok(())) => ok += 1,
-            Ok(Err(e)) if format!("{e:#}").contains("is damaged") => engine += 1,
+            Ok(Err(e)) if format!("{e:#}").contains("is damaged") => {
+                // redb's own panics, caught at the boundary: listed for the upstream report.
+                eprintln!("seed {seed}: {e:#}");
+                engine += 1;
+                for args in [&["cache", "stats"][..], &["cache", "verify"], &["build"]] {
+                    let out = bin(&damaged, args);
+                    let err = String::from_utf8_lossy(&out.stderr);
+                    assert!(
+                        !out.status.success() && !err.contains("panicked"),
+                        "seed {seed}, {args:?}: {err}"
+                    );
+                }
+            }
             Ok(Err(_)) => refused += 1,
         }
     }

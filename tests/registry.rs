@@ -101,7 +101,10 @@ fn newer_schema_is_refused() {
         }
         txn.commit().unwrap();
     }
-    let msg = Registry::open_write(&path).err().expect("refused").to_string();
+    let msg = Registry::open_write(&path)
+        .err()
+        .expect("refused")
+        .to_string();
     assert!(
         msg.contains(&format!("schema version {}", SCHEMA_VERSION + 1)),
         "{msg}"
@@ -115,7 +118,10 @@ fn foreign_files_are_refused_and_left_alone() {
     // Not a database at all.
     let junk = dir.path().join("junk.redb");
     std::fs::write(&junk, b"this is not a redb file, it is a colleague's notes").unwrap();
-    let msg = Registry::open_write(&junk).err().expect("refused").to_string();
+    let msg = Registry::open_write(&junk)
+        .err()
+        .expect("refused")
+        .to_string();
     assert!(msg.contains("junk.redb"), "{msg}");
     assert_eq!(
         std::fs::read(&junk).unwrap(),
@@ -132,7 +138,10 @@ fn foreign_files_are_refused_and_left_alone() {
             .unwrap();
         txn.commit().unwrap();
     }
-    let msg = Registry::open_write(&other).err().expect("refused").to_string();
+    let msg = Registry::open_write(&other)
+        .err()
+        .expect("refused")
+        .to_string();
     assert!(msg.contains("without a deltalogic schema"), "{msg}");
 }
 

@@ -179,7 +179,10 @@ fn a_conflicting_merge_keeps_the_original() {
     assert_eq!(report.conflicts.len(), 1, "{report:?}");
     assert_eq!(report.conflicts[0].key, key);
     assert_eq!(scores(&ours), original, "the original score stays");
-    assert!(merge_unchecked(&ours, &theirs).unwrap().conflicts.is_empty());
+    assert!(merge_unchecked(&ours, &theirs)
+        .unwrap()
+        .conflicts
+        .is_empty());
 }
 
 #[test]
@@ -193,10 +196,7 @@ fn corrupt_or_missing_cache_files_are_refused() {
     assert!(err.contains("nope.redb"), "{err}");
     let junk = dir.path().join("junk.redb");
     std::fs::write(&junk, vec![7u8; 4096]).unwrap();
-    let err = Registry::open_read(&junk)
-        .err()
-        .expect("junk")
-        .to_string();
+    let err = Registry::open_read(&junk).err().expect("junk").to_string();
     assert!(err.contains("junk.redb"), "{err}");
     // A truncated copy of a real cache.
     build(&ours, "set", 2);

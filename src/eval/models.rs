@@ -67,7 +67,10 @@ pub fn content_hash(path: &Path, legacy_names: &[&str]) -> Result<FileHashes> {
     for f in files {
         let mut file =
             std::fs::File::open(&f).with_context(|| format!("cannot read {}", f.display()))?;
-        let own = f.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default();
+        let own = f
+            .file_name()
+            .map(|n| n.as_encoded_bytes())
+            .unwrap_or_default();
         if single {
             for (h, name) in v1.iter_mut().zip(legacy_names) {
                 h.update(name.as_bytes());
@@ -81,13 +84,19 @@ pub fn content_hash(path: &Path, legacy_names: &[&str]) -> Result<FileHashes> {
         for h in v1.iter_mut().chain([&mut v2]) {
             h.update(&len.to_le_bytes());
         }
-        std::io::copy(&mut file, &mut Fanout(v1.iter_mut().chain([&mut v2]).collect()))
-            .with_context(|| format!("cannot read {}", f.display()))?;
+        std::io::copy(
+            &mut file,
+            &mut Fanout(v1.iter_mut().chain([&mut v2]).collect()),
+        )
+        .with_context(|| format!("cannot read {}", f.display()))?;
         total += len;
     }
     Ok(FileHashes {
         files_blake3: v2.finalize().to_hex().to_string(),
-        legacy: v1.iter().map(|h| h.finalize().to_hex().to_string()).collect(),
+        legacy: v1
+            .iter()
+            .map(|h| h.finalize().to_hex().to_string())
+            .collect(),
         bytes: total,
     })
 }

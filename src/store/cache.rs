@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Decodes (validating the archive) and checks that the key is the hash of the content.
-fn check(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<()> {
+pub fn check(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<()> {
     fn go<R: Record>(path: &Path, id: &Id, bytes: &[u8]) -> Result<R>
     where
         R::Archived: for<'a> rkyv::bytecheck::CheckBytes<
@@ -280,8 +280,13 @@ fn check_sample(
     ranked.sort_by_key(|a| a.0);
     let mut checked = 0;
     for (_, (key, score)) in ranked.into_iter().take(opts.sample_per_model) {
-        let Some(ours) = (opts.recompute)(score)
-            .with_context(|| format!("recomputing score {} of model {}", key.short(), model.short()))?
+        let Some(ours) = (opts.recompute)(score).with_context(|| {
+            format!(
+                "recomputing score {} of model {}",
+                key.short(),
+                model.short()
+            )
+        })?
         else {
             return Ok(0);
         };

@@ -28,12 +28,12 @@ use redb::{
     Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable, ReadableTableMetadata,
     TableDefinition, TableHandle,
 };
-use shield::{shield, Place};
 use rkyv::api::high::{HighSerializer, HighValidator};
 use rkyv::de::Pool;
 use rkyv::rancor::{self, Strategy};
 use rkyv::ser::allocator::ArenaHandle;
 use rkyv::util::AlignedVec;
+use shield::{shield, Place};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -401,7 +401,10 @@ impl Registry {
     /// Runs `f` inside one write transaction; it is committed only if `f` succeeds.
     pub fn write<T>(&self, f: impl FnOnce(&mut Writer<'_>) -> Result<T>) -> Result<T> {
         let Db::Write(db) = &self.db else {
-            bail!("{}: opened read-only; this command cannot write to it", self.path.display());
+            bail!(
+                "{}: opened read-only; this command cannot write to it",
+                self.path.display()
+            );
         };
         let txn = shield(&self.path, Place::default(), || Ok(db.begin_write()?))?;
         let mut w = Writer {
@@ -736,10 +739,14 @@ impl Writer<'_> {
 
     /// Marks a score as merged without a recomputed check.
     pub fn mark_unverified(&mut self, score: Id) -> Result<()> {
-        shield(self.path, Place::record("unverified_scores", &score.0), || {
-            self.txn.open_table(UNVERIFIED)?.insert(&score.0, ())?;
-            Ok(())
-        })
+        shield(
+            self.path,
+            Place::record("unverified_scores", &score.0),
+            || {
+                self.txn.open_table(UNVERIFIED)?.insert(&score.0, ())?;
+                Ok(())
+            },
+        )
     }
 
     /// Remembers the bytes written to an output file (see [`record_output`]).

@@ -1,0 +1,8 @@
+//! The clomo reader on one file.
+#![no_main]
+use deltalogic::datasets::Format;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    deltalogic_fuzz::read_dataset(Format::Clomo, "test.json", data);
+});

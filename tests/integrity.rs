@@ -9,7 +9,7 @@ use deltalogic::datasets::{BaseItem, Origin};
 use deltalogic::eval::{self, models, Normalisation, PromptRecord, ScoreRecord};
 use deltalogic::logic::{Label, World};
 use deltalogic::model::scorer::Backend;
-use deltalogic::store::cache::{self, MergeOptions};
+use deltalogic::eval::cache::{self, MergeOptions};
 use deltalogic::store::{guard_output, record_output, Id, Kind, Record, Registry};
 use redb::{Database, ReadableDatabase, TableDefinition};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! Record decoding from the store: any bytes as a value of every kind, validated access.
 #![no_main]
-use deltalogic::store::cache;
+use deltalogic::eval::cache;
 use deltalogic::store::{Id, Kind};
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;

@@ -1,8 +1,8 @@
 //! `deltalogic cache export|merge|verify|stats`: sharing score caches.
 
 use super::emit;
-use crate::eval::{self, models, PromptRecord, ScoreRecord};
-use crate::store::{cache, Id, Kind, Names, Registry};
+use crate::eval::{self, cache, models, PromptRecord, ScoreRecord};
+use crate::store::{Id, Kind, Names, Registry};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -4,6 +4,7 @@
 //! requests are made from the answers the stored scores give.
 
 pub mod audit;
+pub mod cache;
 pub mod models;
 pub mod records;
 pub mod share;

@@ -11,7 +11,6 @@
 //! - A `meta` table holds the schema version; a database of another version is refused.
 //! - Every command writes in one transaction: a failure or interruption leaves the store as it was.
 
-pub mod cache;
 mod checksum;
 pub mod ingest;
 mod legacy;
@@ -715,7 +714,7 @@ impl Writer<'_> {
     }
 
     /// Stores an archive under its key, framed with its checksum. Bytes from another store must
-    /// have been validated first (see `crate::store::cache`); an existing record is kept.
+    /// have been validated first (see `crate::eval::cache`); an existing record is kept.
     pub fn put_raw(&mut self, kind: Kind, id: Id, body: &[u8]) -> Result<bool> {
         let table = kind.table_name();
         shield(self.path, Place::record(table, &id.0), || {

@@ -126,7 +126,7 @@ pub fn score_with(
 }
 
 /// Exports the results of `model` on `set` with everything they refer to into a new cache file.
-pub fn export(reg: &Registry, model: Id, set: &str, to: &std::path::Path) -> deltalogic::store::cache::ExportReport {
+pub fn export(reg: &Registry, model: Id, set: &str, to: &std::path::Path) -> deltalogic::eval::cache::ExportReport {
     let (records, names) = eval::share::closure(reg, model, set).unwrap();
-    deltalogic::store::cache::export(reg, &records, &names, to).unwrap()
+    deltalogic::eval::cache::export(reg, &records, &names, to).unwrap()
 }

@@ -1,13 +1,15 @@
 //! Sharing caches: a cache file is a deltalogic store holding a self-contained subset (scores
-//! with the prompts, templates, episodes, items, sets and models they refer to). Merging is a
-//! union of content-addressed records: a key already present with a different score is a
-//! conflict, reported and never overwritten.
+//! with the prompts, templates, items, sets and models they refer to, see [`super::share`]).
+//! Merging is a union of content-addressed records: a key already present with a different score
+//! is a conflict, reported and never overwritten. This lives with the runner, not the store: the
+//! store copies records by kind; checking that a record hashes to its key, and recomputing a
+//! score, needs every record type and the model.
 
 use crate::benchmarks::deltalogic::Episode;
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::question::Question;
 use crate::datasets::BaseItem;
-use crate::eval::{ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
+use super::{ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
 use crate::store::{
     decode, same_file, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec,
     Writer,

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod fixtures;
 pub mod hf;
+pub mod kernels;
 pub mod llama;
 pub mod phi3;
 pub mod qwen2;

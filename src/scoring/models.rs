@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Names the numerics that produce scores; part of every fingerprint, so a change to how
 /// scores are computed gives new model ids (old scores stay, attributed to the old ones).
-pub const SCORER_VERSION: &str = "burn-f32-scorer-1";
+pub const SCORER_VERSION: &str = "fixed-order-f32-scorer-2";
 
 /// The files that make a Hugging Face model directory, in a fixed order.
 fn model_files(path: &Path) -> Result<Vec<PathBuf>> {
@@ -78,8 +78,6 @@ fn architecture(path: &Path) -> Result<(String, String)> {
 pub fn backend_name(b: Backend) -> &'static str {
     match b {
         Backend::Flex => "flex",
-        #[cfg(feature = "ndarray")]
-        Backend::Ndarray => "ndarray",
     }
 }
 
@@ -152,8 +150,6 @@ impl Loaded {
     pub fn open(record: &ModelRecord) -> Result<Loaded> {
         let backend = match record.backend.as_str() {
             "flex" => Backend::Flex,
-            #[cfg(feature = "ndarray")]
-            "ndarray" => Backend::Ndarray,
             other => bail!("model backend `{other}` is not built into this deltalogic"),
         };
         Ok(Loaded {

@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 const CHILD_MODEL: &str = "DELTALOGIC_NUMERICS_MODEL";
 const CHILD_THREADS: &str = "DELTALOGIC_NUMERICS_THREADS";
+const CHILD_INT8: &str = "DELTALOGIC_NUMERICS_INT8";
 const MARK: &str = "NUMERICS-BITS ";
 
 #[derive(Deserialize)]
@@ -124,7 +125,11 @@ fn child_report() {
     set_threads(threads).unwrap();
     let model = PathBuf::from(model);
     let golden = std::env::var("DELTALOGIC_NUMERICS_GOLDEN").unwrap();
-    let scorer = Scorer::open(&model, Backend::Flex).unwrap();
+    let backend = match std::env::var_os(CHILD_INT8) {
+        Some(_) => Backend::Int8,
+        None => Backend::Flex,
+    };
+    let scorer = Scorer::open(&model, backend).unwrap();
     let bits = report(&scorer, &requests(&golden, 3, 200));
     println!("{MARK}{}", serde_json::to_string(&bits).unwrap());
 }
@@ -170,6 +175,9 @@ fn check_configurations(model: &Path, golden: &str, configs: &[(usize, &[(&str, 
 
 const NO_AVX512: &[(&str, &str)] = &[("DELTALOGIC_NO_AVX512", "1")];
 const PORTABLE: &[(&str, &str)] = &[("DELTALOGIC_PORTABLE", "1")];
+const INT8: &[(&str, &str)] = &[(CHILD_INT8, "1")];
+const INT8_NO_AVX512: &[(&str, &str)] = &[(CHILD_INT8, "1"), ("DELTALOGIC_NO_AVX512", "1")];
+const INT8_PORTABLE: &[(&str, &str)] = &[(CHILD_INT8, "1"), ("DELTALOGIC_PORTABLE", "1")];
 
 #[test]
 fn tiny_models_give_the_same_bits_on_every_path_thread_count_and_vector_unit() {
@@ -184,10 +192,7 @@ fn tiny_models_give_the_same_bits_on_every_path_thread_count_and_vector_unit() {
     }
 }
 
-/// The real model when fetched (scripts/fetch_models.sh). The portable path is left to the tiny
-/// models: without vector units it is too slow for CI here.
-#[test]
-fn smollm2_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
+fn smollm2() -> Option<PathBuf> {
     let dir =
         std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root().join("models"), PathBuf::from);
     let model = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
@@ -196,11 +201,30 @@ fn smollm2_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
             panic!("{} is missing under CI", model.display());
         }
         eprintln!("SKIP: {} not found", model.display());
-        return;
+        return None;
     }
+    Some(model)
+}
+
+/// The real model when fetched (scripts/fetch_models.sh). The f32 portable path is left to the
+/// tiny models: without vector units it is too slow for CI here.
+#[test]
+fn smollm2_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
+    let Some(model) = smollm2() else { return };
     check_configurations(
         &model,
         "smollm2.json",
         &[(2, &[]), (1, &[]), (3, NO_AVX512)],
+    );
+}
+
+/// The integer mode on the quantised file: VNNI, AVX2 and portable integer products.
+#[test]
+fn smollm2_int8_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
+    let Some(model) = smollm2() else { return };
+    check_configurations(
+        &model,
+        "smollm2.json",
+        &[(2, INT8), (1, INT8_NO_AVX512), (3, INT8_PORTABLE)],
     );
 }

@@ -33,9 +33,9 @@ pub struct BenchArgs {
     pub only: Option<Backend>,
 }
 
-/// Backends compiled into this binary.
+/// The numerics modes.
 fn backends() -> Vec<Backend> {
-    vec![Backend::Flex]
+    vec![Backend::Flex, Backend::Int8]
 }
 
 /// Plain English, repeated until the prompt is long enough.

@@ -19,6 +19,7 @@
 //! `DELTALOGIC_NO_AVX512=1` selects the AVX2 path and `DELTALOGIC_PORTABLE=1` the portable one,
 //! for tests and for checking that a machine without them gives the same bits.
 
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
@@ -97,9 +98,10 @@ impl Lanes for Portable {
     }
 }
 
-/// `l + 8`, `l + 4`, `l + 2`, `l + 1`: the order the vector paths reproduce with half-width adds.
-fn tree_sum(mut a: [f32; LANES]) -> f32 {
-    let mut width = LANES / 2;
+/// `l + N/2`, …, `l + 2`, `l + 1` (for 16 lanes: `l + 8`, `l + 4`, `l + 2`, `l + 1`): the
+/// order the vector paths reproduce with half-width adds.
+pub(crate) fn tree_sum<const N: usize>(mut a: [f32; N]) -> f32 {
+    let mut width = N / 2;
     while width > 0 {
         for l in 0..width {
             a[l] += a[l + width];
@@ -229,8 +231,8 @@ unsafe fn block<L: Lanes>(
     k: usize,
     out: *mut f32,
     n: usize,
-    rows: std::ops::Range<usize>,
-    cols: std::ops::Range<usize>,
+    rows: Range<usize>,
+    cols: Range<usize>,
 ) {
     let (x, w) = (x.as_ptr(), w.as_ptr());
     let mut r = rows.start;
@@ -259,8 +261,8 @@ unsafe fn block_avx512(
     k: usize,
     out: *mut f32,
     n: usize,
-    rows: std::ops::Range<usize>,
-    cols: std::ops::Range<usize>,
+    rows: Range<usize>,
+    cols: Range<usize>,
 ) {
     block::<x86::Avx512>(x, w, k, out, n, rows, cols)
 }
@@ -273,8 +275,8 @@ unsafe fn block_avx2(
     k: usize,
     out: *mut f32,
     n: usize,
-    rows: std::ops::Range<usize>,
-    cols: std::ops::Range<usize>,
+    rows: Range<usize>,
+    cols: Range<usize>,
 ) {
     block::<x86::Avx2>(x, w, k, out, n, rows, cols)
 }
@@ -282,9 +284,32 @@ unsafe fn block_avx2(
 /// A raw output pointer that tasks share; each writes only its own tile.
 #[derive(Clone, Copy)]
 struct Out(*mut f32);
-// SAFETY: tasks write disjoint elements (see `matmul_t`).
+// SAFETY: tasks write disjoint elements (see `par_tiles`).
 unsafe impl Send for Out {}
 unsafe impl Sync for Out {}
+
+/// Splits a `[t, n]` output into tiles of up to `rows x cols` and calls `tile(out, rows, cols)`
+/// for each in parallel: threads divide outputs, never a sum. `tile` must write only
+/// `out[r * n + c]` for `r` in its rows and `c` in its columns.
+pub(crate) fn par_tiles(
+    out: &mut [f32],
+    n: usize,
+    (rows, cols): (usize, usize),
+    tile: impl Fn(*mut f32, Range<usize>, Range<usize>) + Sync,
+) {
+    let t = out.len() / n.max(1);
+    let ptr = Out(out.as_mut_ptr());
+    let (row_tasks, col_tasks) = (t.div_ceil(rows), n.div_ceil(cols));
+    (0..row_tasks * col_tasks).into_par_iter().for_each(|task| {
+        let (rt, ct) = (task / col_tasks, task % col_tasks);
+        let out = ptr;
+        tile(
+            out.0,
+            rt * rows..((rt + 1) * rows).min(t),
+            ct * cols..((ct + 1) * cols).min(n),
+        );
+    });
+}
 
 /// `x · wᵀ`: `x` is `[t, k]`, `w` is `[n, k]`, the result `[t, n]`. Each output is the canonical
 /// dot product of its two rows (module docs), whatever `t`, the threads or the vector unit.
@@ -292,24 +317,17 @@ pub fn matmul_t(x: &[f32], w: &[f32], k: usize) -> Vec<f32> {
     assert!(k > 0 && x.len().is_multiple_of(k) && w.len().is_multiple_of(k));
     let (t, n) = (x.len() / k, w.len() / k);
     let mut out = vec![0f32; t * n];
-    let ptr = Out(out.as_mut_ptr());
     let isa = isa();
-    let (row_tasks, col_tasks) = (t.div_ceil(TASK_ROWS), n.div_ceil(TASK_COLS));
-    (0..row_tasks * col_tasks).into_par_iter().for_each(|task| {
-        let (rt, ct) = (task / col_tasks, task % col_tasks);
-        let rows = rt * TASK_ROWS..((rt + 1) * TASK_ROWS).min(t);
-        let cols = ct * TASK_COLS..((ct + 1) * TASK_COLS).min(n);
-        let out = ptr;
-        // SAFETY: `rows`/`cols` lie inside `x`, `w` and `out` (shapes checked above), tasks
-        // cover disjoint tiles of `out`, and each path runs only where `isa()` found its
-        // instructions.
+    par_tiles(&mut out, n, (TASK_ROWS, TASK_COLS), |out, rows, cols| {
+        // SAFETY: `rows`/`cols` lie inside `x`, `w` and `out` (shapes checked above), tiles
+        // are disjoint, and each path runs only where `isa()` found its instructions.
         unsafe {
             match isa {
                 #[cfg(target_arch = "x86_64")]
-                Isa::Avx512 => block_avx512(x, w, k, out.0, n, rows, cols),
+                Isa::Avx512 => block_avx512(x, w, k, out, n, rows, cols),
                 #[cfg(target_arch = "x86_64")]
-                Isa::Avx2 => block_avx2(x, w, k, out.0, n, rows, cols),
-                _ => block::<Portable>(x, w, k, out.0, n, rows, cols),
+                Isa::Avx2 => block_avx2(x, w, k, out, n, rows, cols),
+                _ => block::<Portable>(x, w, k, out, n, rows, cols),
             }
         }
     });

@@ -11,6 +11,7 @@ pub mod fixtures;
 pub mod hf;
 pub mod kernels;
 pub mod llama;
+pub mod qmatmul;
 pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;

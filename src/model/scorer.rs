@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::config::HfJson;
 use super::gguf::Gguf;
 use super::tokenizer::Tokenizer;
-use super::transformer::{Naming, RawTensor, State, TensorFile, Transformer};
+use super::transformer::{Blocks, Naming, RawTensor, State, TensorFile, Transformer};
 use super::{hf, llama, phi3, qwen2, qwen3, ModelError};
 
 /// The scores of one label.
@@ -42,6 +42,10 @@ pub enum Backend {
     /// every path, thread count and vector unit. (Named after burn's flex backend, which ran
     /// this arithmetic before and whose reductions chose their order by shape and CPU.)
     Flex,
+    /// GGUF weights of types with an integer kernel (Q4_1, Q5_0, Q8_0) stay in their blocks and
+    /// multiply activations quantised to 8 bits as llama.cpp does (`model::qmatmul`), with the
+    /// same bits on every path; other weights as `Flex`.
+    Int8,
 }
 
 /// Sizes the global rayon pool the kernels run on. Once per process: later calls with
@@ -70,11 +74,10 @@ pub struct Scorer {
 impl Scorer {
     /// Opens a GGUF file or a Hugging Face model directory.
     pub fn open(path: &Path, backend: Backend) -> Result<Scorer, ModelError> {
-        let Backend::Flex = backend;
         let (model, tokenizer) = if path.is_dir() {
             open_hf(path)?
         } else {
-            open_gguf(path)?
+            open_gguf(path, backend == Backend::Int8)?
         };
         if tokenizer.vocab_size() > model.config().vocab_size {
             return Err(ModelError::Tokenizer {
@@ -208,14 +211,14 @@ fn open_hf(dir: &Path) -> Result<(Transformer, Tokenizer), ModelError> {
     let weights = hf::Weights::open(dir)?;
     let model = if fused {
         let unfused = phi3::Unfused::new(&weights, &cfg);
-        Transformer::load(cfg, &unfused, naming)?
+        Transformer::load(cfg, &unfused, naming, false)?
     } else {
-        Transformer::load(cfg, &weights, naming)?
+        Transformer::load(cfg, &weights, naming, false)?
     };
     Ok((model, tokenizer))
 }
 
-fn open_gguf(path: &Path) -> Result<(Transformer, Tokenizer), ModelError> {
+fn open_gguf(path: &Path, integer: bool) -> Result<(Transformer, Tokenizer), ModelError> {
     let g = Gguf::open(path)?;
     let cfg = match g.architecture()? {
         "llama" => llama::config_from_gguf(&g)?,
@@ -230,7 +233,7 @@ fn open_gguf(path: &Path) -> Result<(Transformer, Tokenizer), ModelError> {
         }
     };
     let tokenizer = Tokenizer::from_gguf(&g)?;
-    let model = Transformer::load(cfg, &g, llama::gguf_name)?;
+    let model = Transformer::load(cfg, &g, llama::gguf_name, integer)?;
     Ok((model, tokenizer))
 }
 
@@ -245,5 +248,9 @@ impl TensorFile for Gguf {
         }
         let (shape, data) = self.tensor_f32(name)?;
         Ok(Some(RawTensor { shape, data }))
+    }
+
+    fn blocks(&self, name: &str) -> Result<Option<Blocks<'_>>, ModelError> {
+        Ok(self.tensor_blocks(name))
     }
 }

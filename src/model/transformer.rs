@@ -14,6 +14,8 @@ use rayon::prelude::*;
 
 use super::config::{Config, RopeLayout};
 use super::kernels;
+use super::qmatmul::{self, QMatrix};
+use super::quant::GgmlType;
 use super::ModelError;
 
 /// A tensor as read from a file: PyTorch-order shape, row-major f32 data.
@@ -22,12 +24,20 @@ pub struct RawTensor {
     pub data: Vec<f32>,
 }
 
+/// A tensor in its stored block format: PyTorch-order shape, type, bytes.
+pub type Blocks<'a> = (Vec<usize>, GgmlType, &'a [u8]);
+
 /// A file (or set of shards) that holds tensors by name.
 pub trait TensorFile {
     /// The file named in errors.
     fn path(&self) -> &Path;
     /// The tensor called `name`, `Ok(None)` when the file has none.
     fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError>;
+    /// The tensor called `name` in its stored block format (type and bytes), for files that
+    /// store quantised blocks; `Ok(None)` when there are none to offer.
+    fn blocks(&self, _name: &str) -> Result<Option<Blocks<'_>>, ModelError> {
+        Ok(None)
+    }
 }
 
 /// The canonical weights of the model, independent of file naming.
@@ -55,10 +65,65 @@ pub enum Part {
 /// Maps a canonical part to the name a file format uses for it.
 pub type Naming = fn(Part) -> String;
 
-/// A weight matrix `[rows, cols]`, row-major, as the kernels take it.
+/// Rows of a weight matrix: f32, or GGUF blocks multiplied in the integer mode.
+enum Rows {
+    F32(Vec<f32>),
+    Quant(QMatrix),
+}
+
+/// A weight matrix `[rows, cols]`: one or more row ranges stacked (q, k and v in one matrix,
+/// say), each held as its file and numerics mode allow.
 struct Matrix {
     cols: usize,
-    data: Vec<f32>,
+    parts: Vec<Rows>,
+}
+
+impl Matrix {
+    fn part_rows(&self, part: &Rows) -> usize {
+        match part {
+            Rows::F32(data) => data.len() / self.cols,
+            Rows::Quant(q) => q.rows(),
+        }
+    }
+
+    /// `x · selfᵀ` for `x: [t, cols]`: `[t, rows]`, the parts' columns side by side.
+    fn matmul(&self, x: &[f32]) -> Vec<f32> {
+        let product = |part: &Rows| match part {
+            Rows::F32(data) => kernels::matmul_t(x, data, self.cols),
+            Rows::Quant(q) => qmatmul::qmatmul_t(x, q),
+        };
+        if let [part] = self.parts.as_slice() {
+            return product(part);
+        }
+        let t = x.len() / self.cols;
+        let outs: Vec<(usize, Vec<f32>)> = self
+            .parts
+            .iter()
+            .map(|p| (self.part_rows(p), product(p)))
+            .collect();
+        let mut out = Vec::with_capacity(t * outs.iter().map(|o| o.0).sum::<usize>());
+        for i in 0..t {
+            for (n, o) in &outs {
+                out.extend_from_slice(&o[i * n..][..*n]);
+            }
+        }
+        out
+    }
+
+    /// Row `r` as f32 (an embedding lookup).
+    fn row(&self, mut r: usize) -> Vec<f32> {
+        for part in &self.parts {
+            let n = self.part_rows(part);
+            if r < n {
+                return match part {
+                    Rows::F32(data) => data[r * self.cols..][..self.cols].to_vec(),
+                    Rows::Quant(q) => q.row(r),
+                };
+            }
+            r -= n;
+        }
+        unreachable!("row index checked against the vocabulary")
+    }
 }
 
 struct Layer {
@@ -118,20 +183,24 @@ impl State {
 impl Transformer {
     /// Builds the model from `file`, checking every tensor's shape against `cfg` and refusing
     /// non-finite weights.
+    /// With `integer`, weights in block formats that have integer kernels stay quantised and
+    /// multiply 8-bit activations (`qmatmul`); otherwise every weight is f32.
     pub fn load(
         cfg: Config,
         file: &dyn TensorFile,
         naming: Naming,
+        integer: bool,
     ) -> Result<Transformer, ModelError> {
         cfg.validate(file.path())?;
         let (d, hd) = (cfg.hidden, cfg.head_dim);
         let (q_rows, kv_rows) = (cfg.heads * hd, cfg.kv_heads * hd);
-        let loader = Loader { file, naming };
+        let loader = Loader {
+            file,
+            naming,
+            integer,
+        };
         let mut layers = Vec::with_capacity(cfg.layers);
         for l in 0..cfg.layers {
-            let mut qkv = loader.data(Part::Q(l), &[q_rows, d])?;
-            qkv.extend(loader.data(Part::K(l), &[kv_rows, d])?);
-            qkv.extend(loader.data(Part::V(l), &[kv_rows, d])?);
             let bqkv = if cfg.qkv_bias {
                 let mut b = loader.data(Part::QBias(l), &[q_rows])?;
                 b.extend(loader.data(Part::KBias(l), &[kv_rows])?);
@@ -148,28 +217,30 @@ impl Transformer {
             } else {
                 (None, None)
             };
-            let mut gate_up = loader.data(Part::Gate(l), &[cfg.intermediate, d])?;
-            gate_up.extend(loader.data(Part::Up(l), &[cfg.intermediate, d])?);
             layers.push(Layer {
                 attn_norm: loader.data(Part::AttnNorm(l), &[d])?,
-                wqkv: Matrix { cols: d, data: qkv },
+                wqkv: loader.matrix(d, &[
+                    (Part::Q(l), q_rows),
+                    (Part::K(l), kv_rows),
+                    (Part::V(l), kv_rows),
+                ])?,
                 bqkv,
                 q_norm,
                 k_norm,
-                wo: loader.matrix(Part::O(l), [d, q_rows])?,
+                wo: loader.matrix(q_rows, &[(Part::O(l), d)])?,
                 mlp_norm: loader.data(Part::MlpNorm(l), &[d])?,
-                w_gate_up: Matrix {
-                    cols: d,
-                    data: gate_up,
-                },
-                w_down: loader.matrix(Part::Down(l), [d, cfg.intermediate])?,
+                w_gate_up: loader.matrix(d, &[
+                    (Part::Gate(l), cfg.intermediate),
+                    (Part::Up(l), cfg.intermediate),
+                ])?,
+                w_down: loader.matrix(cfg.intermediate, &[(Part::Down(l), d)])?,
             });
         }
-        let embed = loader.matrix(Part::Embed, [cfg.vocab_size, d])?;
+        let embed = loader.matrix(d, &[(Part::Embed, cfg.vocab_size)])?;
         let lm_head = if cfg.tied_embeddings {
             None
         } else {
-            Some(loader.matrix(Part::LmHead, [cfg.vocab_size, d])?)
+            Some(loader.matrix(d, &[(Part::LmHead, cfg.vocab_size)])?)
         };
         let final_norm = loader.data(Part::FinalNorm, &[d])?;
         let inv_freq = cfg.rope.inv_freq();
@@ -217,7 +288,7 @@ impl Transformer {
     /// chosen token, then this).
     pub fn next_logits(&self, state: &State) -> Result<Vec<f32>, ModelError> {
         let last = Self::last(state)?;
-        let logits = kernels::matmul_t(last, &self.head().data, self.cfg.hidden);
+        let logits = self.head().matmul(last);
         match logits.iter().position(|l| !l.is_finite()) {
             Some(i) => Err(non_finite(format!("logit of token {i}"), logits[i])),
             None => Ok(logits),
@@ -243,7 +314,7 @@ impl Transformer {
             rows.extend(self.final_norm(&hidden));
         }
         let vocab = self.cfg.vocab_size;
-        let logits = kernels::matmul_t(&rows, &self.head().data, self.cfg.hidden);
+        let logits = self.head().matmul(&rows);
         logits
             .chunks_exact(vocab)
             .zip(tokens)
@@ -297,11 +368,9 @@ impl Transformer {
             )));
         }
         self.check_ids(tokens)?;
-        let d = self.cfg.hidden;
         let mut x: Vec<f32> = tokens
             .iter()
-            .flat_map(|&tok| &self.embed.data[tok as usize * d..][..d])
-            .copied()
+            .flat_map(|&tok| self.embed.row(tok as usize))
             .collect();
         let (cos, sin) = self.rope_tables(p0, t);
         let mut chunk = KvChunk {
@@ -329,11 +398,11 @@ impl Transformer {
         sin: &[f32],
     ) -> (Vec<f32>, Vec<f32>) {
         let c = &self.cfg;
-        let (d, hd, h, kvh) = (c.hidden, c.head_dim, c.heads, c.kv_heads);
+        let (hd, h, kvh) = (c.head_dim, c.heads, c.kv_heads);
         let (q_cols, kv_cols) = (h * hd, kvh * hd);
 
         let hn = kernels::rms_norm(x, &w.attn_norm, c.norm_eps);
-        let mut qkv = kernels::matmul_t(&hn, &w.wqkv.data, w.wqkv.cols);
+        let mut qkv = w.wqkv.matmul(&hn);
         let width = q_cols + 2 * kv_cols;
         if let Some(b) = &w.bqkv {
             for row in qkv.chunks_exact_mut(width) {
@@ -359,17 +428,17 @@ impl Transformer {
         self.rope(&mut k, cos, sin);
 
         let attn = self.attention(past, layer, &q, &k, &v, p0);
-        let out = kernels::matmul_t(&attn, &w.wo.data, w.wo.cols);
+        let out = w.wo.matmul(&attn);
         x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
 
         let hn = kernels::rms_norm(x, &w.mlp_norm, c.norm_eps);
-        let gu = kernels::matmul_t(&hn, &w.w_gate_up.data, d);
+        let gu = w.w_gate_up.matmul(&hn);
         let i = c.intermediate;
         let act: Vec<f32> = gu
             .chunks_exact(2 * i)
             .flat_map(|row| kernels::silu_mul(&row[..i], &row[i..]))
             .collect();
-        let out = kernels::matmul_t(&act, &w.w_down.data, w.w_down.cols);
+        let out = w.w_down.matmul(&act);
         x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
         (k, v)
     }
@@ -477,6 +546,8 @@ fn non_finite(what: String, value: f32) -> ModelError {
 struct Loader<'a> {
     file: &'a dyn TensorFile,
     naming: Naming,
+    /// Keep supported quantised blocks (the integer numerics mode).
+    integer: bool,
 }
 
 impl Loader<'_> {
@@ -512,10 +583,48 @@ impl Loader<'_> {
         Ok(raw.data)
     }
 
-    fn matrix(&self, part: Part, shape: [usize; 2]) -> Result<Matrix, ModelError> {
-        Ok(Matrix {
-            cols: shape[1],
-            data: self.data(part, &shape)?,
-        })
+    /// The matrix of `parts` (each with its row count) stacked, `cols` wide. In the integer
+    /// mode a part whose file blocks have an integer kernel stays in those blocks.
+    fn matrix(&self, cols: usize, parts: &[(Part, usize)]) -> Result<Matrix, ModelError> {
+        let mut out = Matrix {
+            cols,
+            parts: Vec::new(),
+        };
+        for &(part, rows) in parts {
+            if let Some(q) = self.quantised(part, rows, cols)? {
+                out.parts.push(Rows::Quant(q));
+                continue;
+            }
+            let data = self.data(part, &[rows, cols])?;
+            // Neighbouring f32 parts merge: one product instead of several.
+            match out.parts.last_mut() {
+                Some(Rows::F32(prev)) => prev.extend(data),
+                _ => out.parts.push(Rows::F32(data)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `part` kept in its blocks, when the mode is integer and the file's type has a kernel.
+    fn quantised(&self, part: Part, rows: usize, cols: usize) -> Result<Option<QMatrix>, ModelError> {
+        if !self.integer {
+            return Ok(None);
+        }
+        let tensor = (self.naming)(part);
+        let Some((shape, ty, bytes)) = self.file.blocks(&tensor)? else {
+            return Ok(None);
+        };
+        if !qmatmul::supported(ty) || shape != [rows, cols] {
+            // Unsupported types, and wrong shapes (reported by `data`), take the f32 route.
+            return Ok(None);
+        }
+        let q = QMatrix::new(ty, cols, bytes.to_vec());
+        if let Some(block) = q.non_finite_scale() {
+            return Err(ModelError::Invalid {
+                path: self.file.path().to_path_buf(),
+                detail: format!("tensor {tensor} holds a non-finite block scale (block {block})"),
+            });
+        }
+        Ok(Some(q))
     }
 }

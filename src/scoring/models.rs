@@ -78,6 +78,7 @@ fn architecture(path: &Path) -> Result<(String, String)> {
 pub fn backend_name(b: Backend) -> &'static str {
     match b {
         Backend::Flex => "flex",
+        Backend::Int8 => "int8",
     }
 }
 
@@ -94,7 +95,12 @@ pub fn add(
     let record = ModelRecord {
         files_blake3: hash,
         backend: backend_name(backend).into(),
-        dtype: "f32".into(),
+        // Activations: f32, or 8-bit blocks in the integer mode.
+        dtype: match backend {
+            Backend::Flex => "f32",
+            Backend::Int8 => "q8",
+        }
+        .into(),
         scorer_version: SCORER_VERSION.into(),
         format,
         architecture: arch,
@@ -150,6 +156,7 @@ impl Loaded {
     pub fn open(record: &ModelRecord) -> Result<Loaded> {
         let backend = match record.backend.as_str() {
             "flex" => Backend::Flex,
+            "int8" => Backend::Int8,
             other => bail!("model backend `{other}` is not built into this deltalogic"),
         };
         Ok(Loaded {

@@ -369,11 +369,21 @@ fn tiny_llama(head_scale: f32) -> Writer {
         .tensor("blk.0.attn_q.weight", &[d, d], F32, varied(32 * 32, 1.0))
         .tensor("blk.0.attn_k.weight", &[d, d], F32, varied(32 * 32, 1.0))
         .tensor("blk.0.attn_v.weight", &[d, d], F32, varied(32 * 32, 1.0))
-        .tensor("blk.0.attn_output.weight", &[d, d], F32, varied(32 * 32, 1.0))
+        .tensor(
+            "blk.0.attn_output.weight",
+            &[d, d],
+            F32,
+            varied(32 * 32, 1.0),
+        )
         .tensor("blk.0.ffn_norm.weight", &[d], F32, filled(32, 1.0))
         .tensor("blk.0.ffn_gate.weight", &[d, d], F32, varied(32 * 32, 1.0))
         .tensor("blk.0.ffn_up.weight", &[d, d], F32, varied(32 * 32, 1.0))
-        .tensor("blk.0.ffn_down.weight", &[d, d], Q8_0, q8_block().repeat(32))
+        .tensor(
+            "blk.0.ffn_down.weight",
+            &[d, d],
+            Q8_0,
+            q8_block().repeat(32),
+        )
 }
 
 fn replace_tensor(mut w: Writer, name: &str, data: Vec<u8>) -> Writer {
@@ -390,7 +400,14 @@ fn non_finite_weights_are_refused_by_tensor_name() {
     let scorer = Scorer::open(&path, Backend::Flex).unwrap();
     let scores = scorer.score("ab", &[" ab".into(), "1".into()]).unwrap();
     assert!(scores.iter().all(|s| s.sum().is_finite() && s.sum() < 0.0));
-    assert_eq!(Gguf::open(&path).unwrap().tensor_info("blk.0.ffn_down.weight").unwrap().type_id, Q8_0);
+    assert_eq!(
+        Gguf::open(&path)
+            .unwrap()
+            .tensor_info("blk.0.ffn_down.weight")
+            .unwrap()
+            .type_id,
+        Q8_0
+    );
 
     // A NaN in a float tensor.
     let mut q = f32_bytes(&[0.25; 32 * 32]);
@@ -400,7 +417,11 @@ fn non_finite_weights_are_refused_by_tensor_name() {
     let Err(err) = Scorer::open(&path, Backend::Flex) else {
         panic!("loaded a NaN weight");
     };
-    message(err, &path, "tensor blk.0.attn_q.weight holds a non-finite weight (NaN at element 100)");
+    message(
+        err,
+        &path,
+        "tensor blk.0.attn_q.weight holds a non-finite weight (NaN at element 100)",
+    );
 
     // An infinite block scale in a quantised tensor: block 3 of Q8_0.
     let mut blocks = q8_block().repeat(32);
@@ -410,7 +431,11 @@ fn non_finite_weights_are_refused_by_tensor_name() {
     let Err(err) = Scorer::open(&path, Backend::Flex) else {
         panic!("loaded an infinite block scale");
     };
-    message(err, &path, "tensor blk.0.ffn_down.weight holds a non-finite weight");
+    message(
+        err,
+        &path,
+        "tensor blk.0.ffn_down.weight holds a non-finite weight",
+    );
 }
 
 #[test]

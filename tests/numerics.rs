@@ -49,7 +49,12 @@ fn requests(golden: &str, n: usize, chars: usize) -> Vec<(String, Vec<String>)> 
         .into_iter()
         .take(n)
         .map(|c| {
-            let cut = c.context.char_indices().rev().nth(chars).map_or(0, |(i, _)| i);
+            let cut = c
+                .context
+                .char_indices()
+                .rev()
+                .nth(chars)
+                .map_or(0, |(i, _)| i);
             let context = c.context[cut..].to_string();
             (context, c.labels.into_iter().map(|l| l.label).collect())
         })
@@ -79,7 +84,9 @@ fn report(scorer: &Scorer, requests: &[(String, Vec<String>)]) -> Vec<Vec<u32>> 
     let empty = scorer.empty_state();
     // Another prompt whose states share nothing with the requests: scoring it in between must
     // not disturb anything (it runs the same kernels with other row counts).
-    let other = scorer.tokenize("An unrelated prompt of some length, said twice.").unwrap();
+    let other = scorer
+        .tokenize("An unrelated prompt of some length, said twice.")
+        .unwrap();
     for (context, labels) in requests {
         let (ctx, label_tokens) = scorer.split_tokens(context, labels).unwrap();
         let n = ctx.len();
@@ -92,10 +99,16 @@ fn report(scorer: &Scorer, requests: &[(String, Vec<String>)]) -> Vec<Vec<u32>> 
         let first = scorer.prefill(&empty, &ctx[..1]).unwrap();
         for (l, toks) in label_tokens.iter().enumerate() {
             let want = scorer.score_continuation(&whole, toks).unwrap();
-            for (what, state) in [("branched", &branched), ("one token at a time", &single_steps)]
-            {
+            for (what, state) in [
+                ("branched", &branched),
+                ("one token at a time", &single_steps),
+            ] {
                 let got = scorer.score_continuation(state, toks).unwrap();
-                assert_eq!(bits(&got), bits(&want), "{what} vs one prefill: {context:?}");
+                assert_eq!(
+                    bits(&got),
+                    bits(&want),
+                    "{what} vs one prefill: {context:?}"
+                );
             }
             out.push(bits(&want));
             if l > 0 {
@@ -105,12 +118,20 @@ fn report(scorer: &Scorer, requests: &[(String, Vec<String>)]) -> Vec<Vec<u32>> 
             let full: Vec<u32> = ctx[1..].iter().chain(toks).copied().collect();
             let all = scorer.score_continuation(&first, &full).unwrap();
             let tail = &all[all.len() - toks.len()..];
-            assert_eq!(bits(tail), bits(&want), "full recompute vs reuse: {context:?}");
+            assert_eq!(
+                bits(tail),
+                bits(&want),
+                "full recompute vs reuse: {context:?}"
+            );
         }
     }
     let k = 100;
-    let x: Vec<f32> = (0..7 * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
-    let w: Vec<f32> = (0..5 * k).map(|i| ((i * 53 % 97) as f32 - 48.0) / 11.0).collect();
+    let x: Vec<f32> = (0..7 * k)
+        .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+        .collect();
+    let w: Vec<f32> = (0..5 * k)
+        .map(|i| ((i * 53 % 97) as f32 - 48.0) / 11.0)
+        .collect();
     out.push(bits(&kernels::matmul_t(&x, &w, k)));
     out
 }
@@ -138,7 +159,13 @@ fn child_report() {
 fn child(model: &Path, golden: &str, threads: usize, env: &[(&str, &str)]) -> Vec<Vec<u32>> {
     let exe = std::env::current_exe().unwrap();
     let out = Command::new(exe)
-        .args(["child_report", "--exact", "--nocapture", "--test-threads", "1"])
+        .args([
+            "child_report",
+            "--exact",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(CHILD_MODEL, model)
         .env(CHILD_THREADS, threads.to_string())
         .env("DELTALOGIC_NUMERICS_GOLDEN", golden)

@@ -35,7 +35,8 @@ fn best(sums: &[f32]) -> usize {
 #[ignore = "fails today: mean |dlogprob| 0.11 against the 0.01 target"]
 fn smollm2_int8_agrees_with_llama_cpp_on_the_q4_1_file() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root.join("models"), PathBuf::from);
+    let dir =
+        std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root.join("models"), PathBuf::from);
     let model = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
     if !model.exists() {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
@@ -60,7 +61,11 @@ fn smollm2_int8_agrees_with_llama_cpp_on_the_q4_1_file() {
                 n += 1;
             }
         }
-        let theirs: Vec<f32> = case.labels.iter().map(|l| l.logprobs.iter().sum()).collect();
+        let theirs: Vec<f32> = case
+            .labels
+            .iter()
+            .map(|l| l.logprobs.iter().sum())
+            .collect();
         let mine: Vec<f32> = ours.iter().map(|s| s.sum()).collect();
         agree += usize::from(best(&mine) == best(&theirs));
     }
@@ -70,6 +75,9 @@ fn smollm2_int8_agrees_with_llama_cpp_on_the_q4_1_file() {
         "SmolLM2 int8 vs llama.cpp (Q4_1 file): best label {agree}/{cases}, mean |dlogprob| \
          {mean:.4}, max {max:.4}"
     );
-    assert!(agree as f64 >= 0.99 * cases as f64, "best label agrees on {agree}/{cases}");
+    assert!(
+        agree as f64 >= 0.99 * cases as f64,
+        "best label agrees on {agree}/{cases}"
+    );
     assert!(mean <= 0.01, "mean |dlogprob| {mean}");
 }

@@ -49,7 +49,11 @@ impl QMatrix {
     /// Row `r` dequantised.
     pub fn row(&self, r: usize) -> Vec<f32> {
         let mut out = vec![0f32; self.cols];
-        dequantize(self.ty, &self.bytes[r * self.row_bytes()..][..self.row_bytes()], &mut out);
+        dequantize(
+            self.ty,
+            &self.bytes[r * self.row_bytes()..][..self.row_bytes()],
+            &mut out,
+        );
         out
     }
 
@@ -117,7 +121,11 @@ fn unpack(ty: GgmlType, b: &[u8]) -> WBlock {
             for (q, &v) in q.iter_mut().zip(&b[2..34]) {
                 *q = v as i8;
             }
-            WBlock { d: half(b), m: 0.0, q }
+            WBlock {
+                d: half(b),
+                m: 0.0,
+                q,
+            }
         }
         GgmlType::Q4_1 => {
             for (j, &v) in b[4..20].iter().enumerate() {
@@ -138,7 +146,11 @@ fn unpack(ty: GgmlType, b: &[u8]) -> WBlock {
                 q[j] = ((v & 0xF) as u32 | hi0) as i8 - 16;
                 q[j + 16] = ((v >> 4) as u32 | hi1) as i8 - 16;
             }
-            WBlock { d: half(b), m: 0.0, q }
+            WBlock {
+                d: half(b),
+                m: 0.0,
+                q,
+            }
         }
         _ => unreachable!("QMatrix::new admits only supported types"),
     }

@@ -219,20 +219,26 @@ impl Transformer {
             };
             layers.push(Layer {
                 attn_norm: loader.data(Part::AttnNorm(l), &[d])?,
-                wqkv: loader.matrix(d, &[
-                    (Part::Q(l), q_rows),
-                    (Part::K(l), kv_rows),
-                    (Part::V(l), kv_rows),
-                ])?,
+                wqkv: loader.matrix(
+                    d,
+                    &[
+                        (Part::Q(l), q_rows),
+                        (Part::K(l), kv_rows),
+                        (Part::V(l), kv_rows),
+                    ],
+                )?,
                 bqkv,
                 q_norm,
                 k_norm,
                 wo: loader.matrix(q_rows, &[(Part::O(l), d)])?,
                 mlp_norm: loader.data(Part::MlpNorm(l), &[d])?,
-                w_gate_up: loader.matrix(d, &[
-                    (Part::Gate(l), cfg.intermediate),
-                    (Part::Up(l), cfg.intermediate),
-                ])?,
+                w_gate_up: loader.matrix(
+                    d,
+                    &[
+                        (Part::Gate(l), cfg.intermediate),
+                        (Part::Up(l), cfg.intermediate),
+                    ],
+                )?,
                 w_down: loader.matrix(cfg.intermediate, &[(Part::Down(l), d)])?,
             });
         }
@@ -324,7 +330,10 @@ impl Transformer {
                 if lp.is_finite() {
                     Ok(lp)
                 } else {
-                    Err(non_finite(format!("log-prob of continuation token {i}"), lp))
+                    Err(non_finite(
+                        format!("log-prob of continuation token {i}"),
+                        lp,
+                    ))
                 }
             })
             .collect()
@@ -480,10 +489,7 @@ impl Transformer {
                 .map(|(kr, vr)| (kernels::dot(qrow, kr) * scale, vr))
                 .collect();
             let max = scores.iter().fold(f32::NEG_INFINITY, |m, s| m.max(s.0));
-            let weights: Vec<f64> = scores
-                .iter()
-                .map(|s| f64::from(s.0 - max).exp())
-                .collect();
+            let weights: Vec<f64> = scores.iter().map(|s| f64::from(s.0 - max).exp()).collect();
             let total: f64 = weights.iter().sum();
             for ((_, vr), wt) in scores.iter().zip(&weights) {
                 let p = (wt / total) as f32;
@@ -606,7 +612,12 @@ impl Loader<'_> {
     }
 
     /// `part` kept in its blocks, when the mode is integer and the file's type has a kernel.
-    fn quantised(&self, part: Part, rows: usize, cols: usize) -> Result<Option<QMatrix>, ModelError> {
+    fn quantised(
+        &self,
+        part: Part,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Option<QMatrix>, ModelError> {
         if !self.integer {
             return Ok(None);
         }

@@ -10,6 +10,7 @@ use deltalogic::model::ModelError;
 
 enum Val {
     U32(u32),
+    F32(f32),
     Bool(bool),
     Str(&'static str),
     Strs(Vec<&'static str>),
@@ -61,6 +62,10 @@ impl Writer {
             match v {
                 Val::U32(x) => {
                     out.extend(4u32.to_le_bytes());
+                    out.extend(x.to_le_bytes());
+                }
+                Val::F32(x) => {
+                    out.extend(6u32.to_le_bytes());
                     out.extend(x.to_le_bytes());
                 }
                 Val::Bool(b) => {
@@ -333,4 +338,115 @@ fn unknown_architecture() {
 fn missing_file() {
     let path = PathBuf::from("/nonexistent/model.gguf");
     message(open_err(&path), &path, "No such file");
+}
+
+const F16_INF: [u8; 2] = [0x00, 0x7C];
+
+/// `good()` made a whole one-layer llama (hidden size 32, two heads, vocabulary of 7) that loads
+/// and scores; every tensor is F32 except `blk.0.ffn_down.weight`, which is Q8_0. The final
+/// norm's weights and the output matrix's values are multiplied by `head_scale`.
+fn tiny_llama(head_scale: f32) -> Writer {
+    let d = 32u64;
+    let filled = |n: usize, v: f32| f32_bytes(&vec![v; n]);
+    let varied = |n: usize, scale: f32| {
+        f32_bytes(
+            &(0..n)
+                .map(|i| ((i * 7 % 13) as f32 - 6.0) / 16.0 * scale)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let mut w = good();
+    w.tensors.clear();
+    w.kv("llama.embedding_length", Val::U32(32))
+        .kv("llama.feed_forward_length", Val::U32(32))
+        .kv("llama.attention.head_count", Val::U32(2))
+        .kv("llama.context_length", Val::U32(64))
+        .kv("llama.attention.layer_norm_rms_epsilon", Val::F32(1e-5))
+        .tensor("token_embd.weight", &[d, 7], F32, varied(7 * 32, 1.0))
+        .tensor("output_norm.weight", &[d], F32, filled(32, head_scale))
+        .tensor("output.weight", &[d, 7], F32, varied(7 * 32, head_scale))
+        .tensor("blk.0.attn_norm.weight", &[d], F32, filled(32, 1.0))
+        .tensor("blk.0.attn_q.weight", &[d, d], F32, varied(32 * 32, 1.0))
+        .tensor("blk.0.attn_k.weight", &[d, d], F32, varied(32 * 32, 1.0))
+        .tensor("blk.0.attn_v.weight", &[d, d], F32, varied(32 * 32, 1.0))
+        .tensor(
+            "blk.0.attn_output.weight",
+            &[d, d],
+            F32,
+            varied(32 * 32, 1.0),
+        )
+        .tensor("blk.0.ffn_norm.weight", &[d], F32, filled(32, 1.0))
+        .tensor("blk.0.ffn_gate.weight", &[d, d], F32, varied(32 * 32, 1.0))
+        .tensor("blk.0.ffn_up.weight", &[d, d], F32, varied(32 * 32, 1.0))
+        .tensor(
+            "blk.0.ffn_down.weight",
+            &[d, d],
+            Q8_0,
+            q8_block().repeat(32),
+        )
+}
+
+fn replace_tensor(mut w: Writer, name: &str, data: Vec<u8>) -> Writer {
+    let t = w.tensors.iter_mut().find(|t| t.name == name).unwrap();
+    assert_eq!(t.data.len(), data.len());
+    t.data = data;
+    w
+}
+
+#[test]
+fn non_finite_weights_are_refused_by_tensor_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "fine.gguf", &tiny_llama(1.0).bytes());
+    let scorer = Scorer::open(&path, Backend::Flex).unwrap();
+    let scores = scorer.score("ab", &[" ab".into(), "1".into()]).unwrap();
+    assert!(scores.iter().all(|s| s.sum().is_finite() && s.sum() < 0.0));
+    assert_eq!(
+        Gguf::open(&path)
+            .unwrap()
+            .tensor_info("blk.0.ffn_down.weight")
+            .unwrap()
+            .type_id,
+        Q8_0
+    );
+
+    // A NaN in a float tensor.
+    let mut q = f32_bytes(&[0.25; 32 * 32]);
+    q[4 * 100..4 * 101].copy_from_slice(&f32::NAN.to_le_bytes());
+    let w = replace_tensor(tiny_llama(1.0), "blk.0.attn_q.weight", q);
+    let path = write(dir.path(), "nan.gguf", &w.bytes());
+    let Err(err) = Scorer::open(&path, Backend::Flex) else {
+        panic!("loaded a NaN weight");
+    };
+    message(
+        err,
+        &path,
+        "tensor blk.0.attn_q.weight holds a non-finite weight (NaN at element 100)",
+    );
+
+    // An infinite block scale in a quantised tensor: block 3 of Q8_0.
+    let mut blocks = q8_block().repeat(32);
+    blocks[3 * 34..3 * 34 + 2].copy_from_slice(&F16_INF);
+    let w = replace_tensor(tiny_llama(1.0), "blk.0.ffn_down.weight", blocks);
+    let path = write(dir.path(), "inf.gguf", &w.bytes());
+    let Err(err) = Scorer::open(&path, Backend::Flex) else {
+        panic!("loaded an infinite block scale");
+    };
+    message(
+        err,
+        &path,
+        "tensor blk.0.ffn_down.weight holds a non-finite weight",
+    );
+}
+
+#[test]
+fn a_non_finite_log_prob_is_an_error_not_a_score() {
+    // Finite weights so large that the logits overflow (products of about 1e20 * 1e19).
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "huge.gguf", &tiny_llama(1e20).bytes());
+    let scorer = Scorer::open(&path, Backend::Flex).unwrap();
+    let err = scorer.score("ab", &[" ab".into()]).unwrap_err().to_string();
+    assert!(err.contains("non-finite"), "{err}");
+    let state = scorer.prefill(&scorer.empty_state(), &[1]).unwrap();
+    let err = scorer.next_logits(&state).unwrap_err().to_string();
+    assert!(err.contains("non-finite"), "{err}");
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Names the numerics that produce scores; part of every fingerprint, so a change to how
 /// scores are computed gives new model ids (old scores stay, attributed to the old ones).
-pub const SCORER_VERSION: &str = "burn-f32-scorer-1";
+pub const SCORER_VERSION: &str = "fixed-order-f32-scorer-2";
 
 /// The files that make a Hugging Face model directory, in a fixed order.
 fn model_files(path: &Path) -> Result<Vec<PathBuf>> {
@@ -151,8 +151,7 @@ fn architecture(path: &Path) -> Result<(String, String)> {
 pub fn backend_name(b: Backend) -> &'static str {
     match b {
         Backend::Flex => "flex",
-        #[cfg(feature = "ndarray")]
-        Backend::Ndarray => "ndarray",
+        Backend::Int8 => "int8",
     }
 }
 
@@ -189,7 +188,12 @@ pub fn add(
     let fresh = ModelRecord {
         files_blake3: hashes.files_blake3.clone(),
         backend: backend_name(backend).into(),
-        dtype: "f32".into(),
+        // Activations: f32, or 8-bit blocks in the integer mode.
+        dtype: match backend {
+            Backend::Flex => "f32",
+            Backend::Int8 => "q8",
+        }
+        .into(),
         scorer_version: SCORER_VERSION.into(),
         format,
         architecture: arch,
@@ -272,8 +276,7 @@ impl Loaded {
         check_files(record)?;
         let backend = match record.backend.as_str() {
             "flex" => Backend::Flex,
-            #[cfg(feature = "ndarray")]
-            "ndarray" => Backend::Ndarray,
+            "int8" => Backend::Int8,
             other => bail!("model backend `{other}` is not built into this deltalogic"),
         };
         Ok(Loaded {

@@ -33,13 +33,9 @@ pub struct BenchArgs {
     pub only: Option<Backend>,
 }
 
-/// Backends compiled into this binary.
+/// The numerics modes.
 fn backends() -> Vec<Backend> {
-    vec![
-        Backend::Flex,
-        #[cfg(feature = "ndarray")]
-        Backend::Ndarray,
-    ]
+    vec![Backend::Flex, Backend::Int8]
 }
 
 /// Plain English, repeated until the prompt is long enough.
@@ -141,8 +137,6 @@ fn drive(args: &BenchArgs) -> anyhow::Result<()> {
                     "--only",
                     &format!("{backend:?}").to_lowercase(),
                 ])
-                // ndarray's matmul (matrixmultiply) sizes its own pool from this variable.
-                .env("MATMUL_NUM_THREADS", args.threads.to_string())
                 .output()
                 .context("running the benchmark child")?;
             if !out.status.success() {

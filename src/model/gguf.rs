@@ -258,6 +258,15 @@ impl Gguf {
 
     /// A tensor dequantised to f32, with its shape in PyTorch order (outermost first) and its
     /// data row-major.
+    /// A tensor of a supported type as stored: shape (PyTorch order), type and block bytes.
+    pub fn tensor_blocks(&self, name: &str) -> Option<(Vec<usize>, GgmlType, &[u8])> {
+        let info = self.tensor_info(name)?;
+        let ty = GgmlType::from_id(info.type_id)?;
+        // `open` checked that the extent is a whole number of blocks inside the file.
+        let bytes = ty.bytes_for(info.len())?;
+        Some((info.shape(), ty, &self.map[info.start..info.start + bytes]))
+    }
+
     pub fn tensor_f32(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>), ModelError> {
         let info = self
             .tensor_info(name)

@@ -10,12 +10,10 @@
 
 use std::path::{Path, PathBuf};
 
-use burn_tensor::Device;
-
 use super::config::HfJson;
 use super::gguf::Gguf;
 use super::tokenizer::Tokenizer;
-use super::transformer::{Naming, RawTensor, State, TensorFile, Transformer};
+use super::transformer::{Blocks, Naming, RawTensor, State, TensorFile, Transformer};
 use super::{hf, llama, phi3, qwen2, qwen3, ModelError};
 
 /// The scores of one label.
@@ -37,27 +35,20 @@ impl LabelScore {
     }
 }
 
-/// The CPU backend that runs the tensors.
+/// The numerics a model runs with, named in its registry record and fingerprint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
+    /// f32 weights and activations in `model::kernels`' fixed operation order: the same bits on
+    /// every path, thread count and vector unit. (Named after burn's flex backend, which ran
+    /// this arithmetic before and whose reductions chose their order by shape and CPU.)
     Flex,
-    #[cfg(feature = "ndarray")]
-    Ndarray,
+    /// GGUF weights of types with an integer kernel (Q4_1, Q5_0, Q8_0) stay in their blocks and
+    /// multiply activations quantised to 8 bits as llama.cpp does (`model::qmatmul`), with the
+    /// same bits on every path; other weights as `Flex`.
+    Int8,
 }
 
-impl Backend {
-    pub fn device(self) -> Device {
-        match self {
-            Backend::Flex => Device::flex(),
-            // Deprecated upstream in favour of flex; kept selectable so the two can be compared.
-            #[cfg(feature = "ndarray")]
-            #[allow(deprecated)]
-            Backend::Ndarray => Device::ndarray(),
-        }
-    }
-}
-
-/// Sizes the global rayon pool the backends' kernels run on. Once per process: later calls with
+/// Sizes the global rayon pool the kernels run on. Once per process: later calls with
 /// another count fail rather than silently keep the first.
 pub fn set_threads(n: usize) -> Result<(), ModelError> {
     if rayon::ThreadPoolBuilder::new()
@@ -83,11 +74,10 @@ pub struct Scorer {
 impl Scorer {
     /// Opens a GGUF file or a Hugging Face model directory.
     pub fn open(path: &Path, backend: Backend) -> Result<Scorer, ModelError> {
-        let device = backend.device();
         let (model, tokenizer) = if path.is_dir() {
-            open_hf(path, &device)?
+            open_hf(path)?
         } else {
-            open_gguf(path, &device)?
+            open_gguf(path, backend == Backend::Int8)?
         };
         if tokenizer.vocab_size() > model.config().vocab_size {
             return Err(ModelError::Tokenizer {
@@ -188,9 +178,15 @@ impl Scorer {
     ) -> Result<Vec<f32>, ModelError> {
         self.model.score_continuation(state, tokens)
     }
+
+    /// The logits of the next token after `state` (which must hold at least one token): with
+    /// `prefill` of one token, a decode step.
+    pub fn next_logits(&self, state: &State) -> Result<Vec<f32>, ModelError> {
+        self.model.next_logits(state)
+    }
 }
 
-fn open_hf(dir: &Path, device: &Device) -> Result<(Transformer, Tokenizer), ModelError> {
+fn open_hf(dir: &Path) -> Result<(Transformer, Tokenizer), ModelError> {
     let json = HfJson::read(&dir.join("config.json"))?;
     let arch = json
         .get("architectures")
@@ -215,14 +211,14 @@ fn open_hf(dir: &Path, device: &Device) -> Result<(Transformer, Tokenizer), Mode
     let weights = hf::Weights::open(dir)?;
     let model = if fused {
         let unfused = phi3::Unfused::new(&weights, &cfg);
-        Transformer::load(cfg, &unfused, naming, device)?
+        Transformer::load(cfg, &unfused, naming, false)?
     } else {
-        Transformer::load(cfg, &weights, naming, device)?
+        Transformer::load(cfg, &weights, naming, false)?
     };
     Ok((model, tokenizer))
 }
 
-fn open_gguf(path: &Path, device: &Device) -> Result<(Transformer, Tokenizer), ModelError> {
+fn open_gguf(path: &Path, integer: bool) -> Result<(Transformer, Tokenizer), ModelError> {
     let g = Gguf::open(path)?;
     let cfg = match g.architecture()? {
         "llama" => llama::config_from_gguf(&g)?,
@@ -237,7 +233,7 @@ fn open_gguf(path: &Path, device: &Device) -> Result<(Transformer, Tokenizer), M
         }
     };
     let tokenizer = Tokenizer::from_gguf(&g)?;
-    let model = Transformer::load(cfg, &g, llama::gguf_name, device)?;
+    let model = Transformer::load(cfg, &g, llama::gguf_name, integer)?;
     Ok((model, tokenizer))
 }
 
@@ -252,5 +248,9 @@ impl TensorFile for Gguf {
         }
         let (shape, data) = self.tensor_f32(name)?;
         Ok(Some(RawTensor { shape, data }))
+    }
+
+    fn blocks(&self, name: &str) -> Result<Option<Blocks<'_>>, ModelError> {
+        Ok(self.tensor_blocks(name))
     }
 }

@@ -8,10 +8,14 @@
 
 use std::path::Path;
 
-use burn_tensor::activation::{log_softmax, silu, softmax};
-use burn_tensor::{Device, Int, Tensor, TensorData};
+use std::sync::Arc;
+
+use rayon::prelude::*;
 
 use super::config::{Config, RopeLayout};
+use super::kernels;
+use super::qmatmul::{self, QMatrix};
+use super::quant::GgmlType;
 use super::ModelError;
 
 /// A tensor as read from a file: PyTorch-order shape, row-major f32 data.
@@ -20,12 +24,20 @@ pub struct RawTensor {
     pub data: Vec<f32>,
 }
 
+/// A tensor in its stored block format: PyTorch-order shape, type, bytes.
+pub type Blocks<'a> = (Vec<usize>, GgmlType, &'a [u8]);
+
 /// A file (or set of shards) that holds tensors by name.
 pub trait TensorFile {
     /// The file named in errors.
     fn path(&self) -> &Path;
     /// The tensor called `name`, `Ok(None)` when the file has none.
     fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError>;
+    /// The tensor called `name` in its stored block format (type and bytes), for files that
+    /// store quantised blocks; `Ok(None)` when there are none to offer.
+    fn blocks(&self, _name: &str) -> Result<Option<Blocks<'_>>, ModelError> {
+        Ok(None)
+    }
 }
 
 /// The canonical weights of the model, independent of file naming.
@@ -53,48 +65,108 @@ pub enum Part {
 /// Maps a canonical part to the name a file format uses for it.
 pub type Naming = fn(Part) -> String;
 
+/// Rows of a weight matrix: f32, or GGUF blocks multiplied in the integer mode.
+enum Rows {
+    F32(Vec<f32>),
+    Quant(QMatrix),
+}
+
+/// A weight matrix `[rows, cols]`: one or more row ranges stacked (q, k and v in one matrix,
+/// say), each held as its file and numerics mode allow.
+struct Matrix {
+    cols: usize,
+    parts: Vec<Rows>,
+}
+
+impl Matrix {
+    fn part_rows(&self, part: &Rows) -> usize {
+        match part {
+            Rows::F32(data) => data.len() / self.cols,
+            Rows::Quant(q) => q.rows(),
+        }
+    }
+
+    /// `x · selfᵀ` for `x: [t, cols]`: `[t, rows]`, the parts' columns side by side.
+    fn matmul(&self, x: &[f32]) -> Vec<f32> {
+        let product = |part: &Rows| match part {
+            Rows::F32(data) => kernels::matmul_t(x, data, self.cols),
+            Rows::Quant(q) => qmatmul::qmatmul_t(x, q),
+        };
+        if let [part] = self.parts.as_slice() {
+            return product(part);
+        }
+        let t = x.len() / self.cols;
+        let outs: Vec<(usize, Vec<f32>)> = self
+            .parts
+            .iter()
+            .map(|p| (self.part_rows(p), product(p)))
+            .collect();
+        let mut out = Vec::with_capacity(t * outs.iter().map(|o| o.0).sum::<usize>());
+        for i in 0..t {
+            for (n, o) in &outs {
+                out.extend_from_slice(&o[i * n..][..*n]);
+            }
+        }
+        out
+    }
+
+    /// Row `r` as f32 (an embedding lookup).
+    fn row(&self, mut r: usize) -> Vec<f32> {
+        for part in &self.parts {
+            let n = self.part_rows(part);
+            if r < n {
+                return match part {
+                    Rows::F32(data) => data[r * self.cols..][..self.cols].to_vec(),
+                    Rows::Quant(q) => q.row(r),
+                };
+            }
+            r -= n;
+        }
+        unreachable!("row index checked against the vocabulary")
+    }
+}
+
 struct Layer {
-    attn_norm: Tensor<1>,
+    attn_norm: Vec<f32>,
     /// q, k and v projections stacked into one `[(H + 2 KVH) hd, d]` matrix: one matmul.
-    wqkv: Tensor<2>,
-    bqkv: Option<Tensor<1>>,
-    q_norm: Option<Tensor<1>>,
-    k_norm: Option<Tensor<1>>,
-    wo: Tensor<2>,
-    mlp_norm: Tensor<1>,
+    wqkv: Matrix,
+    bqkv: Option<Vec<f32>>,
+    q_norm: Option<Vec<f32>>,
+    k_norm: Option<Vec<f32>>,
+    wo: Matrix,
+    mlp_norm: Vec<f32>,
     /// Gate and up projections stacked into one `[2 I, d]` matrix.
-    w_gate_up: Tensor<2>,
-    w_down: Tensor<2>,
+    w_gate_up: Matrix,
+    w_down: Matrix,
 }
 
 pub struct Transformer {
     cfg: Config,
-    device: Device,
-    embed: Tensor<2>,
+    embed: Matrix,
     /// `None` when tied to `embed`.
-    lm_head: Option<Tensor<2>>,
-    final_norm: Tensor<1>,
+    lm_head: Option<Matrix>,
+    final_norm: Vec<f32>,
     layers: Vec<Layer>,
     inv_freq: Vec<f32>,
 }
 
-/// Keys and values of one layer, `[kv heads, positions, head dim]`.
-#[derive(Clone)]
-struct LayerCache {
-    k: Tensor<3>,
-    v: Tensor<3>,
+/// Keys and values of a run of consecutive positions for every layer: `k[layer]` and
+/// `v[layer]` are `[positions, kv heads, head dim]`.
+struct KvChunk {
+    k: Vec<Vec<f32>>,
+    v: Vec<Vec<f32>>,
 }
 
-/// Everything the model has seen so far. Cloning is cheap (tensor handles are shared) and is how
-/// a prefix is reused: continue from a clone, the original stays valid.
+/// Everything the model has seen so far. Cloning is cheap (the cache is a list of shared
+/// chunks, one per prefill) and is how a prefix is reused: continue from a clone, the original
+/// stays valid. How the positions are split into chunks does not change any result.
 #[derive(Clone)]
 pub struct State {
-    /// One entry per layer; empty before the first token.
-    cache: Vec<LayerCache>,
+    chunks: Vec<Arc<KvChunk>>,
     len: usize,
-    /// Final-normed hidden state of the last token, `[1, d]`: the LM head over it predicts the
+    /// Final-normed hidden state of the last token, `[d]`: the LM head over it predicts the
     /// next token, so a continuation's first token is scored without rerunning the prefix.
-    last: Option<Tensor<2>>,
+    last: Option<Arc<[f32]>>,
 }
 
 impl State {
@@ -109,12 +181,15 @@ impl State {
 }
 
 impl Transformer {
-    /// Builds the model from `file`, checking every tensor's shape against `cfg`.
+    /// Builds the model from `file`, checking every tensor's shape against `cfg` and refusing
+    /// non-finite weights.
+    /// With `integer`, weights in block formats that have integer kernels stay quantised and
+    /// multiply 8-bit activations (`qmatmul`); otherwise every weight is f32.
     pub fn load(
         cfg: Config,
         file: &dyn TensorFile,
         naming: Naming,
-        device: &Device,
+        integer: bool,
     ) -> Result<Transformer, ModelError> {
         cfg.validate(file.path())?;
         let (d, hd) = (cfg.hidden, cfg.head_dim);
@@ -122,54 +197,61 @@ impl Transformer {
         let loader = Loader {
             file,
             naming,
-            device,
+            integer,
         };
         let mut layers = Vec::with_capacity(cfg.layers);
         for l in 0..cfg.layers {
-            let mut qkv = loader.data(Part::Q(l), &[q_rows, d])?;
-            qkv.extend(loader.data(Part::K(l), &[kv_rows, d])?);
-            qkv.extend(loader.data(Part::V(l), &[kv_rows, d])?);
             let bqkv = if cfg.qkv_bias {
                 let mut b = loader.data(Part::QBias(l), &[q_rows])?;
                 b.extend(loader.data(Part::KBias(l), &[kv_rows])?);
                 b.extend(loader.data(Part::VBias(l), &[kv_rows])?);
-                Some(loader.tensor1(b))
+                Some(b)
             } else {
                 None
             };
             let (q_norm, k_norm) = if cfg.qk_norm {
                 (
-                    Some(loader.vector(Part::QNorm(l), hd)?),
-                    Some(loader.vector(Part::KNorm(l), hd)?),
+                    Some(loader.data(Part::QNorm(l), &[hd])?),
+                    Some(loader.data(Part::KNorm(l), &[hd])?),
                 )
             } else {
                 (None, None)
             };
-            let mut gate_up = loader.data(Part::Gate(l), &[cfg.intermediate, d])?;
-            gate_up.extend(loader.data(Part::Up(l), &[cfg.intermediate, d])?);
             layers.push(Layer {
-                attn_norm: loader.vector(Part::AttnNorm(l), d)?,
-                wqkv: loader.tensor2(qkv, [q_rows + 2 * kv_rows, d]),
+                attn_norm: loader.data(Part::AttnNorm(l), &[d])?,
+                wqkv: loader.matrix(
+                    d,
+                    &[
+                        (Part::Q(l), q_rows),
+                        (Part::K(l), kv_rows),
+                        (Part::V(l), kv_rows),
+                    ],
+                )?,
                 bqkv,
                 q_norm,
                 k_norm,
-                wo: loader.matrix(Part::O(l), [d, q_rows])?,
-                mlp_norm: loader.vector(Part::MlpNorm(l), d)?,
-                w_gate_up: loader.tensor2(gate_up, [2 * cfg.intermediate, d]),
-                w_down: loader.matrix(Part::Down(l), [d, cfg.intermediate])?,
+                wo: loader.matrix(q_rows, &[(Part::O(l), d)])?,
+                mlp_norm: loader.data(Part::MlpNorm(l), &[d])?,
+                w_gate_up: loader.matrix(
+                    d,
+                    &[
+                        (Part::Gate(l), cfg.intermediate),
+                        (Part::Up(l), cfg.intermediate),
+                    ],
+                )?,
+                w_down: loader.matrix(cfg.intermediate, &[(Part::Down(l), d)])?,
             });
         }
-        let embed = loader.matrix(Part::Embed, [cfg.vocab_size, d])?;
+        let embed = loader.matrix(d, &[(Part::Embed, cfg.vocab_size)])?;
         let lm_head = if cfg.tied_embeddings {
             None
         } else {
-            Some(loader.matrix(Part::LmHead, [cfg.vocab_size, d])?)
+            Some(loader.matrix(d, &[(Part::LmHead, cfg.vocab_size)])?)
         };
-        let final_norm = loader.vector(Part::FinalNorm, d)?;
+        let final_norm = loader.data(Part::FinalNorm, &[d])?;
         let inv_freq = cfg.rope.inv_freq();
         Ok(Transformer {
             cfg,
-            device: device.clone(),
             embed,
             lm_head,
             final_norm,
@@ -185,7 +267,7 @@ impl Transformer {
     /// The state before any token.
     pub fn empty_state(&self) -> State {
         State {
-            cache: Vec::new(),
+            chunks: Vec::new(),
             len: 0,
             last: None,
         }
@@ -196,73 +278,96 @@ impl Transformer {
         if tokens.is_empty() {
             return Ok(state.clone());
         }
-        let (cache, hidden) = self.run(state, tokens)?;
-        let t = tokens.len();
-        let last = self.norm(hidden.narrow(0, t - 1, 1), &self.final_norm);
+        let (chunk, hidden) = self.run(state, tokens)?;
+        let d = self.cfg.hidden;
+        let last = self.final_norm(&hidden[hidden.len() - d..]);
+        let mut chunks = state.chunks.clone();
+        chunks.push(Arc::new(chunk));
         Ok(State {
-            cache,
-            len: state.len + t,
-            last: Some(last),
+            chunks,
+            len: state.len + tokens.len(),
+            last: Some(last.into()),
         })
+    }
+
+    /// The logits of the token that would follow `state` (one decode step is `prefill` of the
+    /// chosen token, then this).
+    pub fn next_logits(&self, state: &State) -> Result<Vec<f32>, ModelError> {
+        let last = Self::last(state)?;
+        let logits = self.head().matmul(last);
+        match logits.iter().position(|l| !l.is_finite()) {
+            Some(i) => Err(non_finite(format!("logit of token {i}"), logits[i])),
+            None => Ok(logits),
+        }
     }
 
     /// Log-probability of each of `tokens` in turn, following `state`. Runs only `tokens[..n-1]`
     /// through the blocks (the last token's own output predicts nothing we score) and applies the
-    /// LM head to exactly `n` rows.
+    /// LM head to exactly `n` rows. A non-finite result is an error, never a score.
     pub fn score_continuation(
         &self,
         state: &State,
         tokens: &[u32],
     ) -> Result<Vec<f32>, ModelError> {
-        let Some(last) = &state.last else {
-            return Err(ModelError::Scoring(
-                "cannot score from an empty state: the context must have at least one token".into(),
-            ));
-        };
+        let last = Self::last(state)?;
         let Some((_, inner)) = tokens.split_last() else {
             return Ok(Vec::new());
         };
-        let rows = if inner.is_empty() {
-            last.clone()
-        } else {
+        self.check_ids(tokens)?;
+        let mut rows = last.to_vec();
+        if !inner.is_empty() {
             let (_, hidden) = self.run(state, inner)?;
-            Tensor::cat(vec![last.clone(), self.norm(hidden, &self.final_norm)], 0)
-        };
-        let logits = rows.matmul(self.head().transpose());
-        let logp = log_softmax(logits, 1);
-        let targets = self.ids(tokens)?.reshape([tokens.len() as i64, 1]);
-        let picked = logp.gather(1, targets);
-        picked
-            .into_data()
-            .try_into_vec::<f32>()
-            .map_err(|e| ModelError::Scoring(format!("reading log-probs: {e:?}")))
-    }
-
-    fn head(&self) -> Tensor<2> {
-        self.lm_head.as_ref().unwrap_or(&self.embed).clone()
-    }
-
-    fn ids(&self, tokens: &[u32]) -> Result<Tensor<1, Int>, ModelError> {
-        let vocab = self.cfg.vocab_size;
-        if let Some(&bad) = tokens.iter().find(|&&t| t as usize >= vocab) {
-            return Err(ModelError::Scoring(format!(
-                "token id {bad} is outside the model's vocabulary of {vocab}"
-            )));
+            rows.extend(self.final_norm(&hidden));
         }
-        let ids: Vec<i64> = tokens.iter().map(|&t| i64::from(t)).collect();
-        Ok(Tensor::from_data(
-            TensorData::new(ids, [tokens.len()]),
-            &self.device,
-        ))
+        let vocab = self.cfg.vocab_size;
+        let logits = self.head().matmul(&rows);
+        logits
+            .chunks_exact(vocab)
+            .zip(tokens)
+            .enumerate()
+            .map(|(i, (row, &token))| {
+                let lp = kernels::log_softmax_at(row, token as usize) as f32;
+                if lp.is_finite() {
+                    Ok(lp)
+                } else {
+                    Err(non_finite(
+                        format!("log-prob of continuation token {i}"),
+                        lp,
+                    ))
+                }
+            })
+            .collect()
     }
 
-    /// The blocks over `tokens` at positions `state.len..`: the new cache and the final hidden
-    /// states `[t, d]` (before the final norm).
-    fn run(
-        &self,
-        state: &State,
-        tokens: &[u32],
-    ) -> Result<(Vec<LayerCache>, Tensor<2>), ModelError> {
+    fn last(state: &State) -> Result<&[f32], ModelError> {
+        state.last.as_deref().ok_or_else(|| {
+            ModelError::Scoring(
+                "cannot score from an empty state: the context must have at least one token".into(),
+            )
+        })
+    }
+
+    fn head(&self) -> &Matrix {
+        self.lm_head.as_ref().unwrap_or(&self.embed)
+    }
+
+    fn final_norm(&self, hidden: &[f32]) -> Vec<f32> {
+        kernels::rms_norm(hidden, &self.final_norm, self.cfg.norm_eps)
+    }
+
+    fn check_ids(&self, tokens: &[u32]) -> Result<(), ModelError> {
+        let vocab = self.cfg.vocab_size;
+        match tokens.iter().find(|&&t| t as usize >= vocab) {
+            Some(bad) => Err(ModelError::Scoring(format!(
+                "token id {bad} is outside the model's vocabulary of {vocab}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The blocks over `tokens` at positions `state.len..`: their keys and values and the final
+    /// hidden states `[t, d]` (before the final norm).
+    fn run(&self, state: &State, tokens: &[u32]) -> Result<(KvChunk, Vec<f32>), ModelError> {
         let (p0, t) = (state.len, tokens.len());
         let limit = self.cfg.position_limit();
         if p0 + t > limit {
@@ -271,99 +376,131 @@ impl Transformer {
                 p0 + t
             )));
         }
-        let mut x = self.embed.clone().select(0, self.ids(tokens)?);
+        self.check_ids(tokens)?;
+        let mut x: Vec<f32> = tokens
+            .iter()
+            .flat_map(|&tok| self.embed.row(tok as usize))
+            .collect();
         let (cos, sin) = self.rope_tables(p0, t);
-        let mask = (t > 1).then(|| self.causal_mask(p0, t));
-        let mut cache = Vec::with_capacity(self.layers.len());
-        for (i, layer) in self.layers.iter().enumerate() {
-            let (x2, lc) = self.block(layer, state.cache.get(i), x, &cos, &sin, mask.as_ref());
-            x = x2;
-            cache.push(lc);
+        let mut chunk = KvChunk {
+            k: Vec::with_capacity(self.layers.len()),
+            v: Vec::with_capacity(self.layers.len()),
+        };
+        for (l, layer) in self.layers.iter().enumerate() {
+            let (k, v) = self.block(layer, &state.chunks, l, &mut x, p0, &cos, &sin);
+            chunk.k.push(k);
+            chunk.v.push(v);
         }
-        Ok((cache, x))
+        Ok((chunk, x))
     }
 
+    /// One decoder block over `x: [t, d]` in place; returns this run's keys and values.
+    #[allow(clippy::too_many_arguments)]
     fn block(
         &self,
         w: &Layer,
-        past: Option<&LayerCache>,
-        x: Tensor<2>,
-        cos: &Tensor<3>,
-        sin: &Tensor<3>,
-        mask: Option<&Tensor<3>>,
-    ) -> (Tensor<2>, LayerCache) {
+        past: &[Arc<KvChunk>],
+        layer: usize,
+        x: &mut [f32],
+        p0: usize,
+        cos: &[f32],
+        sin: &[f32],
+    ) -> (Vec<f32>, Vec<f32>) {
         let c = &self.cfg;
-        let (t, hd, h, kvh) = (x.dims()[0], c.head_dim, c.heads, c.kv_heads);
-        let group = h / kvh;
+        let (hd, h, kvh) = (c.head_dim, c.heads, c.kv_heads);
+        let (q_cols, kv_cols) = (h * hd, kvh * hd);
 
-        let hn = self.norm(x.clone(), &w.attn_norm);
-        let mut qkv = hn.matmul(w.wqkv.clone().transpose());
+        let hn = kernels::rms_norm(x, &w.attn_norm, c.norm_eps);
+        let mut qkv = w.wqkv.matmul(&hn);
+        let width = q_cols + 2 * kv_cols;
         if let Some(b) = &w.bqkv {
-            qkv = qkv + b.clone().unsqueeze_dim(0);
+            for row in qkv.chunks_exact_mut(width) {
+                row.iter_mut().zip(b).for_each(|(v, b)| *v += b);
+            }
         }
-        let mut q = qkv.clone().narrow(1, 0, h * hd).reshape([t, h, hd]);
-        let mut k = qkv
-            .clone()
-            .narrow(1, h * hd, kvh * hd)
-            .reshape([t, kvh, hd]);
-        let v = qkv
-            .narrow(1, (h + kvh) * hd, kvh * hd)
-            .reshape([t, kvh, hd]);
-        if let (Some(qn), Some(kn)) = (&w.q_norm, &w.k_norm) {
-            q = self.norm(q, qn);
-            k = self.norm(k, kn);
-        }
-        let q = self.rope(q, cos, sin).swap_dims(0, 1); // [h, t, hd]
-        let k = self.rope(k, cos, sin).swap_dims(0, 1); // [kvh, t, hd]
-        let v = v.swap_dims(0, 1);
-        let (keys, values) = match past {
-            Some(p) => (
-                Tensor::cat(vec![p.k.clone(), k], 1),
-                Tensor::cat(vec![p.v.clone(), v], 1),
-            ),
-            None => (k, v),
+        let column = |from: usize, n: usize| -> Vec<f32> {
+            qkv.chunks_exact(width)
+                .flat_map(|row| &row[from..from + n])
+                .copied()
+                .collect()
         };
-
-        // Query heads h = kv * group + g share kv head `kv`: lay them out as `group * t` rows of
-        // one matrix per kv head instead of copying the keys `group` times.
-        let q = q.reshape([kvh, group * t, hd]);
-        let mut scores = q
-            .matmul(keys.clone().swap_dims(1, 2))
-            .mul_scalar(1.0 / (hd as f64).sqrt());
-        if let Some(m) = mask {
-            scores = scores + m.clone();
+        let (mut q, mut k, v) = (
+            column(0, q_cols),
+            column(q_cols, kv_cols),
+            column(q_cols + kv_cols, kv_cols),
+        );
+        if let (Some(qn), Some(kn)) = (&w.q_norm, &w.k_norm) {
+            q = kernels::rms_norm(&q, qn, c.norm_eps);
+            k = kernels::rms_norm(&k, kn, c.norm_eps);
         }
-        let attn = softmax(scores, 2).matmul(values.clone()); // [kvh, group t, hd]
-        let attn = attn
-            .reshape([h, t, hd])
-            .swap_dims(0, 1)
-            .reshape([t, h * hd]);
-        let x = x + attn.matmul(w.wo.clone().transpose());
+        self.rope(&mut q, cos, sin);
+        self.rope(&mut k, cos, sin);
 
-        let hn = self.norm(x.clone(), &w.mlp_norm);
-        let gu = hn.matmul(w.w_gate_up.clone().transpose());
+        let attn = self.attention(past, layer, &q, &k, &v, p0);
+        let out = w.wo.matmul(&attn);
+        x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
+
+        let hn = kernels::rms_norm(x, &w.mlp_norm, c.norm_eps);
+        let gu = w.w_gate_up.matmul(&hn);
         let i = c.intermediate;
-        let act = silu(gu.clone().narrow(1, 0, i)) * gu.narrow(1, i, i);
-        let x = x + act.matmul(w.w_down.clone().transpose());
-        (x, LayerCache { k: keys, v: values })
+        let act: Vec<f32> = gu
+            .chunks_exact(2 * i)
+            .flat_map(|row| kernels::silu_mul(&row[..i], &row[i..]))
+            .collect();
+        let out = w.w_down.matmul(&act);
+        x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
+        (k, v)
     }
 
-    /// RMSNorm over the last dimension.
-    fn norm<const D: usize>(&self, x: Tensor<D>, weight: &Tensor<1>) -> Tensor<D> {
-        let inv = x
-            .clone()
-            .square()
-            .mean_dim(D - 1)
-            .add_scalar(self.cfg.norm_eps)
-            .sqrt()
-            .recip();
-        let mut shape = [1; D];
-        shape[D - 1] = weight.dims()[0];
-        x * inv * weight.clone().reshape(shape)
+    /// Causal grouped-query attention of `q: [t, h, hd]` (positions `p0..`) over the past
+    /// chunks' keys of `layer` and this run's `k`, `v: [t, kvh, hd]`. Each output row visits its
+    /// keys in position order (module docs of `kernels`), so neither the chunking of the past
+    /// nor `t` changes it; the rows are computed in parallel.
+    fn attention(
+        &self,
+        past: &[Arc<KvChunk>],
+        layer: usize,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        p0: usize,
+    ) -> Vec<f32> {
+        let c = &self.cfg;
+        let (hd, h, kvh) = (c.head_dim, c.heads, c.kv_heads);
+        let (group, kv_row) = (h / kvh, kvh * hd);
+        let spans: Vec<(&[f32], &[f32])> = past
+            .iter()
+            .map(|ch| (ch.k[layer].as_slice(), ch.v[layer].as_slice()))
+            .chain([(k, v)])
+            .collect();
+        let scale = 1.0 / (hd as f32).sqrt();
+        let mut out = vec![0f32; q.len()];
+        out.par_chunks_mut(hd).enumerate().for_each(|(row, o)| {
+            let (i, head) = (row / h, row % h);
+            let g = head / group;
+            let qrow = &q[row * hd..][..hd];
+            let visible = p0 + i + 1;
+            let keys = spans
+                .iter()
+                .flat_map(|(ks, vs)| ks.chunks_exact(kv_row).zip(vs.chunks_exact(kv_row)))
+                .take(visible)
+                .map(|(kr, vr)| (&kr[g * hd..][..hd], &vr[g * hd..][..hd]));
+            let scores: Vec<(f32, &[f32])> = keys
+                .map(|(kr, vr)| (kernels::dot(qrow, kr) * scale, vr))
+                .collect();
+            let max = scores.iter().fold(f32::NEG_INFINITY, |m, s| m.max(s.0));
+            let weights: Vec<f64> = scores.iter().map(|s| f64::from(s.0 - max).exp()).collect();
+            let total: f64 = weights.iter().sum();
+            for ((_, vr), wt) in scores.iter().zip(&weights) {
+                let p = (wt / total) as f32;
+                o.iter_mut().zip(*vr).for_each(|(o, v)| *o += p * v);
+            }
+        });
+        out
     }
 
-    /// cos and sin `[t, 1, rotary/2]` for positions `p0..p0+t`, times the longrope factor.
-    fn rope_tables(&self, p0: usize, t: usize) -> (Tensor<3>, Tensor<3>) {
+    /// cos and sin `[t, rotary/2]` for positions `p0..p0+t`, times the longrope factor.
+    fn rope_tables(&self, p0: usize, t: usize) -> (Vec<f32>, Vec<f32>) {
         let half = self.inv_freq.len();
         let scale = self.cfg.rope.scale() as f64;
         let mut cos = Vec::with_capacity(t * half);
@@ -376,58 +513,47 @@ impl Transformer {
                 sin.push((a.sin() * scale) as f32);
             }
         }
-        let make = |v| Tensor::<3>::from_data(TensorData::new(v, [t, 1, half]), &self.device);
-        (make(cos), make(sin))
+        (cos, sin)
     }
 
-    /// Rotates the leading `rotary_dim` dimensions of each head of `x: [t, heads, hd]`.
-    fn rope(&self, x: Tensor<3>, cos: &Tensor<3>, sin: &Tensor<3>) -> Tensor<3> {
-        let [t, h, hd] = x.dims();
-        let rd = self.cfg.rope.rotary_dim;
+    /// Rotates the leading `rotary_dim` dimensions of each head of `x: [t, heads, hd]` in place.
+    fn rope(&self, x: &mut [f32], cos: &[f32], sin: &[f32]) {
+        let (hd, rd) = (self.cfg.head_dim, self.cfg.rope.rotary_dim);
         let half = rd / 2;
-        let rot = x.clone().narrow(2, 0, rd);
-        let (a, b) = match self.cfg.rope.layout {
-            RopeLayout::Neox => (rot.clone().narrow(2, 0, half), rot.narrow(2, half, half)),
-            RopeLayout::Interleaved => {
-                let pairs = rot.reshape([t, h, half, 2]);
-                let even = pairs.clone().narrow(3, 0, 1).reshape([t, h, half]);
-                (even, pairs.narrow(3, 1, 1).reshape([t, h, half]))
-            }
-        };
-        let ra = a.clone() * cos.clone() - b.clone() * sin.clone();
-        let rb = b * cos.clone() + a * sin.clone();
-        let rotated = match self.cfg.rope.layout {
-            RopeLayout::Neox => Tensor::cat(vec![ra, rb], 2),
-            RopeLayout::Interleaved => Tensor::stack::<4>(vec![ra, rb], 3).reshape([t, h, rd]),
-        };
-        if rd == hd {
-            rotated
-        } else {
-            Tensor::cat(vec![rotated, x.narrow(2, rd, hd - rd)], 2)
+        let t = cos.len() / half.max(1);
+        if half == 0 || t == 0 {
+            return;
         }
-    }
-
-    /// Additive mask `[1, group * t, p0 + t]`: row `(g, i)` is query position `p0 + i` and may
-    /// see keys `0..=p0 + i`.
-    fn causal_mask(&self, p0: usize, t: usize) -> Tensor<3> {
-        let group = self.cfg.heads / self.cfg.kv_heads;
-        let s = p0 + t;
-        let mut m = vec![0f32; group * t * s];
-        for g in 0..group {
-            for i in 0..t {
-                let row = &mut m[(g * t + i) * s..][..s];
-                row[p0 + i + 1..].fill(f32::NEG_INFINITY);
+        let per_row = x.len() / t;
+        for (i, row) in x.chunks_exact_mut(per_row).enumerate() {
+            let (c, s) = (&cos[i * half..][..half], &sin[i * half..][..half]);
+            for head in row.chunks_exact_mut(hd) {
+                for j in 0..half {
+                    let (ia, ib) = match self.cfg.rope.layout {
+                        RopeLayout::Neox => (j, j + half),
+                        RopeLayout::Interleaved => (2 * j, 2 * j + 1),
+                    };
+                    let (a, b) = (head[ia], head[ib]);
+                    head[ia] = a * c[j] - b * s[j];
+                    head[ib] = b * c[j] + a * s[j];
+                }
             }
         }
-        Tensor::from_data(TensorData::new(m, [1, group * t, s]), &self.device)
     }
 }
 
-/// Reads named tensors from a file and checks their shapes.
+fn non_finite(what: String, value: f32) -> ModelError {
+    ModelError::Scoring(format!(
+        "{what} is {value}: the model produced a non-finite value"
+    ))
+}
+
+/// Reads named tensors from a file and checks their shapes and values.
 struct Loader<'a> {
     file: &'a dyn TensorFile,
     naming: Naming,
-    device: &'a Device,
+    /// Keep supported quantised blocks (the integer numerics mode).
+    integer: bool,
 }
 
 impl Loader<'_> {
@@ -449,23 +575,67 @@ impl Loader<'_> {
                 found: raw.shape,
             });
         }
+        // A NaN or infinity (in a float tensor, or from a block's scale once dequantised)
+        // would turn every score it touches into NaN: refuse the file instead.
+        if let Some(i) = raw.data.iter().position(|v| !v.is_finite()) {
+            return Err(ModelError::Invalid {
+                path,
+                detail: format!(
+                    "tensor {tensor} holds a non-finite weight ({} at element {i})",
+                    raw.data[i]
+                ),
+            });
+        }
         Ok(raw.data)
     }
 
-    fn vector(&self, part: Part, n: usize) -> Result<Tensor<1>, ModelError> {
-        Ok(self.tensor1(self.data(part, &[n])?))
+    /// The matrix of `parts` (each with its row count) stacked, `cols` wide. In the integer
+    /// mode a part whose file blocks have an integer kernel stays in those blocks.
+    fn matrix(&self, cols: usize, parts: &[(Part, usize)]) -> Result<Matrix, ModelError> {
+        let mut out = Matrix {
+            cols,
+            parts: Vec::new(),
+        };
+        for &(part, rows) in parts {
+            if let Some(q) = self.quantised(part, rows, cols)? {
+                out.parts.push(Rows::Quant(q));
+                continue;
+            }
+            let data = self.data(part, &[rows, cols])?;
+            // Neighbouring f32 parts merge: one product instead of several.
+            match out.parts.last_mut() {
+                Some(Rows::F32(prev)) => prev.extend(data),
+                _ => out.parts.push(Rows::F32(data)),
+            }
+        }
+        Ok(out)
     }
 
-    fn matrix(&self, part: Part, shape: [usize; 2]) -> Result<Tensor<2>, ModelError> {
-        Ok(self.tensor2(self.data(part, &shape)?, shape))
-    }
-
-    fn tensor1(&self, v: Vec<f32>) -> Tensor<1> {
-        let n = v.len();
-        Tensor::from_data(TensorData::new(v, [n]), self.device)
-    }
-
-    fn tensor2(&self, v: Vec<f32>, shape: [usize; 2]) -> Tensor<2> {
-        Tensor::from_data(TensorData::new(v, shape), self.device)
+    /// `part` kept in its blocks, when the mode is integer and the file's type has a kernel.
+    fn quantised(
+        &self,
+        part: Part,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Option<QMatrix>, ModelError> {
+        if !self.integer {
+            return Ok(None);
+        }
+        let tensor = (self.naming)(part);
+        let Some((shape, ty, bytes)) = self.file.blocks(&tensor)? else {
+            return Ok(None);
+        };
+        if !qmatmul::supported(ty) || shape != [rows, cols] {
+            // Unsupported types, and wrong shapes (reported by `data`), take the f32 route.
+            return Ok(None);
+        }
+        let q = QMatrix::new(ty, cols, bytes.to_vec());
+        if let Some(block) = q.non_finite_scale() {
+            return Err(ModelError::Invalid {
+                path: self.file.path().to_path_buf(),
+                detail: format!("tensor {tensor} holds a non-finite block scale (block {block})"),
+            });
+        }
+        Ok(Some(q))
     }
 }

@@ -3,11 +3,11 @@
 
 mod common;
 
-use deltalogic::datasets::Format;
-use deltalogic::logic::Label;
 use common::{members, score_with};
 use deltalogic::benchmarks::beliefr::{self, prompts as prompt};
 use deltalogic::benchmarks::question::{self as questions, Question, Verdict};
+use deltalogic::datasets::Format;
+use deltalogic::logic::Label;
 use deltalogic::store::{ingest, Id, Registry};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -267,7 +267,10 @@ fn scoring_is_cached_audited_shared_and_reported() {
         (n(&m["n_t"]), n(&m["n_t1"]), n(&m["acc_t"]["n"])),
         (1912, 1744, 1912)
     );
-    assert_eq!((n(&m["bu_acc_all"]["n"]), n(&m["bm_acc_all"]["n"])), (1074, 670));
+    assert_eq!(
+        (n(&m["bu_acc_all"]["n"]), n(&m["bm_acc_all"]["n"])),
+        (1074, 670)
+    );
     assert!(n(&m["bu_acc"]["n"]) <= 1074 && n(&m["bm_acc"]["n"]) <= 670);
     assert_eq!(m["inertia"]["n"], m["bu_acc"]["n"]);
     let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
@@ -275,7 +278,10 @@ fn scoring_is_cached_audited_shared_and_reported() {
     assert_eq!(keys(&b["by_agreement"]), ["strong", "weak"]);
     assert_eq!(n(&b["by_agreement"]["weak"]["n_t1"]), 462);
     let md = deltalogic::report::render(&entries, deltalogic::report::Format::Md).unwrap();
-    assert!(md.contains("## Belief-R") && md.contains("| BREU |"), "{md}");
+    assert!(
+        md.contains("## Belief-R") && md.contains("| BREU |"),
+        "{md}"
+    );
     let csv = deltalogic::report::render(&entries, deltalogic::report::Format::Csv).unwrap();
     assert!(csv
         .lines()

@@ -203,3 +203,123 @@ fn build_robustlr_and_glore_print_their_counts() {
     assert_eq!(built["labels"]["False"], 505);
     assert!(built["gold"].as_str().unwrap().contains("no solver"));
 }
+
+/// No command writes over the open store (under its own path, another spelling of it, or a
+/// link), nor over a file it did not write itself unless forced; a thread count past what the
+/// machine can use is refused.
+#[test]
+fn outputs_never_overwrite_the_store_or_foreign_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.redb");
+    let built = json(&run(
+        &store,
+        &[
+            "--json",
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--per-type",
+            "1",
+        ],
+    ));
+    assert!(built["episodes"].as_u64().unwrap() > 0);
+    // redb rewrites its header when a store is opened for writing, so compare what it holds.
+    let before = json(&run(&store, &["--json", "stats"]));
+    let link = dir.path().join("link.redb");
+    std::os::unix::fs::symlink(&store, &link).unwrap();
+    let other_spelling = dir.path().join(".").join("s.redb");
+    for target in [&store, &link, &other_spelling] {
+        let t = target.to_str().unwrap();
+        for args in [
+            vec!["episodes", "export", "--set", "deltalogic", "-o", t],
+            vec![
+                "episodes",
+                "export",
+                "--set",
+                "deltalogic",
+                "-o",
+                t,
+                "--force",
+            ],
+            vec![
+                "cache",
+                "export",
+                "--model",
+                "m",
+                "--set",
+                "deltalogic",
+                "-o",
+                t,
+            ],
+        ] {
+            let out = run(&store, &args);
+            assert!(!out.status.success(), "{args:?} succeeded");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("is the store itself") || err.contains("already exists"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    assert_eq!(
+        json(&run(&store, &["--json", "stats"])),
+        before,
+        "the store is untouched"
+    );
+    assert!(run(&store, &["cache", "verify"]).status.success());
+
+    // A file the tool did not write is kept unless --force; its own previous output is not.
+    let foreign = dir.path().join("notes.jsonl");
+    std::fs::write(&foreign, "mine\n").unwrap();
+    let f = foreign.to_str().unwrap();
+    let out = run(
+        &store,
+        &["episodes", "export", "--set", "deltalogic", "-o", f],
+    );
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "mine\n");
+    let fresh = dir.path().join("episodes.jsonl");
+    let e = fresh.to_str().unwrap();
+    for _ in 0..2 {
+        let out = run(
+            &store,
+            &["episodes", "export", "--set", "deltalogic", "-o", e],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(run(
+        &store,
+        &[
+            "episodes",
+            "export",
+            "--set",
+            "deltalogic",
+            "-o",
+            f,
+            "--force"
+        ]
+    )
+    .status
+    .success());
+
+    let out = run(
+        &store,
+        &[
+            "score",
+            "--model",
+            "m",
+            "--set",
+            "deltalogic",
+            "--threads",
+            "100000",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("100000 threads: give 1 to"), "{err}");
+}

@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 fn fixture(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/v1").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/v1")
+        .join(name)
 }
 
 /// A copy of the fixture store, migrated by a writing open.
@@ -48,10 +50,17 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
         "the backup is the schema 1 file"
     );
 
-    let old: Value = serde_json::from_slice(&std::fs::read(fixture("report.json")).unwrap()).unwrap();
+    let old: Value =
+        serde_json::from_slice(&std::fs::read(fixture("report.json")).unwrap()).unwrap();
     let mut want = Keyed::new();
     for r in old["deltalogic"].as_array().unwrap() {
-        want.insert(key(r), (r["result_id"].as_str().unwrap().into(), r["breakdown"].clone()));
+        want.insert(
+            key(r),
+            (
+                r["result_id"].as_str().unwrap().into(),
+                r["breakdown"].clone(),
+            ),
+        );
     }
     let mut question_ids = Vec::new();
     for r in old["questions"].as_array().unwrap() {
@@ -64,7 +73,10 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
     assert_eq!(want.len(), 6, "four DeltaLogic and two RobustLR results");
 
     let entries = deltalogic::report::entries(&reg, &[], &[]).unwrap();
-    let got: Vec<Value> = entries.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+    let got: Vec<Value> = entries
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
     assert_eq!(got.len(), want.len());
     for r in &got {
         let (id, metrics) = &want[&key(r)];
@@ -79,8 +91,14 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
 
     // Every score is found: rescoring each set with its stand-in model computes nothing and
     // gives the same result ids.
-    let ids: Vec<String> = got.iter().map(|r| r["result_id"].as_str().unwrap().to_string()).collect();
-    for (set_name, norms) in [("dl", &[Normalisation::Mean, Normalisation::Sum][..]), ("rl", &[Normalisation::Mean][..])] {
+    let ids: Vec<String> = got
+        .iter()
+        .map(|r| r["result_id"].as_str().unwrap().to_string())
+        .collect();
+    for (set_name, norms) in [
+        ("dl", &[Normalisation::Mean, Normalisation::Sum][..]),
+        ("rl", &[Normalisation::Mean][..]),
+    ] {
         let (set_id, set) = reg.set_by_name(set_name).unwrap().unwrap();
         let benchmark = benchmarks::named(&set.benchmark).unwrap();
         for model in ["m1", "m2"] {
@@ -98,7 +116,10 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
                 )
                 .unwrap();
                 assert_eq!(out.report.scores_computed, 0);
-                assert!(ids.contains(&out.result.hex()), "{set_name} {model} {norm:?}");
+                assert!(
+                    ids.contains(&out.result.hex()),
+                    "{set_name} {model} {norm:?}"
+                );
             }
         }
     }

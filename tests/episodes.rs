@@ -1,7 +1,9 @@
 //! DeltaLogic episodes: re-verified, one premise edited, stable ids, all-or-nothing builds.
 
+use deltalogic::benchmarks::deltalogic::{
+    self as episodes, BuildSpec, Edit, EditType, Episode, PremiseSource,
+};
 use deltalogic::datasets::Format;
-use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Edit, EditType, Episode, PremiseSource};
 use deltalogic::store::{ingest, Id, Registry};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

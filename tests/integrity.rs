@@ -6,10 +6,10 @@ mod common;
 use common::{model_id, score_with, ByteModel};
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
 use deltalogic::datasets::{BaseItem, Origin};
+use deltalogic::eval::cache::{self, MergeOptions};
 use deltalogic::eval::{self, models, Normalisation, PromptRecord, ScoreRecord};
 use deltalogic::logic::{Label, World};
 use deltalogic::model::scorer::Backend;
-use deltalogic::eval::cache::{self, MergeOptions};
 use deltalogic::store::{guard_output, record_output, Id, Kind, Record, Registry};
 use redb::{Database, ReadableDatabase, TableDefinition};
 use std::path::{Path, PathBuf};
@@ -161,7 +161,12 @@ fn export_cache(dir: &Path) -> (PathBuf, Vec<Id>) {
     let source = dir.join("source.redb");
     let keys = scored_store(&source);
     let out = dir.join("cache.redb");
-    common::export(&Registry::open_write(&source).unwrap(), model_id("m1"), "set", &out);
+    common::export(
+        &Registry::open_write(&source).unwrap(),
+        model_id("m1"),
+        "set",
+        &out,
+    );
     (out, keys)
 }
 

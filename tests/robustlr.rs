@@ -2,9 +2,11 @@
 //! rendering round-trips through the parser); every set and group is made; equivalence items keep
 //! their base's label; the same seed gives the same families.
 
+use deltalogic::benchmarks::robustlr::{
+    families as build, generated_items, BuildConfig, Family, SetName, Source,
+};
 use deltalogic::datasets::{read_file, BaseItem, Format};
 use deltalogic::logic::Label;
-use deltalogic::benchmarks::robustlr::{families as build, generated_items, BuildConfig, Family, SetName, Source};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -210,7 +212,9 @@ fn glore_subset_parse_and_agreement_counts() {
             continue;
         };
         parsed_items += 1;
-        if deltalogic::benchmarks::robustlr::label(Semantics::ClosedWorld, &theory, &query).ok() == item.dataset_label {
+        if deltalogic::benchmarks::robustlr::label(Semantics::ClosedWorld, &theory, &query).ok()
+            == item.dataset_label
+        {
             agree += 1;
         }
     }
@@ -529,10 +533,7 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
         (1.0 + 1.0 / 6.0) / 2.0,
     );
     close(value(&m["by_set"]["C-ES"]["weighted_f1"]), 2.0 / 3.0);
-    close(
-        value(&m["overall"]),
-        (1.0 + 1.0 / 6.0 + 2.0 / 3.0) / 3.0,
-    );
+    close(value(&m["overall"]), (1.0 + 1.0 / 6.0 + 2.0 / 3.0) / 3.0);
     // Consistency: a 2/2, b 0/2 (gold changes, answers do not), c 0/1 (answer flips).
     close(value(&m["by_set"]["C-CS"]["consistency"]), 0.5);
     close(value(&m["consistency"]), 1.0 / 3.0);

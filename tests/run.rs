@@ -3,8 +3,8 @@
 //! scores of an uninterrupted run. Without the model file the tests fail under CI and are skipped
 //! (with a notice) elsewhere.
 
-use deltalogic::store::Registry;
 use deltalogic::eval::ScoreRecord;
+use deltalogic::store::Registry;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

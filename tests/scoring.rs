@@ -4,9 +4,11 @@
 mod common;
 
 use common::{members, model_id, score_with};
-use deltalogic::benchmarks::deltalogic::{self as episodes, prompts, BuildSpec, Episode, PremiseSource};
-use deltalogic::eval::{Normalisation, ScoreRecord, ScoreReport};
+use deltalogic::benchmarks::deltalogic::{
+    self as episodes, prompts, BuildSpec, Episode, PremiseSource,
+};
 use deltalogic::eval::cache;
+use deltalogic::eval::{Normalisation, ScoreRecord, ScoreReport};
 use deltalogic::store::{Id, Kind, Record, Registry};
 use std::collections::BTreeMap;
 use std::path::Path;

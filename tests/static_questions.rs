@@ -42,11 +42,16 @@ fn each_episode_gives_two_solver_checked_questions() {
         let of = |when: &str| {
             qs.iter()
                 .map(|(_, q)| q)
-                .find(|q| q.tag(fixed::EPISODE) == Some(&id.hex()) && q.tag(fixed::PREMISES) == Some(when))
+                .find(|q| {
+                    q.tag(fixed::EPISODE) == Some(&id.hex()) && q.tag(fixed::PREMISES) == Some(when)
+                })
                 .unwrap()
         };
         assert_eq!((of("before").gold, of("after").gold), (ep.y0, ep.y1));
-        assert_eq!(of("after").premises.len(), ep.premises_after().unwrap().len());
+        assert_eq!(
+            of("after").premises.len(),
+            ep.premises_after().unwrap().len()
+        );
     }
     // Only from a DeltaLogic set.
     let e = fixed::build(&reg, "st", "x").unwrap_err().to_string();
@@ -54,7 +59,15 @@ fn each_episode_gives_two_solver_checked_questions() {
     // Built through the benchmark's own arguments, the same set.
     let b = benchmarks::by_command("static").unwrap();
     let built = b
-        .build(&reg, &["--from-set".into(), "dl".into(), "--name".into(), "st2".into()])
+        .build(
+            &reg,
+            &[
+                "--from-set".into(),
+                "dl".into(),
+                "--name".into(),
+                "st2".into(),
+            ],
+        )
         .unwrap();
     assert_eq!(built.summary["set"], serde_json::json!(out.stored.set));
 }
@@ -75,7 +88,10 @@ fn static_questions_share_deltalogics_step_one_scores_and_report_beside_it() {
     assert_eq!(names, ["deltalogic", "static"]);
     let md = report::render(&entries, Format::Md).unwrap();
     assert!(md.contains("## Benchmarks side by side"), "{md}");
-    assert!(md.contains("DeltaLogic Rev acc") && md.contains("Static Accuracy"), "{md}");
+    assert!(
+        md.contains("DeltaLogic Rev acc") && md.contains("Static Accuracy"),
+        "{md}"
+    );
     assert!(md.contains("### Static by premises"), "{md}");
     // Static accuracy over P equals DeltaLogic's initial accuracy: the same prompts and labels.
     let dl = &entries[0].evaluation;

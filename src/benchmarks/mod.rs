@@ -47,7 +47,10 @@ pub fn by_command(command: &str) -> Result<&'static dyn Benchmark> {
         Some(b) => Ok(*b),
         None => bail!(
             "no benchmark `{command}` to build (known: {})",
-            ALL.iter().map(|b| b.command()).collect::<Vec<_>>().join(", ")
+            ALL.iter()
+                .map(|b| b.command())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -202,9 +205,8 @@ impl Evaluation {
 /// Loads every member of a set as the record kind `R`, in the set's order.
 pub fn members<R: crate::store::Record>(store: &Registry, set: &StoredSet) -> Result<Vec<(Id, R)>>
 where
-    R::Archived: for<'a> rkyv::bytecheck::CheckBytes<
-            rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>,
-        > + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
+    R::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>>
+        + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
 {
     set.member_ids()
         .map(|id| match store.get::<R>(&id)? {

@@ -11,13 +11,13 @@
 use super::prompts::{plain_question, QuestionTemplate, TemplateRecord, STATEMENT_TEMPLATE_NAME};
 use super::{members, Answered, Column, Evaluation, Group, Prepared, Request, RESAMPLES};
 use crate::benchmarks::deltalogic::Premise;
-use crate::metrics::{estimate, Metric, Outcome};
-use crate::logic::Semantics;
 use crate::logic::Label;
+use crate::logic::Semantics;
+use crate::metrics::{estimate, Metric, Outcome};
 use crate::store::{canonical, Id, Kind, Names, Record, Registry, StoredSet, StoredSpec};
-use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// One answer option: the label it stands for and its text as the dataset words it.
 #[derive(
@@ -233,7 +233,11 @@ impl QuestionRow {
     }
 }
 
-pub(crate) fn group_by<T: Clone>(rows: &[QuestionRow], values: &[T], key: &str) -> BTreeMap<String, Vec<T>> {
+pub(crate) fn group_by<T: Clone>(
+    rows: &[QuestionRow],
+    values: &[T],
+    key: &str,
+) -> BTreeMap<String, Vec<T>> {
     let mut groups: BTreeMap<String, Vec<T>> = BTreeMap::new();
     for (r, v) in rows.iter().zip(values) {
         if let Some(g) = r.tag(key) {
@@ -254,7 +258,12 @@ pub struct AccuracyBreakdown {
 }
 
 /// Accuracy overall and per value of each tag in `tags`.
-pub fn accuracy(rows: &[QuestionRow], tags: &[&str], seed: u64, resamples: usize) -> AccuracyBreakdown {
+pub fn accuracy(
+    rows: &[QuestionRow],
+    tags: &[&str],
+    seed: u64,
+    resamples: usize,
+) -> AccuracyBreakdown {
     let outcomes: Vec<Outcome<1>> = rows.iter().map(|r| [(true, r.pred == r.gold)]).collect();
     let acc = |o: &[Outcome<1>]| estimate(o, &[], seed, resamples).remove(0);
     let mut by_tag = BTreeMap::new();
@@ -280,7 +289,11 @@ pub fn rows(store: &Registry, answered: &[Answered]) -> Result<Vec<QuestionRow>>
                 .get::<Question>(&a.item)?
                 .with_context(|| format!("a result names a missing question {}", a.item.short()))?;
             let [pred] = a.answers[..] else {
-                bail!("question {} has {} answers, not 1", a.item.short(), a.answers.len());
+                bail!(
+                    "question {} has {} answers, not 1",
+                    a.item.short(),
+                    a.answers.len()
+                );
             };
             Ok(QuestionRow {
                 question: a.item.hex(),
@@ -302,7 +315,11 @@ pub struct Questions {
 }
 
 impl Questions {
-    pub fn new(store: &Registry, set: &StoredSet, template: Box<dyn QuestionTemplate>) -> Result<Questions> {
+    pub fn new(
+        store: &Registry,
+        set: &StoredSet,
+        template: Box<dyn QuestionTemplate>,
+    ) -> Result<Questions> {
         let (ids, questions) = members::<Question>(store, set)?.into_iter().unzip();
         Ok(Questions {
             template,
@@ -333,7 +350,10 @@ impl Prepared for Questions {
         let what = || format!("question {}", self.ids[item].short());
         let prompt = self.template.prompt(q).with_context(what)?;
         let texts = self.template.labels(q).with_context(what)?;
-        let labels = texts.into_iter().zip(q.options.iter().map(|o| o.label)).collect();
+        let labels = texts
+            .into_iter()
+            .zip(q.options.iter().map(|o| o.label))
+            .collect();
         Ok(Request::Score { prompt, labels })
     }
 }
@@ -350,7 +370,11 @@ pub fn statement_questions(
     if template != STATEMENT_TEMPLATE_NAME {
         bail!("unknown template `{template}` (known: {STATEMENT_TEMPLATE_NAME})");
     }
-    Ok(Box::new(Questions::new(store, set, Box::new(plain_question()))?))
+    Ok(Box::new(Questions::new(
+        store,
+        set,
+        Box::new(plain_question()),
+    )?))
 }
 
 /// The questions of a set and the base items they came from.

@@ -35,7 +35,12 @@ pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
                 .context("the result's model has no record")?;
             let (_, record) = models::resolve(reg, &model.hex())
                 .with_context(|| format!("model {} ({})", model.short(), record.path))?;
-            Some(audit::verify(reg, &audit, &models::Loaded::open(&record)?, k)?)
+            Some(audit::verify(
+                reg,
+                &audit,
+                &models::Loaded::open(&record)?,
+                k,
+            )?)
         }
         None => None,
     };

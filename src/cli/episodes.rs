@@ -55,7 +55,10 @@ fn select(reg: &Registry, f: &Filter) -> Result<Vec<(Id, Episode)>> {
                 );
             };
             if set.benchmark != BENCHMARK {
-                bail!("set `{name}` holds {} items, not DeltaLogic episodes", set.benchmark);
+                bail!(
+                    "set `{name}` holds {} items, not DeltaLogic episodes",
+                    set.benchmark
+                );
             }
             members::<Episode>(reg, &set)?
         }

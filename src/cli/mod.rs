@@ -3,6 +3,7 @@
 //! or, with the global `--json`, one JSON document.
 
 mod audit;
+mod bench;
 mod build;
 mod cache;
 mod datasets;
@@ -13,6 +14,7 @@ mod output;
 pub mod progress;
 mod report;
 mod score;
+mod score_text;
 mod stats;
 
 use crate::store::Registry;
@@ -70,9 +72,9 @@ pub enum Command {
     /// score it, report. A second run computes nothing and prints the same report.
     Run(score::RunArgs),
     /// Score labels after a context with a model file (no cache): token ids, log-probs, sum, mean.
-    ScoreText(crate::model::cli::ScoreTextArgs),
+    ScoreText(score_text::ScoreTextArgs),
     /// Prefill throughput per backend beside llama.cpp's llama-bench, and peak memory.
-    Bench(crate::model::bench::BenchArgs),
+    Bench(bench::BenchArgs),
     /// Developer tools.
     #[command(subcommand)]
     Dev(model::DevCommand),
@@ -82,8 +84,8 @@ pub fn run(cli: Cli) -> Result<()> {
     let json = cli.json;
     // Commands on model files alone never touch the store.
     match &cli.command {
-        Command::ScoreText(a) => return crate::model::cli::score_text(a, json),
-        Command::Bench(a) => return crate::model::bench::bench(a),
+        Command::ScoreText(a) => return score_text::score_text(a, json),
+        Command::Bench(a) => return bench::bench(a),
         Command::Dev(c) => return model::dev(c),
         _ => {}
     }
@@ -130,7 +132,9 @@ enum Access {
 
 fn access(command: &Command) -> Access {
     match command {
-        Command::Episodes(episodes::Command::Export { output: Some(_), .. })
+        Command::Episodes(episodes::Command::Export {
+            output: Some(_), ..
+        })
         | Command::Report(_) => Access::Update,
         Command::Episodes(_)
         | Command::Datasets(_)

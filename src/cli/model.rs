@@ -25,12 +25,12 @@ pub enum Command {
 #[derive(clap::Subcommand, Debug)]
 pub enum DevCommand {
     /// Write the tiny random-weight model fixtures of every architecture.
-    MakeFixtures(crate::model::cli::MakeFixturesArgs),
+    MakeFixtures(super::score_text::MakeFixturesArgs),
 }
 
 pub fn dev(c: &DevCommand) -> Result<()> {
     let DevCommand::MakeFixtures(a) = c;
-    crate::model::cli::make_fixtures(a)
+    super::score_text::make_fixtures(a)
 }
 
 pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {

@@ -49,7 +49,9 @@ pub fn audit(reg: &Registry, prefix: &str) -> Result<Audit> {
         .iter()
         .flat_map(|row| {
             row.turns.iter().enumerate().flat_map(move |(t, turn)| {
-                turn.keys.iter().map(move |k| (Id(row.item), t as u8 + 1, Id(*k)))
+                turn.keys
+                    .iter()
+                    .map(move |k| (Id(row.item), t as u8 + 1, Id(*k)))
             })
         })
         .collect();

@@ -5,14 +5,13 @@
 //! store copies records by kind; checking that a record hashes to its key, and recomputing a
 //! score, needs every record type and the model.
 
+use super::{ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
 use crate::benchmarks::deltalogic::Episode;
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::question::Question;
 use crate::datasets::BaseItem;
-use super::{ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
 use crate::store::{
-    decode, same_file, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec,
-    Writer,
+    decode, same_file, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec, Writer,
 };
 use anyhow::{bail, Context, Result};
 use serde::Serialize;

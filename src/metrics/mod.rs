@@ -18,7 +18,6 @@ pub struct Metric {
     pub hi: Option<f64>,
 }
 
-
 /// For each proportion: is the row in its conditioning set, and does the event hold.
 pub type Outcome<const N: usize> = [(bool, bool); N];
 
@@ -172,7 +171,6 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +183,4 @@ mod tests {
         assert!((percentile(&s, 0.975) - 3.9).abs() < 1e-12);
         assert_eq!(percentile(&[7.0], 0.025), 7.0);
     }
-
 }

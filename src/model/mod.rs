@@ -4,8 +4,6 @@ pub mod gguf;
 pub mod quant;
 pub mod tokenizer;
 
-pub mod bench;
-pub mod cli;
 pub mod config;
 pub mod fixtures;
 pub mod hf;

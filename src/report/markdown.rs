@@ -91,7 +91,12 @@ fn section(entries: &[Entry]) -> String {
         .map(|e| {
             let n = e.evaluation.n;
             let mut row = labels(e, &settings);
-            row.extend(e.evaluation.groups[0].metrics.iter().map(|m| cell(m.as_ref(), n)));
+            row.extend(
+                e.evaluation.groups[0]
+                    .metrics
+                    .iter()
+                    .map(|m| cell(m.as_ref(), n)),
+            );
             row.push(n.to_string());
             row
         })

@@ -10,9 +10,9 @@ mod svg;
 pub use markdown::markdown;
 pub use svg::svg;
 
+use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::{self, Evaluation};
 use crate::eval::ResultRecord;
-use crate::benchmarks::prompts::TemplateRecord;
 use crate::store::{Id, Names, Registry, StoredSet};
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -136,9 +136,9 @@ pub fn entries(reg: &Registry, models: &[String], sets: &[String]) -> Result<Vec
         if !sel.keeps(model, set) {
             continue;
         }
-        let stored = reg
-            .get::<StoredSet>(&set)?
-            .with_context(|| format!("result {} names a missing set {}", rid.short(), set.short()))?;
+        let stored = reg.get::<StoredSet>(&set)?.with_context(|| {
+            format!("result {} names a missing set {}", rid.short(), set.short())
+        })?;
         let benchmark = benchmarks::named(&stored.benchmark)?;
         let answered: Vec<benchmarks::Answered> = r
             .rows
@@ -165,20 +165,29 @@ pub fn entries(reg: &Registry, models: &[String], sets: &[String]) -> Result<Vec
     // Benchmarks in registration order, then by their settings.
     let rank = |name: &str| benchmarks::ALL.iter().position(|b| b.name() == name);
     out.sort_by(|a, b| {
-        (rank(&a.benchmark), &a.set, &a.model, &a.template, &a.normalisation).cmp(&(
-            rank(&b.benchmark),
-            &b.set,
-            &b.model,
-            &b.template,
-            &b.normalisation,
-        ))
+        (
+            rank(&a.benchmark),
+            &a.set,
+            &a.model,
+            &a.template,
+            &a.normalisation,
+        )
+            .cmp(&(
+                rank(&b.benchmark),
+                &b.set,
+                &b.model,
+                &b.template,
+                &b.normalisation,
+            ))
     });
     Ok(out)
 }
 
 /// The entries of each benchmark, in report order.
 fn by_benchmark(entries: &[Entry]) -> Vec<&[Entry]> {
-    entries.chunk_by(|a, b| a.benchmark == b.benchmark).collect()
+    entries
+        .chunk_by(|a, b| a.benchmark == b.benchmark)
+        .collect()
 }
 
 /// The settings besides the model that tell a benchmark's entries apart, with their titles.

@@ -8,7 +8,9 @@ use super::{by_benchmark, varying, Entry, Setting};
 use crate::metrics::Metric;
 
 /// Bar colours in order (Okabe–Ito, safe for colour blindness).
-const COLOURS: [&str; 6] = ["#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"];
+const COLOURS: [&str; 6] = [
+    "#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+];
 const BAR_W: f64 = 28.0;
 const BAR_GAP: f64 = 4.0;
 const GROUP_W: f64 = 180.0;
@@ -45,15 +47,24 @@ fn y(p: f64) -> f64 {
 
 /// The columns a benchmark's panel plots: DeltaLogic's failure modes, else its headline metrics.
 fn plotted(e: &Entry) -> Vec<(usize, &'static str)> {
-    const FAILURE_MODES: [(&str, &str); 3] =
-        [("inertia", "Inertia"), ("over_flip", "Over-flip"), ("abstain", "Abstention")];
+    const FAILURE_MODES: [(&str, &str); 3] = [
+        ("inertia", "Inertia"),
+        ("over_flip", "Over-flip"),
+        ("abstain", "Abstention"),
+    ];
     let columns = e.evaluation.columns;
     let key = |k: &str| columns.iter().position(|c| c.key == k);
     if e.benchmark == crate::benchmarks::deltalogic::BENCHMARK {
-        return FAILURE_MODES.iter().filter_map(|(k, t)| Some((key(k)?, *t))).collect();
+        return FAILURE_MODES
+            .iter()
+            .filter_map(|(k, t)| Some((key(k)?, *t)))
+            .collect();
     }
     let headline = columns.iter().enumerate().filter(|(_, c)| c.headline);
-    headline.take(COLOURS.len()).map(|(i, c)| (i, c.title)).collect()
+    headline
+        .take(COLOURS.len())
+        .map(|(i, c)| (i, c.title))
+        .collect()
 }
 
 /// The figure of a report: a panel per benchmark.

@@ -54,12 +54,15 @@ pub(super) const QUESTION_RESULTS_V1: &str = "question_results";
 /// the record.
 pub(super) fn upgrade_result(table: &str, key: Id, bytes: &[u8]) -> Result<ResultRecord> {
     let corrupt = |e: rkyv::rancor::Error| {
-        anyhow!("schema-1 record {} in table `{table}` is corrupt: {e}", key.short())
+        anyhow!(
+            "schema-1 record {} in table `{table}` is corrupt: {e}",
+            key.short()
+        )
     };
     let record = match table {
         EPISODE_RESULTS_V1 => {
-            let r = rkyv::from_bytes::<EpisodeResultV1, rkyv::rancor::Error>(bytes)
-                .map_err(corrupt)?;
+            let r =
+                rkyv::from_bytes::<EpisodeResultV1, rkyv::rancor::Error>(bytes).map_err(corrupt)?;
             let rows = r
                 .rows
                 .into_iter()

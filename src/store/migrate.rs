@@ -42,15 +42,23 @@ pub(super) fn backup_v1(path: &Path) -> Result<()> {
 /// rkyv archive without its checksum). Results of both schema 1 kinds (DeltaLogic results in
 /// `results`, question results in `question_results`) become the one result kind; every other
 /// table keeps its rows. Rows of every table are read before any is written.
-fn convert_v1(table: &str, kind: Kind, rows: Vec<(Id, Vec<u8>)>) -> Result<Vec<(Kind, Id, Vec<u8>)>> {
+fn convert_v1(
+    table: &str,
+    kind: Kind,
+    rows: Vec<(Id, Vec<u8>)>,
+) -> Result<Vec<(Kind, Id, Vec<u8>)>> {
     if kind != Kind::Result {
-        return Ok(rows.into_iter().map(|(id, body)| (kind, id, body)).collect());
+        return Ok(rows
+            .into_iter()
+            .map(|(id, body)| (kind, id, body))
+            .collect());
     }
     rows.into_iter()
         .map(|(key, body)| {
             let record = legacy::upgrade_result(table, key, &body)?;
-            let bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&record)
-                .map_err(|e| anyhow::anyhow!("cannot encode upgraded result {}: {e}", key.short()))?;
+            let bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&record).map_err(|e| {
+                anyhow::anyhow!("cannot encode upgraded result {}: {e}", key.short())
+            })?;
             Ok((Kind::Result, record.id(), bytes.to_vec()))
         })
         .collect()
@@ -72,7 +80,9 @@ pub(super) fn v1_to_v2(reg: &Registry) -> Result<()> {
                 Err(e) => return Err(e.into()),
             };
             txn.delete_table(def)?;
-            rows.extend(convert_v1(name, kind, old).with_context(|| format!("migrating table `{name}`"))?);
+            rows.extend(
+                convert_v1(name, kind, old).with_context(|| format!("migrating table `{name}`"))?,
+            );
         }
         for (kind, id, body) in rows {
             let table = kind.table_name();

@@ -95,9 +95,8 @@ pub fn set(reg: &Registry, name: &str) -> (Id, StoredSet) {
 /// The members of a named set as records of kind `R`, in id order.
 pub fn members<R: Record>(reg: &Registry, name: &str) -> Vec<(Id, R)>
 where
-    R::Archived: for<'a> rkyv::bytecheck::CheckBytes<
-            rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>,
-        > + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
+    R::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>>
+        + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
 {
     benchmarks::members::<R>(reg, &set(reg, name).1).unwrap()
 }
@@ -126,7 +125,12 @@ pub fn score_with(
 }
 
 /// Exports the results of `model` on `set` with everything they refer to into a new cache file.
-pub fn export(reg: &Registry, model: Id, set: &str, to: &std::path::Path) -> deltalogic::eval::cache::ExportReport {
+pub fn export(
+    reg: &Registry,
+    model: Id,
+    set: &str,
+    to: &std::path::Path,
+) -> deltalogic::eval::cache::ExportReport {
     let (records, names) = eval::share::closure(reg, model, set).unwrap();
     deltalogic::eval::cache::export(reg, &records, &names, to).unwrap()
 }

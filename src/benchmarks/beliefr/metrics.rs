@@ -271,13 +271,16 @@ mod tests {
         close(&a.breu, (1.0 / 3.0 + 0.5) / 2.0, 100);
     }
 
-
-
     #[test]
     fn plain_accuracy_by_tag() {
         let mut r = rows();
         r[0].tags.push(("group".into(), "BASE".into()));
-        let a = crate::benchmarks::question::accuracy(&r, &crate::benchmarks::question::GROUP_TAGS, 0, 0);
+        let a = crate::benchmarks::question::accuracy(
+            &r,
+            &crate::benchmarks::question::GROUP_TAGS,
+            0,
+            0,
+        );
         close(&a.accuracy, 5.0 / 9.0, 9);
         close(&a.by_tag["group"]["BASE"], 1.0, 1);
         assert!(!a.by_tag.contains_key("set"));

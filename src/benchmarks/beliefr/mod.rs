@@ -15,13 +15,15 @@ pub mod metrics;
 pub mod prompts;
 
 use super::question::{self, store_set, Choice, Question, Questions, Stored};
-use super::{parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, ModelInfo, Prepared};
+use super::{
+    parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, ModelInfo, Prepared,
+};
 use crate::datasets::BaseItem;
 use crate::logic::{Label, Semantics};
 use crate::store::{canonical, Id, Record, Registry, StoredSet};
+use anyhow::{bail, Result};
 use metrics::BeliefRMetrics;
 use prompts::LabelForm;
-use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -316,22 +318,62 @@ fn sampled(mut later: Vec<Question>, sample: Sample) -> Vec<Question> {
 pub struct BeliefR;
 
 const COLUMNS: [Column; 9] = [
-    Column { key: "acc_t", title: "Acc@t", headline: true },
-    Column { key: "bu_acc", title: "BU-Acc", headline: true },
-    Column { key: "bm_acc", title: "BM-Acc", headline: true },
-    Column { key: "breu", title: "BREU", headline: true },
-    Column { key: "bu_acc_all", title: "BU-Acc (all)", headline: false },
-    Column { key: "bm_acc_all", title: "BM-Acc (all)", headline: false },
-    Column { key: "breu_all", title: "BREU (all)", headline: false },
-    Column { key: "inertia", title: "Inertia", headline: true },
-    Column { key: "over_flip", title: "Over-flip", headline: true },
+    Column {
+        key: "acc_t",
+        title: "Acc@t",
+        headline: true,
+    },
+    Column {
+        key: "bu_acc",
+        title: "BU-Acc",
+        headline: true,
+    },
+    Column {
+        key: "bm_acc",
+        title: "BM-Acc",
+        headline: true,
+    },
+    Column {
+        key: "breu",
+        title: "BREU",
+        headline: true,
+    },
+    Column {
+        key: "bu_acc_all",
+        title: "BU-Acc (all)",
+        headline: false,
+    },
+    Column {
+        key: "bm_acc_all",
+        title: "BM-Acc (all)",
+        headline: false,
+    },
+    Column {
+        key: "breu_all",
+        title: "BREU (all)",
+        headline: false,
+    },
+    Column {
+        key: "inertia",
+        title: "Inertia",
+        headline: true,
+    },
+    Column {
+        key: "over_flip",
+        title: "Over-flip",
+        headline: true,
+    },
 ];
 
 fn group(by: &str, value: &str, m: &BeliefRMetrics) -> Group {
     Group {
         by: by.to_string(),
         value: value.to_string(),
-        metrics: m.entries().iter().map(|(_, x)| Some((*x).clone())).collect(),
+        metrics: m
+            .entries()
+            .iter()
+            .map(|(_, x)| Some((*x).clone()))
+            .collect(),
     }
 }
 
@@ -382,7 +424,10 @@ impl Benchmark for BeliefR {
 
     fn build(&self, store: &Registry, args: &[String]) -> Result<Built> {
         let a: BuildArgs = parse_args(self.command(), args)?;
-        let sample = a.per_cell.map(|per_cell| Sample { per_cell, seed: a.seed });
+        let sample = a.per_cell.map(|per_cell| Sample {
+            per_cell,
+            seed: a.seed,
+        });
         let out = build(store, &a.name, sample)?;
         Built::new(&out, out.text())
     }
@@ -410,15 +455,22 @@ impl Benchmark for BeliefR {
                 prompts::CHOICE_TEMPLATE_NAMES.join(", ")
             ),
         };
-        Ok(Box::new(Questions::new(store, set, Box::new(prompts::beliefr(form)))?))
+        Ok(Box::new(Questions::new(
+            store,
+            set,
+            Box::new(prompts::beliefr(form)),
+        )?))
     }
-
 
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         let b = metrics::beliefr(&rows, seed, super::RESAMPLES)?;
         let mut groups = vec![group("overall", "all", &b.overall)];
-        for (by, map) in [("modus", &b.by_modus), ("effect", &b.by_effect), ("agreement", &b.by_agreement)] {
+        for (by, map) in [
+            ("modus", &b.by_modus),
+            ("effect", &b.by_effect),
+            ("agreement", &b.by_agreement),
+        ] {
             groups.extend(map.iter().map(|(k, m)| group(by, k, m)));
         }
         Ok(Evaluation {

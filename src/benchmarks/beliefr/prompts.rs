@@ -140,4 +140,3 @@ impl QuestionTemplate for ChoiceTemplate {
         Ok(ChoiceTemplate::labels(self, q))
     }
 }
-

@@ -2,12 +2,12 @@
 //! seeded order, propose edits, keep the first whose effect the solvers prove, count the rest.
 
 use super::{folio, theory, verify, EditType, Episode, Premise};
-use crate::logic::Semantics;
 use crate::datasets::{BaseItem, Origin};
 use crate::logic::generator::{self, GenConfig};
+use crate::logic::Semantics;
 use crate::logic::{Label, World};
-use crate::store::{canonical, Id, Names, Record, Registry, StoredSet, StoredSpec};
 use crate::rng::Rng;
+use crate::store::{canonical, Id, Names, Record, Registry, StoredSet, StoredSpec};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};

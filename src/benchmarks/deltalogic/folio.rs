@@ -4,10 +4,10 @@
 
 use super::episode::{first_found, Found};
 use super::{Edit, EditType, Premise};
-use crate::logic::Semantics;
 use crate::logic::fol::{self, Formula};
 use crate::logic::folio::{self as checker, Decision};
 use crate::logic::Label;
+use crate::logic::Semantics;
 use crate::rng::Rng;
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeSet;

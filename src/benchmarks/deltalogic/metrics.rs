@@ -92,7 +92,6 @@ const RATES: usize = 5;
 /// Index of the gap among the metrics [`estimate`] returns.
 const GAP: usize = RATES;
 
-
 fn outcome(r: &Row) -> Outcome<RATES> {
     let first_right = r.pred0 == r.y0;
     let kept = r.pred1 == r.pred0;

@@ -10,8 +10,8 @@ pub mod prompts;
 mod theory;
 
 pub use build::{build, generated_items, BuildOutcome, BuildSpec, CellReport, PremiseSource};
-pub use episode::{verify, Edit, EditType, Episode, Premise};
 pub(crate) use episode::solve;
+pub use episode::{verify, Edit, EditType, Episode, Premise};
 
 use super::{
     members, parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, ModelInfo,
@@ -100,7 +100,11 @@ fn group(by: &str, value: &str, m: &Metrics) -> Group {
     Group {
         by: by.to_string(),
         value: value.to_string(),
-        metrics: m.entries().iter().map(|(_, x)| Some((*x).clone())).collect(),
+        metrics: m
+            .entries()
+            .iter()
+            .map(|(_, x)| Some((*x).clone()))
+            .collect(),
     }
 }
 
@@ -129,7 +133,14 @@ impl BuildOutcome {
     pub fn text(&self) -> String {
         let mut s = format!(
             "{:<12} {:<13} {:<20} {:>5} {:>6} {:>9} {:>9} {:>9}\n",
-            "source", "semantics", "edit type", "made", "wanted", "eligible", "rejected", "unusable"
+            "source",
+            "semantics",
+            "edit type",
+            "made",
+            "wanted",
+            "eligible",
+            "rejected",
+            "unusable"
         );
         for c in &self.cells {
             s += &format!(
@@ -217,11 +228,15 @@ impl Benchmark for DeltaLogic {
         let rows = answered
             .iter()
             .map(|a| {
-                let ep = store
-                    .get::<Episode>(&a.item)?
-                    .with_context(|| format!("a result names a missing episode {}", a.item.short()))?;
+                let ep = store.get::<Episode>(&a.item)?.with_context(|| {
+                    format!("a result names a missing episode {}", a.item.short())
+                })?;
                 let [pred0, pred1] = a.answers[..] else {
-                    bail!("episode {} has {} answers, not 2", a.item.short(), a.answers.len());
+                    bail!(
+                        "episode {} has {} answers, not 2",
+                        a.item.short(),
+                        a.answers.len()
+                    );
                 };
                 Ok(Row {
                     episode: a.item.hex(),

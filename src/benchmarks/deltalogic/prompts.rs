@@ -37,7 +37,6 @@ pub struct Template {
     form: Form,
 }
 
-
 pub const TEMPLATE_NAMES: [&str; 2] = ["plain", "chat"];
 
 pub fn plain() -> Template {
@@ -135,4 +134,3 @@ impl Template {
         Ok(text)
     }
 }
-

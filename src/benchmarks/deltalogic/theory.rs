@@ -3,8 +3,8 @@
 
 use super::episode::{first_found, Found};
 use super::{Edit, EditType, Premise};
-use crate::logic::Semantics;
 use crate::logic::english::{self, Atom, Literal, Statement, Term};
+use crate::logic::Semantics;
 use crate::logic::{solver, Label, World};
 use crate::rng::Rng;
 use anyhow::{Context, Result};

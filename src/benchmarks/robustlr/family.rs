@@ -69,7 +69,6 @@ impl fmt::Display for SetName {
     }
 }
 
-
 /// The solver's label of `query` under a RobustLR set's semantics (closed world or classical).
 /// Closed world: a theory whose negative statements contradict what it derives is refused, since
 /// negation as failure would silently ignore them.
@@ -82,7 +81,10 @@ pub fn label(semantics: Semantics, theory: &[Statement], query: &Literal) -> Res
             Ok(solver::solve(theory, query, World::Closed)?)
         }
         Semantics::Classical => Ok(solver::solve_classical(theory, query)?),
-        other => anyhow::bail!("RobustLR items are labelled closed-world or classical, not {}", other.as_str()),
+        other => anyhow::bail!(
+            "RobustLR items are labelled closed-world or classical, not {}",
+            other.as_str()
+        ),
     }
 }
 

@@ -115,23 +115,28 @@ impl Benchmark for Glore {
         let a: BuildArgs = parse_args(self.command(), args)?;
         let out = build(store, &a.name)?;
         let labels: Vec<String> = out.labels.iter().map(|(l, n)| format!("{n} {l}")).collect();
-        Built::new(&out, format!(
+        Built::new(
+            &out,
+            format!(
                 "gold answers: {}\ngold answers not checked by the solver: {}\n{}",
                 labels.join(", "),
                 out.gold,
                 out.stored.text()
-            ))
+            ),
+        )
     }
 
     fn title(&self) -> &'static str {
         "GLoRE RobustLR"
     }
 
-
-
-
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
-        question::accuracy_evaluation(&rows, &question::GROUP_TAGS, seed, "Gold answers are the dataset's own.")
+        question::accuracy_evaluation(
+            &rows,
+            &question::GROUP_TAGS,
+            seed,
+            "Gold answers are the dataset's own.",
+        )
     }
 }

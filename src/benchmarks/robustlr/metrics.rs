@@ -8,9 +8,9 @@
 
 use super::{SetName, FAMILY, GROUP, POSITION, SET};
 use crate::benchmarks::question::QuestionRow;
-use anyhow::{bail, Context, Result};
 use crate::logic::Label;
 use crate::metrics::{mean_metric, Metric};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -212,7 +212,6 @@ pub fn from_rows(rows: &[QuestionRow], seed: u64, resamples: usize) -> Result<Ro
         .collect::<Result<_>>()?;
     Ok(metrics(&scored, seed, resamples))
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -148,7 +148,6 @@ pub fn build(reg: &Registry, config: &BuildConfig, name: &str) -> Result<BuildOu
     Ok(BuildOutcome { stored, report })
 }
 
-
 pub struct RobustLr;
 
 const COLUMNS: [Column; 2] = [
@@ -237,22 +236,30 @@ impl Benchmark for RobustLr {
         "RobustLR"
     }
 
-
-
-
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         let m = metrics::from_rows(&rows, seed, super::RESAMPLES)?;
-        let row = |by: String, value: &str, f1: &crate::metrics::Metric, consistency: Option<&crate::metrics::Metric>| Group {
+        let row = |by: String,
+                   value: &str,
+                   f1: &crate::metrics::Metric,
+                   consistency: Option<&crate::metrics::Metric>| Group {
             by,
             value: value.to_string(),
             metrics: vec![Some(f1.clone()), consistency.cloned()],
         };
-        let mut groups = vec![row("overall".into(), "all", &m.overall, Some(&m.consistency))];
+        let mut groups = vec![row(
+            "overall".into(),
+            "all",
+            &m.overall,
+            Some(&m.consistency),
+        )];
         for (set, s) in &m.by_set {
             groups.push(row("set".into(), set, &s.weighted_f1, Some(&s.consistency)));
             for (split, map) in [("group", &s.by_group), ("label", &s.by_label)] {
-                groups.extend(map.iter().map(|(g, f1)| row(format!("{set} {split}"), g, f1, None)));
+                groups.extend(
+                    map.iter()
+                        .map(|(g, f1)| row(format!("{set} {split}"), g, f1, None)),
+                );
             }
         }
         Ok(Evaluation {

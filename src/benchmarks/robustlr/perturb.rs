@@ -2,9 +2,9 @@
 //! proof needs, rewrite it, and let the solver label every variant.
 
 use super::{label, Item, SetName};
-use crate::logic::Semantics;
 use crate::logic::english::{signature, Atom, Literal, Rule, Statement, Term};
 use crate::logic::Label;
+use crate::logic::Semantics;
 use crate::rng::Rng;
 
 /// Invented attributes for the unseen predicate `t`: none occurs in ProofWriter, RuleTaker or
@@ -63,8 +63,7 @@ impl Variant {
 /// The family of `base` under `set`, base item first, or why there is none.
 pub(super) fn family(base: &Base, set: SetName, rng: &mut Rng) -> Result<Vec<Item>, Skip> {
     let semantics = set.semantics();
-    let y0 = label(semantics, &base.theory, &base.query)
-        .map_err(|_| Skip::Unsolvable)?;
+    let y0 = label(semantics, &base.theory, &base.query).map_err(|_| Skip::Unsolvable)?;
     let needed = needed_rules(base, set, semantics, y0);
     let Some(&(at, ref rule)) = (!needed.is_empty()).then(|| rng.choose(&needed)) else {
         return Err(Skip::NoNeededRule);
@@ -144,8 +143,7 @@ fn needed_rules(base: &Base, set: SetName, semantics: Semantics, y0: Label) -> V
         .filter(|(i, _)| {
             let mut without = base.theory.clone();
             without.remove(*i);
-            label(semantics, &without, &base.query)
-                .is_ok_and(|y| y != y0)
+            label(semantics, &without, &base.query).is_ok_and(|y| y != y0)
         })
         .collect()
 }
@@ -294,8 +292,7 @@ fn item(base: &Base, at: usize, v: Variant, semantics: Semantics) -> Result<Item
         premises.push(s.to_english());
         theory.push(s);
     }
-    let label = label(semantics, &theory, &base.query)
-        .map_err(|_| Skip::VariantUnsolvable)?;
+    let label = label(semantics, &theory, &base.query).map_err(|_| Skip::VariantUnsolvable)?;
     Ok(Item {
         group: v.group.to_string(),
         premises,

@@ -72,7 +72,9 @@ fn questions(id: Id, ep: &Episode) -> Result<[Question; 2]> {
             base_item: ep.base_item().0,
         };
         q.sort_tags();
-        match question::verify(&q).with_context(|| format!("episode {}, premises {when}", id.short()))? {
+        match question::verify(&q)
+            .with_context(|| format!("episode {}, premises {when}", id.short()))?
+        {
             Verdict::Solved => Ok(q),
             Verdict::NotChecked(why) => bail!("episode {}: {why}", id.short()),
         }
@@ -85,10 +87,16 @@ fn questions(id: Id, ep: &Episode) -> Result<[Question; 2]> {
 
 pub fn build(store: &Registry, from_set: &str, name: &str) -> Result<BuildOutcome> {
     let Some((set_id, set)) = store.set_by_name(from_set)? else {
-        bail!("no set named `{from_set}` in {}: build a DeltaLogic set first", store.path().display());
+        bail!(
+            "no set named `{from_set}` in {}: build a DeltaLogic set first",
+            store.path().display()
+        );
     };
     if set.benchmark != deltalogic::BENCHMARK {
-        bail!("set `{from_set}` is a {} set, not a DeltaLogic one", set.benchmark);
+        bail!(
+            "set `{from_set}` is a {} set, not a DeltaLogic one",
+            set.benchmark
+        );
     }
     let episodes = members::<Episode>(store, &set)?;
     let mut qs = Vec::new();
@@ -131,21 +139,21 @@ impl Benchmark for Static {
         "Static"
     }
 
-
     fn build(&self, store: &Registry, args: &[String]) -> Result<Built> {
         let a: BuildArgs = parse_args(BENCHMARK, args)?;
         let out = build(store, &a.from_set, &a.name)?;
-        Built::new(&out, format!(
+        Built::new(
+            &out,
+            format!(
                 "{} episodes of `{}` as questions over P and over P′ ({} FOLIO episodes left out: \
                  questions keep no FOL)\n{}",
                 out.episodes,
                 a.from_set,
                 out.first_order_skipped,
                 out.stored.text()
-            ))
+            ),
+        )
     }
-
-
 
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 
-use super::scorer::{set_threads, Backend, Scorer};
+use crate::model::scorer::{set_threads, Backend, Scorer};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchArgs {

@@ -1,13 +1,13 @@
-//! Command-line handlers for the model: `score-text` and `dev make-fixtures`. The argument
-//! structs are clap `Args` so the main CLI can mount them.
+//! `deltalogic score-text` (labels after a context, straight from a model file, no cache) and
+//! `deltalogic dev make-fixtures` (the tiny random-weight model fixtures).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::fixtures;
-use super::scorer::{set_threads, Backend, Scorer};
+use crate::model::fixtures;
+use crate::model::scorer::{set_threads, Backend, Scorer};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct ScoreTextArgs {

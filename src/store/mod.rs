@@ -271,6 +271,8 @@ impl Registry {
         }
         if path.exists() {
             check_redb_file(path)?;
+        } else {
+            Registry::create_new(path)?;
         }
         // A schema 1 store is copied before redb opens it for writing (which rewrites parts of
         // its header), so the backup is the very file.
@@ -324,6 +326,31 @@ impl Registry {
             ),
         }
         Ok(reg)
+    }
+
+    /// Creates a new, empty store at `path` all at once: it is made and initialised under a
+    /// temporary name beside it, then linked into place, so a process killed while creating a
+    /// store leaves no half-written file where the store should be (only the temporary one).
+    fn create_new(path: &Path) -> Result<()> {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".new-{}", std::process::id()));
+        let temp = PathBuf::from(name);
+        let _ = std::fs::remove_file(&temp);
+        {
+            let mut reg = Registry::create(&temp)?;
+            reg.path = temp.clone();
+            reg.initialise()?;
+        }
+        // A hard link never replaces a file: of two processes creating the same store at once,
+        // the second finds the first's store and uses it.
+        let linked = std::fs::hard_link(&temp, path);
+        let _ = std::fs::remove_file(&temp);
+        match linked {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            other => other.with_context(|| {
+                format!("cannot put the new store in place at {}", path.display())
+            }),
+        }
     }
 
     fn create(path: &Path) -> Result<Registry> {

@@ -177,6 +177,17 @@ pub struct Group {
     pub metrics: Vec<Option<Metric>>,
 }
 
+impl Group {
+    /// A group in which every column has a metric, in column order.
+    pub fn of<'m>(by: &str, value: &str, metrics: impl IntoIterator<Item = &'m Metric>) -> Group {
+        Group {
+            by: by.to_string(),
+            value: value.to_string(),
+            metrics: metrics.into_iter().cloned().map(Some).collect(),
+        }
+    }
+}
+
 /// A benchmark's metrics of one result, in a shape every output format renders alike.
 #[derive(Clone, Debug, Serialize)]
 pub struct Evaluation {

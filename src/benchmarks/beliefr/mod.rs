@@ -366,15 +366,7 @@ const COLUMNS: [Column; 9] = [
 ];
 
 fn group(by: &str, value: &str, m: &BeliefRMetrics) -> Group {
-    Group {
-        by: by.to_string(),
-        value: value.to_string(),
-        metrics: m
-            .entries()
-            .iter()
-            .map(|(_, x)| Some((*x).clone()))
-            .collect(),
-    }
+    Group::of(by, value, m.entries().map(|(_, x)| x))
 }
 
 /// `deltalogic build beliefr`: every step-t row (Basic@t) and every step-t+1 row, linked to its

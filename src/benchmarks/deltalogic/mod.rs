@@ -97,15 +97,7 @@ const COLUMNS: [Column; 6] = [
 ];
 
 fn group(by: &str, value: &str, m: &Metrics) -> Group {
-    Group {
-        by: by.to_string(),
-        value: value.to_string(),
-        metrics: m
-            .entries()
-            .iter()
-            .map(|(_, x)| Some((*x).clone()))
-            .collect(),
-    }
+    Group::of(by, value, m.entries().map(|(_, x)| x))
 }
 
 /// `deltalogic build deltalogic`: one premise edited, both labels computed by the solvers.

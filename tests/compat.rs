@@ -108,8 +108,11 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
                     &reg,
                     benchmark,
                     (set_id, &set),
-                    (model_id, &NoChat),
-                    || -> anyhow::Result<ByteModel> { panic!("nothing may be computed") },
+                    eval::Participants {
+                        subject: (model_id, &NoChat),
+                        judge: None,
+                    },
+                    |_| -> anyhow::Result<ByteModel> { panic!("nothing may be computed") },
                     benchmark.templates()[0],
                     norm,
                     &mut Quiet,

@@ -145,15 +145,20 @@ fn forge_score(cache_file: &Path, key: Id) {
 fn recompute_from<'a>(
     from: &'a Registry,
     seen: &'a std::cell::RefCell<Vec<Id>>,
-) -> impl FnMut(&ScoreRecord) -> anyhow::Result<Option<Vec<f32>>> + 'a {
-    move |s: &ScoreRecord| {
+) -> impl FnMut(&cache::Computed) -> anyhow::Result<Option<cache::Recomputed>> + 'a {
+    move |c: &cache::Computed| {
+        let cache::Computed::Score(s) = c else {
+            panic!("these stores hold no generations")
+        };
         seen.borrow_mut().push(s.id());
         if Id(s.model) != model_id("m1") {
             return Ok(None);
         }
         let m = ByteModel::new("m1");
         let text = from.get::<PromptRecord>(&Id(s.prompt))?.unwrap().text;
-        Ok(Some(eval::rescore(&m, &text, &s.label)?))
+        Ok(Some(cache::Recomputed::Logprobs(eval::rescore(
+            &m, &text, &s.label,
+        )?)))
     }
 }
 
@@ -247,7 +252,7 @@ fn scores_merged_without_a_check_are_marked_unverified() {
     let target = Registry::open_write(&dir.path().join("t.redb")).unwrap();
     // Ours before the merge: a score the cache also holds stays verified.
     let other = cache::open_incoming(&target, &cache_file).unwrap();
-    let mut unavailable = |_: &ScoreRecord| Ok(None);
+    let mut unavailable = |_: &cache::Computed| Ok(None);
     let r = cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap();
     let m1 = model_id("m1").short();
     assert_eq!(r.unverified.get(&m1), Some(&keys.len()));
@@ -260,7 +265,10 @@ fn scores_merged_without_a_check_are_marked_unverified() {
     let next = dir.path().join("next.redb");
     {
         let t2 = Registry::open_write(&next).unwrap();
-        let mut ok = |s: &ScoreRecord| Ok(Some(s.logprobs.clone()));
+        let mut ok = |c: &cache::Computed| match c {
+            cache::Computed::Score(s) => Ok(Some(cache::Recomputed::Logprobs(s.logprobs.clone()))),
+            cache::Computed::Generation(_) => panic!("these stores hold no generations"),
+        };
         let mut opts = MergeOptions::new(&mut ok);
         opts.sample_per_model = 0;
         cache::merge(&t2, &target, opts).unwrap();
@@ -330,7 +338,7 @@ fn a_schema_1_store_opened_read_only_is_read_in_memory_and_not_written() {
     assert!(cache::verify(&reg).unwrap().problems.is_empty());
     // Merged into a schema 2 store, its values gain checksums there.
     let target = Registry::open_write(&dir.path().join("new.redb")).unwrap();
-    let mut unavailable = |_: &ScoreRecord| Ok(None);
+    let mut unavailable = |_: &cache::Computed| Ok(None);
     cache::merge(&target, &reg, MergeOptions::new(&mut unavailable)).unwrap();
     assert_eq!(
         target.get::<BaseItem>(&id).unwrap(),

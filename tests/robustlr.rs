@@ -514,7 +514,7 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
             .map(|&(question, pred)| ResultRow {
                 item: question.0,
                 turns: vec![Turn {
-                    answer: pred,
+                    answer: pred.into(),
                     keys: vec![],
                 }],
             })

@@ -109,7 +109,7 @@ fn a_second_model_and_added_episodes_compute_only_their_own_scores() {
 
 /// Merges with no model available to recompute a sample: every new score comes in unverified.
 fn merge_unchecked(reg: &Registry, other: &Registry) -> anyhow::Result<cache::MergeReport> {
-    let mut unavailable = |_: &ScoreRecord| Ok(None);
+    let mut unavailable = |_: &cache::Computed| Ok(None);
     cache::merge(reg, other, cache::MergeOptions::new(&mut unavailable))
 }
 

@@ -55,17 +55,90 @@ pub fn by_command(command: &str) -> Result<&'static dyn Benchmark> {
     }
 }
 
-/// One request of one turn of an item. Every kind of request the runner serves is a variant:
-/// constrained label scoring today; greedy generation is the next.
+/// One request of one turn of an item. Every kind of request the runner serves is a variant.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
     /// The log-likelihood of each label after the prompt; the answer is the label whose
     /// normalised score is highest (ties to the earlier label).
     Score {
+        by: Role,
         prompt: String,
         /// Each label's text and the answer it stands for, in the order the scores are stored.
         labels: Vec<(String, Label)>,
     },
+    /// Greedy decoding after the prompt; the answer is the generated text.
+    Generate {
+        by: Role,
+        prompt: String,
+        decoding: Decoding,
+    },
+}
+
+/// How a generation is decoded: greedily (the most likely token at each step, ties to the
+/// lowest id), at most `max_tokens` tokens, ending early at the model's end-of-generation tokens
+/// or when the text holds one of `stop` (the text is cut just before it).
+#[derive(
+    Clone,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+)]
+pub struct Decoding {
+    pub max_tokens: u32,
+    pub stop: Vec<String>,
+}
+
+/// Which model answers a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The model under test.
+    Subject,
+    /// The judge of benchmarks whose later turns judge the model's output (`--judge`; by
+    /// default the model under test itself).
+    Judge,
+}
+
+/// A turn's answer: the label a score request chose, or the text a generation produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    Label(Label),
+    Text(String),
+}
+
+impl Answer {
+    /// The label of a scored turn; an error for a generated one (a benchmark reading a turn as
+    /// the wrong kind is a bug in its requests, reported rather than guessed around).
+    pub fn label(&self) -> Result<Label> {
+        match self {
+            Answer::Label(l) => Ok(*l),
+            Answer::Text(_) => bail!("a generated turn where a label was expected"),
+        }
+    }
+
+    /// The text of a generated turn; an error for a scored one.
+    pub fn text(&self) -> Result<&str> {
+        match self {
+            Answer::Text(t) => Ok(t),
+            Answer::Label(_) => bail!("a scored turn where generated text was expected"),
+        }
+    }
+}
+
+/// The models of a run, as a benchmark's prompts may need them.
+pub struct Models<'a> {
+    /// The model under test.
+    pub subject: &'a dyn ModelInfo,
+    /// The judge's fingerprint (the subject's own when no judge was given). A benchmark whose
+    /// requests go to the judge names it in its template record, so results of different
+    /// judges never share an id.
+    pub judge: Id,
 }
 
 /// What a benchmark needs of the model to render prompts.
@@ -84,14 +157,21 @@ pub trait Prepared {
     /// Turns per item.
     fn turns(&self) -> usize;
     /// The request of item `item` at turn `turn`, given its answers at the earlier turns.
-    fn request(&self, item: usize, turn: usize, earlier: &[Label]) -> Result<Request>;
+    fn request(&self, item: usize, turn: usize, earlier: &[Answer]) -> Result<Request>;
 }
 
 /// One item of a result: the model's answer at each turn.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answered {
     pub item: Id,
-    pub answers: Vec<Label>,
+    pub answers: Vec<Answer>,
+}
+
+impl Answered {
+    /// The answers of an item all of whose turns were scored.
+    pub fn labels(&self) -> Result<Vec<Label>> {
+        self.answers.iter().map(Answer::label).collect()
+    }
 }
 
 /// A benchmark: its items, prompts and metrics.
@@ -119,7 +199,7 @@ pub trait Benchmark: Sync {
         store: &Registry,
         set: &StoredSet,
         template: &str,
-        _model: &dyn ModelInfo,
+        _models: &Models,
     ) -> Result<Box<dyn Prepared>> {
         question::statement_questions(store, set, template)
     }
@@ -127,6 +207,10 @@ pub trait Benchmark: Sync {
     /// cache file. By default: the set's questions.
     fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
         question::references(store, set)
+    }
+    /// Whether some of its requests go to a judge model (`score --judge` is refused otherwise).
+    fn judged(&self) -> bool {
+        false
     }
     /// The metrics of one result over the set's items, with seeded bootstrap intervals.
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation>;

@@ -9,7 +9,9 @@
 //! without metrics of their own.
 
 use super::prompts::{plain_question, QuestionTemplate, TemplateRecord, STATEMENT_TEMPLATE_NAME};
-use super::{members, Answered, Column, Evaluation, Group, Prepared, Request, RESAMPLES};
+use super::{
+    members, Answer, Answered, Column, Evaluation, Group, Prepared, Request, Role, RESAMPLES,
+};
 use crate::benchmarks::deltalogic::Premise;
 use crate::logic::Label;
 use crate::logic::Semantics;
@@ -288,7 +290,7 @@ pub fn rows(store: &Registry, answered: &[Answered]) -> Result<Vec<QuestionRow>>
             let q = store
                 .get::<Question>(&a.item)?
                 .with_context(|| format!("a result names a missing question {}", a.item.short()))?;
-            let [pred] = a.answers[..] else {
+            let [pred] = a.labels()?[..] else {
                 bail!(
                     "question {} has {} answers, not 1",
                     a.item.short(),
@@ -342,8 +344,8 @@ impl Prepared for Questions {
         1
     }
 
-    fn request(&self, item: usize, turn: usize, earlier: &[Label]) -> Result<Request> {
-        if (turn, earlier) != (0, &[][..]) {
+    fn request(&self, item: usize, turn: usize, earlier: &[Answer]) -> Result<Request> {
+        if turn != 0 || !earlier.is_empty() {
             bail!("a question has one turn");
         }
         let q = &self.questions[item];
@@ -354,7 +356,11 @@ impl Prepared for Questions {
             .into_iter()
             .zip(q.options.iter().map(|o| o.label))
             .collect();
-        Ok(Request::Score { prompt, labels })
+        Ok(Request::Score {
+            by: Role::Subject,
+            prompt,
+            labels,
+        })
     }
 }
 

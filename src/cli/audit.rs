@@ -1,4 +1,5 @@
-//! `deltalogic audit RESULT`: every score behind a result, optionally recomputing a sample.
+//! `deltalogic audit RESULT`: every score and generation behind a result, optionally recomputing
+//! a sample.
 
 use super::emit;
 use crate::eval::{audit, models, ModelRecord};
@@ -23,37 +24,32 @@ pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
         audit::attach_prompts(reg, &mut audit)?;
     }
     let checked = match a.verify {
-        Some(k) => {
-            let model = Id(audit
-                .scores
-                .first()
-                .context("the result read no scores")?
-                .model
-                .0);
-            let record = reg
-                .get::<ModelRecord>(&model)?
-                .context("the result's model has no record")?;
-            let (_, record) = models::resolve(reg, &model.hex())
-                .with_context(|| format!("model {} ({})", model.short(), record.path))?;
-            Some(audit::verify(
-                reg,
-                &audit,
-                &models::Loaded::open(&record)?,
-                k,
-            )?)
-        }
+        Some(k) => Some(audit::verify(
+            reg,
+            &audit,
+            |model: Id| {
+                let record = reg
+                    .get::<ModelRecord>(&model)?
+                    .with_context(|| format!("model {} has no record", model.short()))?;
+                let (_, record) = models::resolve(reg, &model.hex())
+                    .with_context(|| format!("model {} ({})", model.short(), record.path))?;
+                models::Loaded::open(&record)
+            },
+            k,
+        )?),
         None => None,
     };
     let doc = serde_json::json!({"audit": audit, "verify": checked});
     emit(json, &doc, || {
         println!(
-            "result {} on set {} ({} items), template {}, normalisation {}: {} scores",
+            "result {} on set {} ({} items), template {}, normalisation {}: {} scores, {} generations",
             audit.result.short(),
             audit.set.short(),
             audit.set_size,
             audit.template.short(),
             audit.normalisation,
-            audit.scores.len()
+            audit.scores.len(),
+            audit.generations.len()
         );
         for l in &audit.scores {
             let lp: Vec<String> = l.logprobs.iter().map(|x| format!("{x:.4}")).collect();
@@ -66,6 +62,18 @@ pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
                 l.model.short(),
                 lp.join(", "),
                 l.computed_at
+            );
+        }
+        for g in &audit.generations {
+            println!(
+                "{}  item {} turn {} generation of {} tokens ({}) model {}: {:?}",
+                g.key.short(),
+                g.item.short(),
+                g.turn,
+                g.tokens.len(),
+                g.stop.as_str(),
+                g.model.short(),
+                g.text
             );
         }
         if let Some(v) = &checked {

@@ -1,7 +1,8 @@
 //! `deltalogic cache export|merge|verify|stats`: sharing score caches.
 
 use super::emit;
-use crate::eval::{self, cache, models, PromptRecord, ScoreRecord};
+use crate::eval::cache::{Computed, Recomputed};
+use crate::eval::{self, cache, models, PromptRecord};
 use crate::store::{Id, Kind, Names, Registry};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -63,8 +64,8 @@ struct Recomputer<'a> {
 }
 
 impl Recomputer<'_> {
-    fn recompute(&mut self, s: &ScoreRecord) -> Result<Option<Vec<f32>>> {
-        let model = Id(s.model);
+    fn recompute(&mut self, c: &Computed) -> Result<Option<Recomputed>> {
+        let model = c.model();
         if !self.loaded.contains_key(&model) {
             // Only a model registered here, whose files are where its record says, is used.
             let found = match models::resolve(self.store, &model.hex()) {
@@ -76,11 +77,20 @@ impl Recomputer<'_> {
         let Some(m) = &self.loaded[&model] else {
             return Ok(None);
         };
+        let prompt_id = match c {
+            Computed::Score(s) => Id(s.prompt),
+            Computed::Generation(g) => Id(g.prompt),
+        };
         let prompt = self
             .incoming
-            .get::<PromptRecord>(&Id(s.prompt))?
-            .with_context(|| format!("the cache file lacks prompt {}", Id(s.prompt).short()))?;
-        eval::rescore(m, &prompt.text, &s.label).map(Some)
+            .get::<PromptRecord>(&prompt_id)?
+            .with_context(|| format!("the cache file lacks prompt {}", prompt_id.short()))?;
+        Ok(Some(match c {
+            Computed::Score(s) => Recomputed::Logprobs(eval::rescore(m, &prompt.text, &s.label)?),
+            Computed::Generation(g) => {
+                Recomputed::Generation(eval::regenerate(m, &prompt.text, &g.decoding)?)
+            }
+        }))
     }
 }
 
@@ -123,7 +133,7 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
                 incoming: &other,
                 loaded: BTreeMap::new(),
             };
-            let mut recompute = |s: &ScoreRecord| recomputer.recompute(s);
+            let mut recompute = |c: &Computed| recomputer.recompute(c);
             let mut opts = cache::MergeOptions::new(&mut recompute);
             opts.sample_per_model = if no_verify { 0 } else { verify_sample };
             opts.tolerance = eval::SCORE_TOLERANCE;

@@ -6,7 +6,7 @@ use crate::benchmarks::{self, deltalogic};
 use crate::eval::{self, models, Normalisation, Outcome};
 use crate::model::scorer::Backend;
 use crate::report;
-use crate::store::Registry;
+use crate::store::{Id, Registry};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 
@@ -43,6 +43,10 @@ pub struct Args {
     /// How label log-probs are compared (a later turn continues with the label this picks).
     #[arg(long, value_enum, default_value_t = Normalisation::Mean)]
     norm: Normalisation,
+    /// The model that judges the outputs of benchmarks with judged turns (CLoMo) [default: the
+    /// model under test judges itself].
+    #[arg(long)]
+    judge: Option<String>,
     /// Threads for the tensor kernels.
     #[arg(long, default_value = "2", value_parser = threads)]
     threads: usize,
@@ -58,40 +62,45 @@ pub struct RunArgs {
     threads: usize,
 }
 
-/// Scores a set with a model through the runner; the model is loaded only if a score is missing.
-fn score(
-    reg: &Registry,
-    model: &str,
-    set: &str,
-    template: Option<&str>,
-    norm: Normalisation,
-    threads: usize,
-    json: bool,
-) -> Result<Outcome> {
-    let (model_id, record) = models::resolve(reg, model)?;
-    let Some((set_id, stored)) = reg.set_by_name(set)? else {
+/// Scores a set with a model through the runner; each model (the one under test, the judge) is
+/// loaded only if something of it is missing.
+fn score(reg: &Registry, a: &Args, json: bool) -> Result<Outcome> {
+    let (model_id, record) = models::resolve(reg, &a.model)?;
+    let judge = a
+        .judge
+        .as_deref()
+        .map(|j| models::resolve(reg, j))
+        .transpose()?;
+    let Some((set_id, stored)) = reg.set_by_name(&a.set)? else {
         bail!(
-            "no set named `{set}` in {} (see `deltalogic stats`)",
+            "no set named `{}` in {} (see `deltalogic stats`)",
+            a.set,
             reg.path().display()
         );
     };
     let benchmark = benchmarks::named(&stored.benchmark)?;
-    let template = template.unwrap_or(benchmark.templates()[0]);
-    let load = || -> Result<models::Loaded> {
-        crate::model::scorer::set_threads(threads)?;
-        models::Loaded::open(&record)
+    let template = a.template.as_deref().unwrap_or(benchmark.templates()[0]);
+    let load = |id: Id| -> Result<models::Loaded> {
+        crate::model::scorer::set_threads(a.threads)?;
+        match &judge {
+            Some((judge_id, judge)) if *judge_id == id => models::Loaded::open(judge),
+            _ => models::Loaded::open(&record),
+        }
     };
     eval::run(
         reg,
         benchmark,
         (set_id, &stored),
-        (model_id, &record),
+        eval::Participants {
+            subject: (model_id, &record),
+            judge: judge.as_ref().map(|(id, _)| *id),
+        },
         load,
         template,
-        norm,
+        a.norm,
         &mut Bar::new(json),
     )
-    .with_context(|| format!("scoring set `{set}` with `{model}`"))
+    .with_context(|| format!("scoring set `{}` with `{}`", a.set, a.model))
 }
 
 fn print(o: &Outcome) {
@@ -108,15 +117,7 @@ fn print(o: &Outcome) {
 }
 
 pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
-    let out = score(
-        reg,
-        &a.model,
-        &a.set,
-        a.template.as_deref(),
-        a.norm,
-        a.threads,
-        json,
-    )?;
+    let out = score(reg, &a, json)?;
     super::emit(json, &out, || print(&out))
 }
 
@@ -151,15 +152,15 @@ pub fn run_main(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
         extended: false,
     };
     let built = deltalogic::build(reg, &spec, DEFAULT_SET)?;
-    let out = score(
-        reg,
-        DEFAULT_MODEL_NAME,
-        DEFAULT_SET,
-        None,
-        Normalisation::Mean,
-        a.threads,
-        json,
-    )?;
+    let args = Args {
+        model: DEFAULT_MODEL_NAME.to_string(),
+        set: DEFAULT_SET.to_string(),
+        template: None,
+        norm: Normalisation::Mean,
+        judge: None,
+        threads: a.threads,
+    };
+    let out = score(reg, &args, json)?;
     let entries = report::entries(
         reg,
         &[DEFAULT_MODEL_NAME.to_string()],

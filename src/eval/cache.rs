@@ -5,7 +5,8 @@
 //! store copies records by kind; checking that a record hashes to its key, and recomputing a
 //! score, needs every record type and the model.
 
-use super::{ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
+use super::generate::Generated;
+use super::{GenerationRecord, ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
 use crate::benchmarks::deltalogic::Episode;
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::question::Question;
@@ -49,6 +50,7 @@ pub fn check(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<()> {
         Kind::Score => go::<ScoreRecord>(path, id, bytes).map(drop),
         Kind::Result => go::<ResultRecord>(path, id, bytes).map(drop),
         Kind::Question => go::<Question>(path, id, bytes).map(drop),
+        Kind::Generation => go::<GenerationRecord>(path, id, bytes).map(drop),
     }
 }
 
@@ -135,9 +137,65 @@ pub fn open_incoming(reg: &Registry, path: &Path) -> Result<Registry> {
     Ok(other)
 }
 
-/// Recomputes one score's log-probs with the real model; `None` when the model's files are
-/// not available here.
-pub type Recompute<'a> = dyn FnMut(&ScoreRecord) -> Result<Option<Vec<f32>>> + 'a;
+/// A computed record: what a model produced, which a merge can recompute.
+#[derive(Clone, Debug)]
+pub enum Computed {
+    Score(ScoreRecord),
+    Generation(GenerationRecord),
+}
+
+impl Computed {
+    fn decode(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<Option<Computed>> {
+        Ok(match kind {
+            Kind::Score => Some(Computed::Score(decode(bytes, path, id)?)),
+            Kind::Generation => Some(Computed::Generation(decode(bytes, path, id)?)),
+            _ => None,
+        })
+    }
+
+    pub fn model(&self) -> Id {
+        match self {
+            Computed::Score(s) => Id(s.model),
+            Computed::Generation(g) => Id(g.model),
+        }
+    }
+
+    /// What differs between our copy and theirs (timing and date may), if anything.
+    fn conflict(&self, theirs: &Computed) -> Option<String> {
+        match (self, theirs) {
+            (Computed::Score(a), Computed::Score(b)) => (!a.same_score(b)).then(|| {
+                format!(
+                    "label {:?}: ours {:?} ({}), theirs {:?} ({}); kept ours",
+                    a.label, a.logprobs, a.backend, b.logprobs, b.backend
+                )
+            }),
+            (Computed::Generation(a), Computed::Generation(b)) => {
+                (!a.same_generation(b)).then(|| {
+                    format!(
+                        "generation: ours {:?} ({} tokens, {}), theirs {:?} ({} tokens, {}); kept ours",
+                        a.text,
+                        a.tokens.len(),
+                        a.backend,
+                        b.text,
+                        b.tokens.len(),
+                        b.backend
+                    )
+                })
+            }
+            _ => Some("records of different kinds under one key".into()),
+        }
+    }
+}
+
+/// A record computed again with the real model.
+pub enum Recomputed {
+    Logprobs(Vec<f32>),
+    Generation(Generated),
+}
+
+/// Recomputes one incoming score or generation with the real model; `None` when the model's
+/// files are not available here.
+pub type Recompute<'a> = dyn FnMut(&Computed) -> Result<Option<Recomputed>> + 'a;
 
 /// How `merge` checks the incoming scores.
 pub struct MergeOptions<'a> {
@@ -183,15 +241,14 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
     }
     let mut report = MergeReport::default();
     let mut incoming = Vec::new();
-    // New scores per model, in key order.
-    let mut new_scores: BTreeMap<Id, Vec<(Id, ScoreRecord)>> = BTreeMap::new();
+    // New scores and generations per model, in key order.
+    let mut new_scores: BTreeMap<Id, Vec<(Id, Computed)>> = BTreeMap::new();
     for kind in Kind::ALL {
         for (id, bytes) in other.raw_all(kind)? {
             match reg.raw_get(kind, &id)? {
                 None => {
-                    if kind == Kind::Score {
-                        let s: ScoreRecord = decode(&bytes, other.path(), &id)?;
-                        new_scores.entry(Id(s.model)).or_default().push((id, s));
+                    if let Some(c) = Computed::decode(kind, other.path(), &id, &bytes)? {
+                        new_scores.entry(c.model()).or_default().push((id, c));
                     }
                     incoming.push((kind, id, bytes));
                 }
@@ -200,19 +257,17 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
                         .already_present
                         .entry(kind.noun().to_string())
                         .or_default() += 1;
-                    if ours != bytes && kind == Kind::Score {
-                        let a: ScoreRecord = decode(&ours, reg.path(), &id)?;
-                        let b: ScoreRecord = decode(&bytes, other.path(), &id)?;
-                        if !a.same_score(&b) {
-                            report.conflicts.push(Conflict {
-                                kind: kind.noun().into(),
-                                key: id,
-                                detail: format!(
-                                    "label {:?}: ours {:?} ({}), theirs {:?} ({}); kept ours",
-                                    a.label, a.logprobs, a.backend, b.logprobs, b.backend
-                                ),
-                            });
-                        }
+                    if ours == bytes {
+                        continue;
+                    }
+                    let a = Computed::decode(kind, reg.path(), &id, &ours)?;
+                    let b = Computed::decode(kind, other.path(), &id, &bytes)?;
+                    if let Some(detail) = a.zip(b).and_then(|(a, b)| a.conflict(&b)) {
+                        report.conflicts.push(Conflict {
+                            kind: kind.noun().into(),
+                            key: id,
+                            detail,
+                        });
                     }
                 }
             }
@@ -259,17 +314,18 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
     Ok(report)
 }
 
-/// Recomputes a seeded sample of one model's incoming scores; the number checked (0 when the
-/// model is not available here or no sample is asked for). Any difference is an error.
+/// Recomputes a seeded sample of one model's incoming scores and generations; the number
+/// checked (0 when the model is not available here or no sample is asked for). Any difference
+/// is an error.
 fn check_sample(
     other: &Registry,
     model: Id,
-    scores: &[(Id, ScoreRecord)],
+    scores: &[(Id, Computed)],
     opts: &mut MergeOptions<'_>,
 ) -> Result<usize> {
     // Each key's rank is a hash of the seed and the key: the sample does not depend on the
     // order records were read in, and a different seed picks differently.
-    let mut ranked: Vec<([u8; 32], &(Id, ScoreRecord))> = scores
+    let mut ranked: Vec<([u8; 32], &(Id, Computed))> = scores
         .iter()
         .map(|s| {
             let mut h = blake3::Hasher::new();
@@ -280,10 +336,11 @@ fn check_sample(
         .collect();
     ranked.sort_by_key(|a| a.0);
     let mut checked = 0;
-    for (_, (key, score)) in ranked.into_iter().take(opts.sample_per_model) {
-        let Some(ours) = (opts.recompute)(score).with_context(|| {
+    for (_, (key, record)) in ranked.into_iter().take(opts.sample_per_model) {
+        let Some(ours) = (opts.recompute)(record).with_context(|| {
             format!(
-                "recomputing score {} of model {}",
+                "recomputing {} {} of model {}",
+                noun(record),
                 key.short(),
                 model.short()
             )
@@ -291,29 +348,61 @@ fn check_sample(
         else {
             return Ok(0);
         };
-        let same = ours.len() == score.logprobs.len()
-            && ours.iter().zip(&score.logprobs).all(|(a, b)| {
-                if opts.tolerance == 0.0 {
-                    a.to_bits() == b.to_bits()
-                } else {
-                    (a - b).abs() <= opts.tolerance
-                }
-            });
+        let same = match (record, &ours) {
+            (Computed::Score(score), Recomputed::Logprobs(ours)) => {
+                ours.len() == score.logprobs.len()
+                    && ours.iter().zip(&score.logprobs).all(|(a, b)| {
+                        if opts.tolerance == 0.0 {
+                            a.to_bits() == b.to_bits()
+                        } else {
+                            (a - b).abs() <= opts.tolerance
+                        }
+                    })
+            }
+            // A generation is a sequence of choices: only the same bits mean the same text.
+            (Computed::Generation(g), Recomputed::Generation(ours)) => {
+                g.tokens == ours.tokens
+                    && g.text == ours.text
+                    && g.stop == ours.stop
+                    && g.logprobs
+                        .iter()
+                        .map(|x| x.to_bits())
+                        .eq(ours.logprobs.iter().map(|x| x.to_bits()))
+            }
+            _ => false,
+        };
         if !same {
+            let (stored, recomputed) = match (record, &ours) {
+                (Computed::Score(s), Recomputed::Logprobs(o)) => (
+                    format!("label {:?}: {:?}", s.label, s.logprobs),
+                    format!("{o:?}"),
+                ),
+                (Computed::Generation(g), Recomputed::Generation(o)) => (
+                    format!("{:?} {:?}", g.text, g.tokens),
+                    format!("{:?} {:?}", o.text, o.tokens),
+                ),
+                _ => ("a record".into(), "another kind of record".into()),
+            };
             bail!(
-                "{}: score {} (model {}, label {:?}) differs from its recomputation: stored {:?},                  recomputed {:?} (tolerance {}); nothing merged",
+                "{}: {} {} (model {}) differs from its recomputation: stored {stored}, \
+                 recomputed {recomputed} (tolerance {}); nothing merged",
                 other.path().display(),
+                noun(record),
                 key.short(),
                 model.short(),
-                score.label,
-                score.logprobs,
-                ours,
                 opts.tolerance
             );
         }
         checked += 1;
     }
     Ok(checked)
+}
+
+fn noun(c: &Computed) -> &'static str {
+    match c {
+        Computed::Score(_) => "score",
+        Computed::Generation(_) => "generation",
+    }
 }
 
 /// Writes records and names (inside the caller's transaction); counts the records added, per

@@ -1,25 +1,29 @@
-//! The one evaluation runner: a benchmark's requests → the prefix tree → cache lookups → the
-//! model → stored scores → one result record. Every `(model, prompt prefix, label)` score is
-//! computed once, stored under its key, and read back by every later run; a later turn's
-//! requests are made from the answers the stored scores give.
+//! The one evaluation runner: a benchmark's requests → cache lookups → the prefix tree → the
+//! model → stored scores and generations → one result record. Every `(model, prompt prefix,
+//! label)` score and every `(model, prompt, decoding)` generation is computed once, stored under
+//! its key, and read back by every later run; a later turn's requests are made from the answers
+//! the stored records give.
 
 pub mod audit;
 pub mod cache;
+pub mod generate;
 pub mod models;
 pub mod records;
 pub mod share;
 pub mod tree;
 
-pub use crate::store::{ResultRecord, ResultRow, Turn};
-pub use records::{ModelRecord, Normalisation, PromptRecord, ScoreRecord};
+pub use crate::store::{ResultRecord, ResultRow, Turn, TurnAnswer};
+pub use records::{
+    GenerationRecord, ModelRecord, Normalisation, PromptRecord, ScoreRecord, StopReason,
+};
 
-use crate::benchmarks::{Benchmark, ModelInfo, Request};
+use crate::benchmarks::{Answer, Answered, Benchmark, Decoding, ModelInfo, Models, Request, Role};
 use crate::logic::Label;
 use crate::store::{Id, Record, Registry, StoredSet};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// What the scorer needs of a causal language model.
 pub trait LanguageModel {
@@ -32,6 +36,14 @@ pub trait LanguageModel {
     fn empty_state(&self) -> Self::State;
     fn prefill(&self, state: &Self::State, tokens: &[u32]) -> Result<Self::State>;
     fn score_continuation(&self, state: &Self::State, tokens: &[u32]) -> Result<Vec<f32>>;
+    /// The tokens of a generation's prompt.
+    fn tokenize(&self, text: &str) -> Result<Vec<u32>>;
+    /// The logits of the token after `state` (which holds at least one token).
+    fn next_logits(&self, state: &Self::State) -> Result<Vec<f32>>;
+    /// The text of generated tokens.
+    fn decode(&self, tokens: &[u32]) -> Result<String>;
+    /// The tokens that end a generation, sorted.
+    fn end_of_generation(&self) -> Vec<u32>;
 }
 
 /// Largest |difference| accepted between a stored log-prob and the same score recomputed from the
@@ -43,76 +55,172 @@ pub const SCORE_TOLERANCE: f32 = 0.0;
 /// Scores committed per write transaction: an interrupted run loses at most this many.
 pub const BATCH: usize = 24;
 
-/// What a scoring run did.
+/// What a run did.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ScoreReport {
     pub items: usize,
     pub scores_needed: usize,
     pub scores_found_in_cache: usize,
     pub scores_computed: usize,
+    pub generations_needed: usize,
+    pub generations_found_in_cache: usize,
+    pub generations_computed: usize,
+    /// Tokens of the computed generations.
+    pub generated_tokens: u64,
     pub forward_tokens: u64,
     /// Distinct tokens of the prefix tree of the computed requests: the lower bound.
     pub tree_tokens: u64,
     pub seconds: f64,
 }
 
-/// A score request with the keys of its labels' scores.
-struct Pending {
-    prompt: String,
-    prompt_id: Id,
-    labels: Vec<String>,
-    answers: Vec<Label>,
-    keys: Vec<Id>,
+/// A request with the model that answers it and the keys its answer is read from.
+enum Pending {
+    Score {
+        model: Id,
+        prompt: String,
+        prompt_id: Id,
+        labels: Vec<String>,
+        answers: Vec<Label>,
+        keys: Vec<Id>,
+    },
+    Generate {
+        model: Id,
+        prompt: String,
+        prompt_id: Id,
+        decoding: Decoding,
+        key: Id,
+    },
 }
 
 impl Pending {
-    fn new(model: Id, request: Request) -> Pending {
-        let Request::Score { prompt, labels } = request;
-        let prompt_id = PromptRecord {
-            text: prompt.clone(),
+    fn new(subject: Id, judge: Id, request: Request) -> Result<Pending> {
+        let by = |role| match role {
+            Role::Subject => subject,
+            Role::Judge => judge,
+        };
+        let prompt_id = |prompt: &str| {
+            PromptRecord {
+                text: prompt.to_string(),
+            }
+            .id()
+        };
+        Ok(match request {
+            Request::Score {
+                by: role,
+                prompt,
+                labels,
+            } => {
+                let (model, prompt_id) = (by(role), prompt_id(&prompt));
+                let (labels, answers): (Vec<String>, Vec<Label>) = labels.into_iter().unzip();
+                let keys = labels
+                    .iter()
+                    .map(|l| ScoreRecord::key(model, prompt_id, l))
+                    .collect();
+                Pending::Score {
+                    model,
+                    prompt,
+                    prompt_id,
+                    labels,
+                    answers,
+                    keys,
+                }
+            }
+            Request::Generate {
+                by: role,
+                prompt,
+                decoding,
+            } => {
+                generate::check(&decoding)?;
+                let (model, prompt_id) = (by(role), prompt_id(&prompt));
+                Pending::Generate {
+                    model,
+                    key: GenerationRecord::key(model, prompt_id, &decoding),
+                    prompt,
+                    prompt_id,
+                    decoding,
+                }
+            }
+        })
+    }
+
+    fn model(&self) -> Id {
+        match self {
+            Pending::Score { model, .. } | Pending::Generate { model, .. } => *model,
         }
-        .id();
-        let (labels, answers): (Vec<String>, Vec<Label>) = labels.into_iter().unzip();
-        let keys = labels
-            .iter()
-            .map(|l| ScoreRecord::key(model, prompt_id, l))
-            .collect();
-        Pending {
-            prompt,
-            prompt_id,
-            labels,
-            answers,
-            keys,
+    }
+
+    fn prompt(&self) -> (&str, Id) {
+        match self {
+            Pending::Score {
+                prompt, prompt_id, ..
+            }
+            | Pending::Generate {
+                prompt, prompt_id, ..
+            } => (prompt, *prompt_id),
+        }
+    }
+
+    fn keys(&self) -> Vec<Id> {
+        match self {
+            Pending::Score { keys, .. } => keys.clone(),
+            Pending::Generate { key, .. } => vec![*key],
+        }
+    }
+
+    /// The slots (labels, or the one generation) whose records the store lacks.
+    fn missing(&self, reg: &Registry) -> Result<Vec<usize>> {
+        Ok(match self {
+            Pending::Score { keys, .. } => cached(reg, keys)?
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.is_none())
+                .map(|(j, _)| j)
+                .collect(),
+            Pending::Generate { key, .. } => match reg.get::<GenerationRecord>(key)? {
+                Some(_) => vec![],
+                None => vec![0],
+            },
+        })
+    }
+
+    /// The answer the stored records give, as stored and as the benchmark reads it.
+    fn answer(&self, reg: &Registry, norm: Normalisation) -> Result<(TurnAnswer, Answer)> {
+        match self {
+            Pending::Score { keys, answers, .. } => {
+                let label = answers[best(&must(reg, keys)?, norm)];
+                Ok((label.into(), Answer::Label(label)))
+            }
+            Pending::Generate { key, .. } => Ok((
+                TurnAnswer::Generated,
+                Answer::Text(must_generation(reg, *key)?.text),
+            )),
         }
     }
 }
 
-/// Computes the missing scores of batches of requests, loading the model on first need.
-struct ScoreCache<'a, M, L: FnOnce() -> Result<M>> {
+/// Computes the missing records of batches of requests, loading each model on first need.
+struct Computer<'a, M, L: FnMut(Id) -> Result<M>> {
     reg: &'a Registry,
-    model_id: Id,
-    model: Option<M>,
-    load: Option<L>,
+    models: BTreeMap<Id, M>,
+    load: L,
 }
 
-impl<'a, M: LanguageModel, L: FnOnce() -> Result<M>> ScoreCache<'a, M, L> {
-    /// A scorer for one run: the template is stored first, so every score key it makes names
+impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<M>> Computer<'a, M, L> {
+    /// A computer for one run: the template is stored first, so every result it leads to names
     /// a template the store holds.
     fn start(
         reg: &'a Registry,
-        model_id: Id,
         load: L,
         template: &crate::benchmarks::prompts::TemplateRecord,
-    ) -> Result<ScoreCache<'a, M, L>> {
+    ) -> Result<Computer<'a, M, L>> {
         reg.write(|w| {
             w.put(template)?;
             Ok(())
         })?;
-        Ok(ScoreCache {
+        Ok(Computer {
             reg,
-            model_id,
-            model: None,
-            load: Some(load),
+            models: BTreeMap::new(),
+            load,
         })
     }
 
@@ -122,27 +230,69 @@ impl<'a, M: LanguageModel, L: FnOnce() -> Result<M>> ScoreCache<'a, M, L> {
         report: &mut ScoreReport,
         progress: &mut dyn Progress,
     ) -> Result<()> {
-        let missing = missing(self.reg, reqs)?;
-        let needed: usize = reqs.iter().map(|r| r.keys.len()).sum();
-        report.scores_needed += needed;
-        report.scores_found_in_cache +=
-            needed - missing.iter().map(|(_, m)| m.len()).sum::<usize>();
-        if missing.is_empty() {
-            return Ok(());
+        // Per model, the missing slots of each request; a key asked twice is computed once.
+        let mut missing: BTreeMap<Id, Vec<(usize, Vec<usize>)>> = BTreeMap::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, r) in reqs.iter().enumerate() {
+            let keys = r.keys();
+            let (needed, cached) = match r {
+                Pending::Score { .. } => {
+                    (&mut report.scores_needed, &mut report.scores_found_in_cache)
+                }
+                Pending::Generate { .. } => (
+                    &mut report.generations_needed,
+                    &mut report.generations_found_in_cache,
+                ),
+            };
+            let slots: Vec<usize> = r
+                .missing(self.reg)?
+                .into_iter()
+                .filter(|&j| seen.insert(keys[j]))
+                .collect();
+            // A key asked twice in a batch is computed once, and found the second time.
+            *needed += keys.len();
+            *cached += keys.len() - slots.len();
+            if !slots.is_empty() {
+                missing.entry(r.model()).or_default().push((i, slots));
+            }
         }
-        if self.model.is_none() {
-            self.model = Some((self.load.take().expect("loaded once"))()?);
+        for (model_id, slots) in missing {
+            if !self.models.contains_key(&model_id) {
+                let m = (self.load)(model_id)?;
+                self.models.insert(model_id, m);
+            }
+            let m = &self.models[&model_id];
+            compute(self.reg, m, model_id, reqs, &slots, report, progress)?;
         }
-        let m = self.model.as_ref().expect("just loaded");
-        compute(self.reg, m, self.model_id, reqs, &missing, report, progress)
+        Ok(())
     }
 }
+
 /// One label's log-probs after a prompt, computed from the empty state: how an audit or a merge
 /// checks a stored score.
 pub fn rescore<M: LanguageModel>(model: &M, prompt: &str, label: &str) -> Result<Vec<f32>> {
     let (ctx, labels) = model.split_tokens(prompt, &[label.to_string()])?;
     let state = model.prefill(&model.empty_state(), &ctx)?;
     model.score_continuation(&state, &labels[0])
+}
+
+/// A generation computed from the empty state: how an audit or a merge checks a stored one.
+pub fn regenerate<M: LanguageModel>(
+    model: &M,
+    prompt: &str,
+    decoding: &Decoding,
+) -> Result<generate::Generated> {
+    let state = model.prefill(&model.empty_state(), &prompt_tokens(model, prompt)?)?;
+    generate::greedy(model, &state, decoding)
+}
+
+/// A generation prompt's tokens; an empty one conditions on nothing and is refused.
+fn prompt_tokens<M: LanguageModel>(model: &M, prompt: &str) -> Result<Vec<u32>> {
+    let tokens = model.tokenize(prompt)?;
+    if tokens.is_empty() {
+        bail!("the prompt is empty: nothing to generate from");
+    }
+    Ok(tokens)
 }
 
 /// Reads stored scores; `None` for any missing.
@@ -169,28 +319,43 @@ fn must(reg: &Registry, keys: &[Id]) -> Result<Vec<ScoreRecord>> {
         .collect()
 }
 
-/// Per request index, the label slots whose scores are not stored.
-fn missing(reg: &Registry, reqs: &[Pending]) -> Result<Vec<(usize, Vec<usize>)>> {
-    let mut out = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    for (i, r) in reqs.iter().enumerate() {
-        let slots: Vec<usize> = cached(reg, &r.keys)?
-            .iter()
-            .enumerate()
-            .filter(|(j, s)| s.is_none() && seen.insert(r.keys[*j]))
-            .map(|(j, _)| j)
-            .collect();
-        if !slots.is_empty() {
-            out.push((i, slots));
-        }
-    }
-    Ok(out)
+fn must_generation(reg: &Registry, key: Id) -> Result<GenerationRecord> {
+    reg.get::<GenerationRecord>(&key)?.ok_or_else(|| {
+        anyhow!(
+            "{}: generation {} is missing",
+            reg.path().display(),
+            key.short()
+        )
+    })
 }
 
-/// Progress of a scoring run (a terminal bar, or nothing).
+/// An item of a stored result with each turn's answer as its benchmark reads it (a generated
+/// turn's text from its generation record).
+pub fn answered(reg: &Registry, row: &ResultRow) -> Result<Answered> {
+    let answers = row
+        .turns
+        .iter()
+        .map(|t| match (t.answer.label(), &t.keys[..]) {
+            (Some(label), _) => Ok(Answer::Label(label)),
+            (None, [key]) => Ok(Answer::Text(must_generation(reg, Id(*key))?.text)),
+            (None, keys) => bail!(
+                "{}: a generated turn of item {} names {} records, not 1",
+                reg.path().display(),
+                Id(row.item).short(),
+                keys.len()
+            ),
+        })
+        .collect::<Result<_>>()?;
+    Ok(Answered {
+        item: Id(row.item),
+        answers,
+    })
+}
+
+/// Progress of a run (a terminal bar, or nothing).
 pub trait Progress {
     fn start(&mut self, total: u64, cached: u64);
-    fn advance(&mut self, scores: u64, tokens: u64);
+    fn advance(&mut self, done: u64, tokens: u64);
     fn finish(&mut self);
 }
 
@@ -201,6 +366,61 @@ impl Progress for Quiet {
     fn start(&mut self, _: u64, _: u64) {}
     fn advance(&mut self, _: u64, _: u64) {}
     fn finish(&mut self) {}
+}
+
+/// What one slot of a request computes after its prompt's state.
+enum Work {
+    Score {
+        req: usize,
+        slot: usize,
+        tokens: Vec<u32>,
+    },
+    Generate {
+        req: usize,
+    },
+}
+
+/// Records computed and not yet committed.
+#[derive(Default)]
+struct Batch {
+    prompts: BTreeMap<Id, String>,
+    scores: Vec<ScoreRecord>,
+    generations: Vec<GenerationRecord>,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.scores.len() + self.generations.len()
+    }
+
+    fn flush(&mut self, reg: &Registry) -> Result<()> {
+        reg.write(|w| {
+            for text in self.prompts.values() {
+                w.put(&PromptRecord { text: text.clone() })?;
+            }
+            for s in &self.scores {
+                w.put(s)?;
+            }
+            for g in &self.generations {
+                w.put(g)?;
+            }
+            Ok(())
+        })?;
+        *self = Batch::default();
+        Ok(())
+    }
+}
+
+/// Refuses a non-finite log-prob: it would be stored and read back as an answer.
+fn finite(logprobs: &[f32], what: &str, prompt: Id) -> Result<()> {
+    if let Some(bad) = logprobs.iter().find(|x| !x.is_finite()) {
+        bail!(
+            "the model gave the non-finite log-prob {bad} for {what} after prompt {}; nothing of \
+             it was stored",
+            prompt.short()
+        );
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -214,83 +434,128 @@ fn compute<M: LanguageModel>(
     progress: &mut dyn Progress,
 ) -> Result<()> {
     let mut jobs = Vec::new();
-    let mut tags = Vec::new(); // tag -> (request, slot, tokens)
+    let mut work = Vec::new();
     for (i, slots) in missing {
         let r = &reqs[*i];
-        let (context, label_tokens) = model
-            .split_tokens(&r.prompt, &r.labels)
-            .with_context(|| format!("prompt {}", r.prompt_id.short()))?;
         let mut job = tree::Job {
-            context,
-            labels: Vec::new(),
+            context: Vec::new(),
+            tags: Vec::new(),
         };
-        for &slot in slots {
-            job.labels.push((tags.len(), label_tokens[slot].clone()));
-            tags.push((*i, slot, label_tokens[slot].clone()));
+        match r {
+            Pending::Score {
+                prompt,
+                prompt_id,
+                labels,
+                ..
+            } => {
+                let (context, label_tokens) = model
+                    .split_tokens(prompt, labels)
+                    .with_context(|| format!("prompt {}", prompt_id.short()))?;
+                job.context = context;
+                for &slot in slots {
+                    job.tags.push(work.len());
+                    work.push(Work::Score {
+                        req: *i,
+                        slot,
+                        tokens: label_tokens[slot].clone(),
+                    });
+                }
+            }
+            Pending::Generate {
+                prompt, prompt_id, ..
+            } => {
+                job.context = prompt_tokens(model, prompt)
+                    .with_context(|| format!("prompt {}", prompt_id.short()))?;
+                job.tags.push(work.len());
+                work.push(Work::Generate { req: *i });
+            }
         }
         jobs.push(job);
     }
-    let total = tags.len();
-    progress.start(total as u64, report.scores_found_in_cache as u64);
-    let mut pending: Vec<ScoreRecord> = Vec::new();
-    let mut prompts: BTreeMap<Id, String> = BTreeMap::new();
+    progress.start(
+        work.len() as u64,
+        (report.scores_found_in_cache + report.generations_found_in_cache) as u64,
+    );
+    let mut batch = Batch::default();
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let flush =
-        |pending: &mut Vec<ScoreRecord>, prompts: &mut BTreeMap<Id, String>| -> Result<()> {
-            reg.write(|w| {
-                for text in prompts.values() {
-                    w.put(&PromptRecord { text: text.clone() })?;
-                }
-                for s in pending.iter() {
-                    w.put(s)?;
-                }
-                Ok(())
-            })?;
-            pending.clear();
-            prompts.clear();
-            Ok(())
-        };
+    let mut own_tokens = 0;
     let mut reported_tokens = 0;
-    let stats = tree::run(model, jobs, |tag, logprobs, took, forward| {
-        let (i, slot, tokens) = &tags[tag];
-        let r = &reqs[*i];
-        let label = &r.labels[*slot];
-        if let Some(bad) = logprobs.iter().find(|x| !x.is_finite()) {
-            // A NaN would be stored as a score and read back as an answer: refuse it here.
-            bail!(
-                "the model gave the non-finite log-prob {bad} for label {label:?} after prompt {}; \
-                 nothing of it was stored",
-                r.prompt_id.short()
-            );
+    let stats = tree::run(model, jobs, |tag, state, prefilled| {
+        let t = Instant::now();
+        let ran = match &work[tag] {
+            Work::Score { req, slot, tokens } => {
+                let Pending::Score {
+                    labels, prompt_id, ..
+                } = &reqs[*req]
+                else {
+                    unreachable!("score work comes from score requests")
+                };
+                let label = &labels[*slot];
+                let logprobs = model.score_continuation(state, tokens)?;
+                finite(&logprobs, &format!("label {label:?}"), *prompt_id)?;
+                batch.scores.push(ScoreRecord {
+                    model: model_id.0,
+                    prompt: prompt_id.0,
+                    label: label.clone(),
+                    tokens: tokens.clone(),
+                    logprobs,
+                    chars: label.chars().count() as u32,
+                    bytes: label.len() as u32,
+                    backend: model.backend().to_string(),
+                    tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                    compute_micros: t.elapsed().as_micros() as u64,
+                    computed_at: now,
+                });
+                report.scores_computed += 1;
+                tokens.len() as u64
+            }
+            Work::Generate { req } => {
+                let Pending::Generate {
+                    prompt_id,
+                    decoding,
+                    ..
+                } = &reqs[*req]
+                else {
+                    unreachable!("generation work comes from generation requests")
+                };
+                let g = generate::greedy(model, state, decoding)
+                    .with_context(|| format!("generating after prompt {}", prompt_id.short()))?;
+                finite(&g.logprobs, "a generated token", *prompt_id)?;
+                report.generations_computed += 1;
+                report.generated_tokens += g.tokens.len() as u64;
+                batch.generations.push(GenerationRecord {
+                    model: model_id.0,
+                    prompt: prompt_id.0,
+                    decoding: decoding.clone(),
+                    tokens: g.tokens,
+                    logprobs: g.logprobs,
+                    text: g.text,
+                    stop: g.stop,
+                    backend: model.backend().to_string(),
+                    tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                    compute_micros: t.elapsed().as_micros() as u64,
+                    computed_at: now,
+                });
+                g.forward_tokens
+            }
+        };
+        let (text, id) = reqs[match &work[tag] {
+            Work::Score { req, .. } | Work::Generate { req } => *req,
+        }]
+        .prompt();
+        batch.prompts.entry(id).or_insert_with(|| text.to_string());
+        own_tokens += ran;
+        progress.advance(1, prefilled + own_tokens - reported_tokens);
+        reported_tokens = prefilled + own_tokens;
+        if batch.len() >= BATCH {
+            batch.flush(reg)?;
         }
-        prompts
-            .entry(r.prompt_id)
-            .or_insert_with(|| r.prompt.clone());
-        pending.push(ScoreRecord {
-            model: model_id.0,
-            prompt: r.prompt_id.0,
-            label: label.clone(),
-            tokens: tokens.clone(),
-            logprobs,
-            chars: label.chars().count() as u32,
-            bytes: label.len() as u32,
-            backend: model.backend().to_string(),
-            tool_version: env!("CARGO_PKG_VERSION").to_string(),
-            compute_micros: took.as_micros() as u64,
-            computed_at: now,
-        });
-        progress.advance(1, forward - reported_tokens);
-        reported_tokens = forward;
-        if pending.len() >= BATCH {
-            flush(&mut pending, &mut prompts)?;
-        }
-        Ok(())
+        Ok(ran)
     })?;
-    flush(&mut pending, &mut prompts)?;
+    batch.flush(reg)?;
     progress.finish();
-    report.scores_computed += total;
     report.forward_tokens += stats.forward_tokens;
     report.tree_tokens += stats.tree_tokens;
     Ok(())
@@ -306,29 +571,53 @@ pub struct Outcome {
     pub report: ScoreReport,
 }
 
+/// The models a run asks: the one under test with what its prompts need of it, and the judge
+/// (`None`: the model under test judges itself).
+pub struct Participants<'a> {
+    pub subject: (Id, &'a dyn ModelInfo),
+    pub judge: Option<Id>,
+}
+
 /// Evaluates a set with a model: the benchmark's requests turn by turn, each turn computing only
-/// the scores the cache lacks (`load` is called only if something must be computed), each item's
-/// later turns made from its answers at the earlier ones. Stores and returns the result.
+/// the scores and generations the cache lacks (`load(model id)` is called only for a model with
+/// something to compute), each item's later turns made from its answers at the earlier ones.
+/// Stores and returns the result.
 #[allow(clippy::too_many_arguments)]
 pub fn run<M: LanguageModel>(
     reg: &Registry,
     benchmark: &dyn Benchmark,
     (set_id, set): (Id, &StoredSet),
-    (model_id, info): (Id, &dyn ModelInfo),
-    load: impl FnOnce() -> Result<M>,
+    models: Participants,
+    load: impl FnMut(Id) -> Result<M>,
     template: &str,
     norm: Normalisation,
     progress: &mut dyn Progress,
 ) -> Result<Outcome> {
-    let start = std::time::Instant::now();
-    let prepared = benchmark.prepare(reg, set, template, info)?;
+    let start = Instant::now();
+    let (model_id, info) = models.subject;
+    if models.judge.is_some() && !benchmark.judged() {
+        bail!(
+            "{} asks no judge: run it without --judge",
+            benchmark.title()
+        );
+    }
+    let judge = models.judge.unwrap_or(model_id);
+    let prepared = benchmark.prepare(
+        reg,
+        set,
+        template,
+        &Models {
+            subject: info,
+            judge,
+        },
+    )?;
     let items = prepared.items();
     let mut report = ScoreReport {
         items: items.len(),
         ..Default::default()
     };
     let template = prepared.template();
-    let mut scorer = ScoreCache::start(reg, model_id, load, &template)?;
+    let mut computer = Computer::start(reg, load, &template)?;
     let mut rows: Vec<ResultRow> = items
         .iter()
         .map(|id| ResultRow {
@@ -336,25 +625,27 @@ pub fn run<M: LanguageModel>(
             turns: Vec::new(),
         })
         .collect();
+    let mut answers: Vec<Vec<Answer>> = vec![Vec::new(); items.len()];
     for turn in 0..prepared.turns() {
-        let pending = rows
+        let pending = answers
             .iter()
             .enumerate()
-            .map(|(i, row)| {
-                let earlier: Vec<Label> = row.turns.iter().map(|t| t.answer).collect();
+            .map(|(i, earlier)| {
                 let request = prepared
-                    .request(i, turn, &earlier)
+                    .request(i, turn, earlier)
+                    .and_then(|r| Pending::new(model_id, judge, r))
                     .with_context(|| format!("item {}, turn {}", items[i].short(), turn + 1))?;
-                Ok(Pending::new(model_id, request))
+                Ok(request)
             })
             .collect::<Result<Vec<_>>>()?;
-        scorer.ensure(&pending, &mut report, progress)?;
-        for (row, p) in rows.iter_mut().zip(pending) {
-            let scores = must(reg, &p.keys)?;
+        computer.ensure(&pending, &mut report, progress)?;
+        for ((row, earlier), p) in rows.iter_mut().zip(&mut answers).zip(pending) {
+            let (stored, answer) = p.answer(reg, norm)?;
             row.turns.push(Turn {
-                answer: p.answers[best(&scores, norm)],
-                keys: p.keys.iter().map(|k| k.0).collect(),
+                answer: stored,
+                keys: p.keys().iter().map(|k| k.0).collect(),
             });
+            earlier.push(answer);
         }
     }
     let result = ResultRecord {

@@ -308,6 +308,22 @@ impl LanguageModel for Loaded {
     fn score_continuation(&self, state: &State, tokens: &[u32]) -> Result<Vec<f32>> {
         Ok(self.scorer.score_continuation(state, tokens)?)
     }
+
+    fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
+        Ok(self.scorer.tokenize(text)?)
+    }
+
+    fn next_logits(&self, state: &State) -> Result<Vec<f32>> {
+        Ok(self.scorer.next_logits(state)?)
+    }
+
+    fn decode(&self, tokens: &[u32]) -> Result<String> {
+        Ok(self.scorer.decode(tokens)?)
+    }
+
+    fn end_of_generation(&self) -> Vec<u32> {
+        self.scorer.end_of_generation()
+    }
 }
 
 /// The model's own chat template: GGUF `tokenizer.chat_template`, or HF

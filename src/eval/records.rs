@@ -1,5 +1,6 @@
 //! The records of scoring: models, templates, prompt texts, scores and results.
 
+use crate::benchmarks::Decoding;
 use crate::store::{canonical, Id, Kind, Record};
 use serde::Serialize;
 
@@ -125,5 +126,84 @@ impl Normalisation {
             Normalisation::Sum => "sum",
             Normalisation::PerChar => "per-char",
         }
+    }
+}
+
+/// Why a generation ended.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopReason {
+    /// The model chose one of its end-of-generation tokens (kept in `tokens`, not in the text).
+    EndToken,
+    /// The text reached one of the stop strings.
+    StopString,
+    MaxTokens,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::EndToken => "end-token",
+            StopReason::StopString => "stop-string",
+            StopReason::MaxTokens => "max-tokens",
+        }
+    }
+}
+
+/// One greedy generation after a prompt. The key hashes the model fingerprint, the prompt
+/// (through its content id) and the decoding; like a score, its bits depend only on those.
+#[derive(Clone, Debug, PartialEq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct GenerationRecord {
+    pub model: [u8; 32],
+    pub prompt: [u8; 32],
+    pub decoding: Decoding,
+    /// Every token chosen, the end token included.
+    pub tokens: Vec<u32>,
+    /// Natural-log probability of each chosen token.
+    pub logprobs: Vec<f32>,
+    /// The decoded text, cut just before the first stop string.
+    pub text: String,
+    pub stop: StopReason,
+    pub backend: String,
+    pub tool_version: String,
+    /// Time of the decoding steps (the prompt's prefill is not included), microseconds.
+    pub compute_micros: u64,
+    /// Unix seconds.
+    pub computed_at: u64,
+}
+
+impl GenerationRecord {
+    pub fn key(model: Id, prompt: Id, decoding: &Decoding) -> Id {
+        Id::derive(
+            Kind::Generation,
+            &canonical(&(model.hex(), prompt.hex(), "greedy", decoding)),
+        )
+    }
+
+    /// Whether two records hold the same generation (timing and date may differ).
+    pub fn same_generation(&self, other: &GenerationRecord) -> bool {
+        self.tokens == other.tokens
+            && self
+                .logprobs
+                .iter()
+                .map(|x| x.to_bits())
+                .eq(other.logprobs.iter().map(|x| x.to_bits()))
+            && self.text == other.text
+            && self.stop == other.stop
+            && self.backend == other.backend
+    }
+}
+
+impl Record for GenerationRecord {
+    const KIND: Kind = Kind::Generation;
+    fn content(&self) -> Vec<u8> {
+        canonical(&(
+            Id(self.model).hex(),
+            Id(self.prompt).hex(),
+            "greedy",
+            &self.decoding,
+        ))
     }
 }

@@ -2,7 +2,7 @@
 //! normalisation), with everything they refer to — scores, prompts, templates, the set, its spec,
 //! its members and their base items, the model record — so that it reports and audits alone.
 
-use super::{ResultRecord, ScoreRecord};
+use super::{GenerationRecord, ResultRecord, ScoreRecord};
 use crate::benchmarks;
 use crate::store::{Id, Kind, Names, Registry};
 use anyhow::{bail, Context, Result};
@@ -35,9 +35,12 @@ pub fn closure(reg: &Registry, model: Id, set_name: &str) -> Result<Closure> {
         wanted.insert((Kind::Result, *rid));
         wanted.insert((Kind::Template, Id(r.template)));
         for key in r.keys() {
-            wanted.insert((Kind::Score, key));
             if let Some(s) = reg.get::<ScoreRecord>(&key)? {
+                wanted.insert((Kind::Score, key));
                 wanted.insert((Kind::Prompt, Id(s.prompt)));
+            } else if let Some(g) = reg.get::<GenerationRecord>(&key)? {
+                wanted.insert((Kind::Generation, key));
+                wanted.insert((Kind::Prompt, Id(g.prompt)));
             }
         }
     }

@@ -1,28 +1,28 @@
-//! Runs scoring jobs as a prefix tree: jobs sorted by their context tokens, a stack of KV
-//! states along the current path, and every shared prefix computed once. The forward tokens
+//! Runs jobs as a prefix tree: jobs sorted by their context tokens, a stack of KV states along
+//! the current path, and every shared prefix computed once. At each job's context the caller's
+//! work runs from the context's state (scoring label continuations, or greedy generation). The forward tokens
 //! computed equal the distinct tokens of the tree (its lower bound) unless the bound on kept
 //! states forces a recomputation.
 
 use super::LanguageModel;
 use anyhow::Result;
 use serde::Serialize;
-use std::time::{Duration, Instant};
 
 /// States kept at once along the current path; each holds a KV cache, so this bounds memory.
 pub const MAX_KEPT_STATES: usize = 16;
 
-/// One context and the label continuations to score after it.
+/// One context and the caller's tags of the work to run after it.
 pub struct Job {
     pub context: Vec<u32>,
-    /// (caller's tag, label tokens)
-    pub labels: Vec<(usize, Vec<u32>)>,
+    pub tags: Vec<usize>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
 pub struct TreeStats {
-    /// Tokens run through the model (context prefills plus label continuations).
+    /// Tokens run through the model (context prefills plus the work after them: label
+    /// continuations, generated tokens).
     pub forward_tokens: u64,
-    /// Distinct tokens of the tree: distinct context prefixes plus every label continuation.
+    /// Distinct tokens of the tree: distinct context prefixes plus the work after them.
     pub tree_tokens: u64,
 }
 
@@ -30,12 +30,12 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// Scores every job; `done(tag, logprobs, time, forward tokens so far)` is called for each label
-/// as it is scored.
+/// Runs every job: `work(tag, state, forward tokens so far)` is called for each tag with the
+/// state of its job's context, and returns the tokens it ran through the model itself.
 pub fn run<M: LanguageModel>(
     model: &M,
     mut jobs: Vec<Job>,
-    mut done: impl FnMut(usize, Vec<f32>, Duration, u64) -> Result<()>,
+    mut work: impl FnMut(usize, &M::State, u64) -> Result<u64>,
 ) -> Result<TreeStats> {
     jobs.sort_by(|a, b| a.context.cmp(&b.context));
     // shared[i]: tokens job i has in common with job i + 1.
@@ -59,12 +59,10 @@ pub fn run<M: LanguageModel>(
             push(&mut stack, depth, state);
         }
         let (_, state) = stack.last().expect("the full context was just pushed");
-        for (tag, tokens) in &jobs[i].labels {
-            stats.tree_tokens += tokens.len() as u64;
-            stats.forward_tokens += tokens.len() as u64;
-            let t = Instant::now();
-            let logprobs = model.score_continuation(state, tokens)?;
-            done(*tag, logprobs, t.elapsed(), stats.forward_tokens)?;
+        for &tag in &jobs[i].tags {
+            let ran = work(tag, state, stats.forward_tokens)?;
+            stats.tree_tokens += ran;
+            stats.forward_tokens += ran;
         }
     }
     Ok(stats)

@@ -108,6 +108,16 @@ impl Scorer {
         self.tokenizer.encode(text)
     }
 
+    /// The text of `tokens` (special tokens written out).
+    pub fn decode(&self, tokens: &[u32]) -> Result<String, ModelError> {
+        self.tokenizer.decode(tokens)
+    }
+
+    /// The tokens that end a generation.
+    pub fn end_of_generation(&self) -> Vec<u32> {
+        self.tokenizer.end_of_generation()
+    }
+
     /// The context's tokens and each label's tokens under the boundary rule (module docs).
     pub fn split_tokens(
         &self,

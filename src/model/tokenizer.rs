@@ -283,6 +283,27 @@ impl Tokenizer {
         self.eos
     }
 
+    /// The tokens that end a generation: the end-of-sequence token and the end-of-turn tokens
+    /// of the chat formats llama.cpp also treats as end of generation (its `special_eog_ids`),
+    /// where the vocabulary has them. Sorted, without repeats.
+    pub fn end_of_generation(&self) -> Vec<u32> {
+        const END_OF_TURN: [&str; 5] = [
+            "<|im_end|>",
+            "<|endoftext|>",
+            "<|eot_id|>",
+            "<|end|>",
+            "<end_of_turn>",
+        ];
+        let mut ids: Vec<u32> = END_OF_TURN
+            .iter()
+            .filter_map(|t| self.token_to_id(t))
+            .chain(self.eos)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
     pub fn inner(&self) -> &tokenizers::Tokenizer {
         &self.inner
     }

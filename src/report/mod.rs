@@ -140,14 +140,12 @@ pub fn entries(reg: &Registry, models: &[String], sets: &[String]) -> Result<Vec
             format!("result {} names a missing set {}", rid.short(), set.short())
         })?;
         let benchmark = benchmarks::named(&stored.benchmark)?;
-        let answered: Vec<benchmarks::Answered> = r
+        let answered = r
             .rows
             .iter()
-            .map(|row| benchmarks::Answered {
-                item: Id(row.item),
-                answers: row.turns.iter().map(|t| t.answer).collect(),
-            })
-            .collect();
+            .map(|row| crate::eval::answered(reg, row))
+            .collect::<Result<Vec<_>>>()
+            .with_context(|| format!("result {}", rid.short()))?;
         let evaluation = benchmark
             .evaluate(reg, &answered, BOOTSTRAP_SEED)
             .with_context(|| format!("result {}", rid.short()))?;

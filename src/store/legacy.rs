@@ -79,11 +79,11 @@ pub(super) fn upgrade_result(table: &str, key: Id, bytes: &[u8]) -> Result<Resul
                         item: row.episode,
                         turns: vec![
                             Turn {
-                                answer: row.pred0,
+                                answer: row.pred0.into(),
                                 keys: row.keys[..3].to_vec(),
                             },
                             Turn {
-                                answer: row.pred1,
+                                answer: row.pred1.into(),
                                 keys: row.keys[3..].to_vec(),
                             },
                         ],
@@ -112,7 +112,7 @@ pub(super) fn upgrade_result(table: &str, key: Id, bytes: &[u8]) -> Result<Resul
                     .map(|row| ResultRow {
                         item: row.question,
                         turns: vec![Turn {
-                            answer: row.pred,
+                            answer: row.pred.into(),
                             keys: row.keys,
                         }],
                     })

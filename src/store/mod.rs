@@ -20,7 +20,7 @@ mod records;
 mod shield;
 
 pub use outputs::{guard_output, record_output, same_file};
-pub use records::{ResultRecord, ResultRow, SourceFile, StoredSet, StoredSpec, Turn};
+pub use records::{ResultRecord, ResultRow, SourceFile, StoredSet, StoredSpec, Turn, TurnAnswer};
 
 use anyhow::{anyhow, bail, Context, Result};
 use redb::{
@@ -124,10 +124,11 @@ pub enum Kind {
     Score,
     Result,
     Question,
+    Generation,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::SourceFile,
         Kind::BaseItem,
         Kind::Episode,
@@ -139,6 +140,7 @@ impl Kind {
         Kind::Score,
         Kind::Result,
         Kind::Question,
+        Kind::Generation,
     ];
 
     fn context(self) -> &'static str {
@@ -154,6 +156,7 @@ impl Kind {
             Kind::Score => "deltalogic 2026-11-21 score key v1",
             Kind::Result => "deltalogic 2026-11-21 result v1",
             Kind::Question => "deltalogic 2026-11-21 question v1",
+            Kind::Generation => "deltalogic 2026-11-23 generation key v1",
         }
     }
 
@@ -171,6 +174,7 @@ impl Kind {
             Kind::Score => "score",
             Kind::Result => "result",
             Kind::Question => "question",
+            Kind::Generation => "generation",
         }
     }
 
@@ -192,6 +196,7 @@ impl Kind {
             Kind::Score => "scores",
             Kind::Result => "results",
             Kind::Question => "questions",
+            Kind::Generation => "generations",
         }
     }
 }

@@ -111,14 +111,50 @@ impl Record for StoredSet {
     }
 }
 
-/// One turn of an item in a result: the model's answer and the keys of the scores it was
-/// chosen from, in the order of the turn's labels.
+/// One turn of an item in a result: the model's answer and the keys it came from: the scores
+/// it was chosen from, in the order of the turn's labels, or the one generation it is.
 #[derive(
     Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
 )]
 pub struct Turn {
-    pub answer: Label,
+    pub answer: TurnAnswer,
     pub keys: Vec<[u8; 32]>,
+}
+
+/// A turn's answer as stored: a label, or `Generated`, whose text is the generation the turn's
+/// one key names. The label variants come first and in `Label`'s order: rkyv archives an enum
+/// of unit variants as its index, so results stored before generation existed read unchanged
+/// (`tests`: `turn_answers_keep_the_label_layout`).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub enum TurnAnswer {
+    True,
+    False,
+    Uncertain,
+    Generated,
+}
+
+impl From<Label> for TurnAnswer {
+    fn from(l: Label) -> TurnAnswer {
+        match l {
+            Label::True => TurnAnswer::True,
+            Label::False => TurnAnswer::False,
+            Label::Uncertain => TurnAnswer::Uncertain,
+        }
+    }
+}
+
+impl TurnAnswer {
+    /// The label, or `None` for a generated turn.
+    pub fn label(self) -> Option<Label> {
+        match self {
+            TurnAnswer::True => Some(Label::True),
+            TurnAnswer::False => Some(Label::False),
+            TurnAnswer::Uncertain => Some(Label::Uncertain),
+            TurnAnswer::Generated => None,
+        }
+    }
 }
 
 /// One item's part of a result: every turn, in order.
@@ -164,5 +200,21 @@ impl Record for ResultRecord {
             &self.normalisation,
             keys,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turn_answers_keep_the_label_layout() {
+        for l in Label::ALL {
+            let old = rkyv::to_bytes::<rkyv::rancor::Error>(&l).unwrap();
+            let new = rkyv::to_bytes::<rkyv::rancor::Error>(&TurnAnswer::from(l)).unwrap();
+            assert_eq!(old.as_slice(), new.as_slice(), "{l:?}");
+            let back = rkyv::from_bytes::<TurnAnswer, rkyv::rancor::Error>(&old).unwrap();
+            assert_eq!(back.label(), Some(l));
+        }
     }
 }

@@ -67,6 +67,29 @@ impl LanguageModel for ByteModel {
         }
         Ok(out)
     }
+
+    fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
+        Ok(text.bytes().map(u32::from).collect())
+    }
+
+    /// Printable ASCII and the end token 0 are possible; every other byte is far less likely,
+    /// so generated text is readable.
+    fn next_logits(&self, state: &Vec<u32>) -> Result<Vec<f32>> {
+        Ok((0..256u32)
+            .map(|t| match t {
+                0 | 32..=126 => self.logprob(state, t),
+                _ => -100.0,
+            })
+            .collect())
+    }
+
+    fn decode(&self, tokens: &[u32]) -> Result<String> {
+        Ok(tokens.iter().map(|&t| char::from(t as u8)).collect())
+    }
+
+    fn end_of_generation(&self) -> Vec<u32> {
+        vec![0]
+    }
 }
 
 use deltalogic::benchmarks::{self, ModelInfo};
@@ -115,8 +138,11 @@ pub fn score_with(
         reg,
         benchmark,
         (set_id, &stored),
-        (model_id(model), &NoChat),
-        || Ok(ByteModel::new(model)),
+        eval::Participants {
+            subject: (model_id(model), &NoChat),
+            judge: None,
+        },
+        |_| Ok(ByteModel::new(model)),
         template.unwrap_or(benchmark.templates()[0]),
         norm,
         &mut Quiet,

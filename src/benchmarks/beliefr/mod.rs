@@ -15,9 +15,7 @@ pub mod metrics;
 pub mod prompts;
 
 use super::question::{self, store_set, Choice, Question, Questions, Stored};
-use super::{
-    parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, ModelInfo, Prepared,
-};
+use super::{parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, Models, Prepared};
 use crate::datasets::BaseItem;
 use crate::logic::{Label, Semantics};
 use crate::store::{canonical, Id, Record, Registry, StoredSet};
@@ -437,7 +435,7 @@ impl Benchmark for BeliefR {
         store: &Registry,
         set: &StoredSet,
         template: &str,
-        _: &dyn ModelInfo,
+        _: &Models,
     ) -> Result<Box<dyn Prepared>> {
         let form = match template {
             "beliefr-letters" => LabelForm::Letters,

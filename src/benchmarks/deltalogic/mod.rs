@@ -14,8 +14,8 @@ pub(crate) use episode::solve;
 pub use episode::{verify, Edit, EditType, Episode, Premise};
 
 use super::{
-    members, parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, ModelInfo,
-    Prepared, Request,
+    members, parse_args, Answer, Answered, Benchmark, Built, Column, Evaluation, Group, Models,
+    Prepared, Request, Role,
 };
 use crate::benchmarks::prompts::{label_index, TemplateRecord};
 use crate::logic::Label;
@@ -48,18 +48,24 @@ impl Prepared for Episodes {
         2
     }
 
-    fn request(&self, item: usize, turn: usize, earlier: &[Label]) -> Result<Request> {
+    fn request(&self, item: usize, turn: usize, earlier: &[Answer]) -> Result<Request> {
         let ep = &self.episodes[item];
         let prompt = match (turn, earlier) {
             (0, []) => self.template.step1(ep)?,
-            (1, [pred0]) => self.template.step2(ep, *pred0, &ep.premises_after()?)?,
+            (1, [pred0]) => self
+                .template
+                .step2(ep, pred0.label()?, &ep.premises_after()?)?,
             _ => bail!("a DeltaLogic episode has two turns, each after the ones before"),
         };
         let labels = Label::ALL
             .iter()
             .map(|&l| (self.template.labels[label_index(l)].to_string(), l))
             .collect();
-        Ok(Request::Score { prompt, labels })
+        Ok(Request::Score {
+            by: Role::Subject,
+            prompt,
+            labels,
+        })
     }
 }
 
@@ -189,11 +195,11 @@ impl Benchmark for DeltaLogic {
         store: &Registry,
         set: &StoredSet,
         template: &str,
-        model: &dyn ModelInfo,
+        models: &Models,
     ) -> Result<Box<dyn Prepared>> {
         let template = match template {
             "plain" => prompts::plain(),
-            "chat" => prompts::chat(&model.chat_template()?)?,
+            "chat" => prompts::chat(&models.subject.chat_template()?)?,
             _ => bail!(
                 "unknown DeltaLogic template `{template}` (known: {})",
                 prompts::TEMPLATE_NAMES.join(", ")
@@ -223,7 +229,7 @@ impl Benchmark for DeltaLogic {
                 let ep = store.get::<Episode>(&a.item)?.with_context(|| {
                     format!("a result names a missing episode {}", a.item.short())
                 })?;
-                let [pred0, pred1] = a.answers[..] else {
+                let [pred0, pred1] = a.labels()?[..] else {
                     bail!(
                         "episode {} has {} answers, not 2",
                         a.item.short(),

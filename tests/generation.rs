@@ -378,3 +378,73 @@ fn audits_and_merges_carry_and_check_generations() {
     assert_eq!(r.conflicts.len(), 1);
     assert_eq!(r.conflicts[0].kind, "generation");
 }
+
+#[test]
+fn the_dialogue_template_explains_between_the_two_answers() {
+    use deltalogic::benchmarks::deltalogic::{self as dl, BuildSpec, PremiseSource};
+    let dir = tempfile::tempdir().unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let spec = BuildSpec {
+        seed: 3,
+        from: PremiseSource::Generated,
+        per_type: Some(2),
+        extended: false,
+    };
+    dl::build(&reg, &spec, "set").unwrap();
+    let plain = common::score_with(&reg, "m1", "set", Some("plain"), eval::Normalisation::Sum);
+    let dialogue = common::score_with(
+        &reg,
+        "m1",
+        "set",
+        Some("dialogue"),
+        eval::Normalisation::Sum,
+    );
+    let n = plain.report.items;
+    // Step 1 is the plain prompt: its scores are shared; the explanation and the revision are new.
+    assert_eq!(dialogue.report.scores_found_in_cache, 3 * n);
+    assert_eq!(dialogue.report.generations_computed, n);
+    let again = common::score_with(
+        &reg,
+        "m1",
+        "set",
+        Some("dialogue"),
+        eval::Normalisation::Sum,
+    );
+    assert_eq!(again.result, dialogue.result);
+    assert_eq!(
+        (
+            again.report.generations_computed,
+            again.report.scores_computed
+        ),
+        (0, 0)
+    );
+
+    let result = reg
+        .get::<eval::ResultRecord>(&dialogue.result)
+        .unwrap()
+        .unwrap();
+    let rows: Vec<Answered> = result
+        .rows
+        .iter()
+        .map(|r| eval::answered(&reg, r).unwrap())
+        .collect();
+    for (row, a) in result.rows.iter().zip(&rows) {
+        assert_eq!(row.turns.len(), 3);
+        assert_eq!(row.turns[1].answer, TurnAnswer::Generated);
+        let why = a.answers[1].text().unwrap();
+        assert!(
+            !why.contains('.') && !why.contains('\n'),
+            "one sentence: {why:?}"
+        );
+        // The revision prompt carries the model's own explanation.
+        let s = reg
+            .get::<ScoreRecord>(&Id(row.turns[2].keys[0]))
+            .unwrap()
+            .unwrap();
+        let prompt = reg.get::<PromptRecord>(&Id(s.prompt)).unwrap().unwrap();
+        assert!(prompt.text.contains(&format!(" {}.\n\n", why.trim())));
+    }
+    // The benchmark reads the two scored answers and skips the explanation.
+    let e = dl::DeltaLogic.evaluate(&reg, &rows, 0).unwrap();
+    assert_eq!(e.n, n);
+}

@@ -230,7 +230,7 @@ fn step_two_continues_step_one_in_both_templates() {
             let after = ep.premises_after().unwrap();
             let s1 = t.step1(ep).unwrap();
             let s2 = t
-                .step2(ep, deltalogic::logic::Label::False, &after)
+                .step2(ep, deltalogic::logic::Label::False, None, &after)
                 .unwrap();
             let answered = format!("{s1}{}", t.label_text(deltalogic::logic::Label::False));
             assert!(

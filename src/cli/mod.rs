@@ -8,6 +8,7 @@ mod build;
 mod cache;
 mod datasets;
 mod episodes;
+mod generate_text;
 mod ingest;
 mod model;
 mod output;
@@ -73,6 +74,8 @@ pub enum Command {
     Run(score::RunArgs),
     /// Score labels after a context with a model file (no cache): token ids, log-probs, sum, mean.
     ScoreText(score_text::ScoreTextArgs),
+    /// Greedy generation after a prompt with a model file (no cache): tokens, log-probs, text.
+    GenerateText(generate_text::GenerateTextArgs),
     /// Prefill throughput per backend beside llama.cpp's llama-bench, and peak memory.
     Bench(bench::BenchArgs),
     /// Developer tools.
@@ -85,6 +88,7 @@ pub fn run(cli: Cli) -> Result<()> {
     // Commands on model files alone never touch the store.
     match &cli.command {
         Command::ScoreText(a) => return score_text::score_text(a, json),
+        Command::GenerateText(a) => return generate_text::generate_text(a, json),
         Command::Bench(a) => return bench::bench(a),
         Command::Dev(c) => return model::dev(c),
         _ => {}
@@ -114,7 +118,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Model(c) => model::run(&store, json, c),
         Command::Score(a) => score::run(&store, json, a),
         Command::Run(a) => score::run_main(&store, json, a),
-        Command::ScoreText(_) | Command::Bench(_) | Command::Dev(_) => {
+        Command::ScoreText(_) | Command::GenerateText(_) | Command::Bench(_) | Command::Dev(_) => {
             unreachable!("handled above")
         }
     }

@@ -35,8 +35,9 @@ pub struct Args {
     /// A set name (see `stats`), of any benchmark.
     #[arg(long)]
     set: String,
-    /// The prompt template [default: the benchmark's first]. DeltaLogic: `plain` or `chat` (the
-    /// model's own chat template). Belief-R: `beliefr-letters` (score the option letters) or
+    /// The prompt template [default: the benchmark's first]. DeltaLogic: `plain`, `chat` (the
+    /// model's own chat template) or `dialogue` (the model explains its first answer before the
+    /// revision). Belief-R: `beliefr-letters` (score the option letters) or
     /// `beliefr-text` (score the option texts). RobustLR, GLoRE, static: `plain-question`.
     #[arg(long)]
     template: Option<String>,
@@ -109,6 +110,15 @@ fn print(o: &Outcome) {
         "{} items: {} scores needed, {} found in the cache, {} computed in {:.1} s",
         r.items, r.scores_needed, r.scores_found_in_cache, r.scores_computed, r.seconds
     );
+    if r.generations_needed > 0 {
+        println!(
+            "{} generations needed, {} found in the cache, {} computed ({} tokens)",
+            r.generations_needed,
+            r.generations_found_in_cache,
+            r.generations_computed,
+            r.generated_tokens
+        );
+    }
     println!(
         "forward tokens {} / prefix-tree tokens {} (lower bound)",
         r.forward_tokens, r.tree_tokens

@@ -279,8 +279,13 @@ impl Loaded {
             "int8" => Backend::Int8,
             other => bail!("model backend `{other}` is not built into this deltalogic"),
         };
+        Loaded::file(Path::new(&record.path), backend)
+    }
+
+    /// Loads a model file that no store has registered (`score-text`, `generate-text`).
+    pub fn file(path: &Path, backend: Backend) -> Result<Loaded> {
         Ok(Loaded {
-            scorer: Scorer::open(Path::new(&record.path), backend)?,
+            scorer: Scorer::open(path, backend)?,
             backend: backend_name(backend),
         })
     }

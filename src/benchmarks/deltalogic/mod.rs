@@ -45,21 +45,35 @@ impl Prepared for Episodes {
     }
 
     fn turns(&self) -> usize {
-        2
+        if self.template.explains() {
+            3
+        } else {
+            2
+        }
     }
 
     fn request(&self, item: usize, turn: usize, earlier: &[Answer]) -> Result<Request> {
         let ep = &self.episodes[item];
-        let prompt = match (turn, earlier) {
-            (0, []) => self.template.step1(ep)?,
-            (1, [pred0]) => self
-                .template
-                .step2(ep, pred0.label()?, &ep.premises_after()?)?,
-            _ => bail!("a DeltaLogic episode has two turns, each after the ones before"),
+        let t = &self.template;
+        let prompt = match (t.explains(), turn, earlier) {
+            (_, 0, []) => t.step1(ep)?,
+            (false, 1, [pred0]) => t.step2(ep, pred0.label()?, None, &ep.premises_after()?)?,
+            (true, 1, [pred0]) => {
+                let (prompt, decoding) = t.explanation(ep, pred0.label()?)?;
+                return Ok(Request::Generate {
+                    by: Role::Subject,
+                    prompt,
+                    decoding,
+                });
+            }
+            (true, 2, [pred0, why]) => {
+                t.step2(ep, pred0.label()?, Some(why.text()?), &ep.premises_after()?)?
+            }
+            _ => bail!("a DeltaLogic episode's turns come in order, each after the ones before"),
         };
         let labels = Label::ALL
             .iter()
-            .map(|&l| (self.template.labels[label_index(l)].to_string(), l))
+            .map(|&l| (t.labels[label_index(l)].to_string(), l))
             .collect();
         Ok(Request::Score {
             by: Role::Subject,
@@ -200,6 +214,7 @@ impl Benchmark for DeltaLogic {
         let template = match template {
             "plain" => prompts::plain(),
             "chat" => prompts::chat(&models.subject.chat_template()?)?,
+            "dialogue" => prompts::dialogue(),
             _ => bail!(
                 "unknown DeltaLogic template `{template}` (known: {})",
                 prompts::TEMPLATE_NAMES.join(", ")
@@ -229,11 +244,14 @@ impl Benchmark for DeltaLogic {
                 let ep = store.get::<Episode>(&a.item)?.with_context(|| {
                     format!("a result names a missing episode {}", a.item.short())
                 })?;
-                let [pred0, pred1] = a.labels()?[..] else {
+                // The scored turns: the first and the revised answer (the dialogue's explanation
+                // between them is generated text).
+                let labels: Vec<Label> = a.answers.iter().filter_map(|x| x.label().ok()).collect();
+                let [pred0, pred1] = labels[..] else {
                     bail!(
-                        "episode {} has {} answers, not 2",
+                        "episode {} has {} scored answers, not 2",
                         a.item.short(),
-                        a.answers.len()
+                        labels.len()
                     );
                 };
                 Ok(Row {

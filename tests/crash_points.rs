@@ -236,7 +236,17 @@ fn scoring_survives_kill_9() {
             "small",
         ],
     );
-    let score = ["score", "--model", "smol", "--set", "small"];
+    // The dialogue template asks for scores and a generation per episode: a kill may land in
+    // either, and the rerun must end with the same records.
+    let score = [
+        "score",
+        "--model",
+        "smol",
+        "--set",
+        "small",
+        "--template",
+        "dialogue",
+    ];
     let hits = crash_points(d, "score", Some(&prepared), &score, 5, 4);
     assert!(hits >= 2, "only {hits} of 4 kills hit a running scoring");
 }

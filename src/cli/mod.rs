@@ -59,7 +59,7 @@ pub enum Command {
     Stats,
     /// Every benchmark's tables for the stored results, side by side, and an SVG figure.
     Report(report::Args),
-    /// Every score behind a result: key, item, turn, label, model, log-probs, when computed.
+    /// Every score and generation behind a result: key, item, turn, label or text, model, log-probs.
     Audit(audit::Args),
     /// Share caches: export, merge, verify, stats.
     #[command(subcommand)]
@@ -67,7 +67,7 @@ pub enum Command {
     /// Register models by fingerprint, list them.
     #[command(subcommand)]
     Model(model::Command),
-    /// Score a set with a model: computes only the scores the cache lacks.
+    /// Evaluate a set with a model: computes only the scores and generations the cache lacks.
     Score(score::Args),
     /// The main job: fetch the default model, build the default set from generated theories,
     /// score it, report. A second run computes nothing and prints the same report.

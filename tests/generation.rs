@@ -448,3 +448,61 @@ fn the_dialogue_template_explains_between_the_two_answers() {
     let e = dl::DeltaLogic.evaluate(&reg, &rows, 0).unwrap();
     assert_eq!(e.n, n);
 }
+
+/// The real SmolLM2, when fetched (CI always has it).
+fn smollm2() -> Option<std::path::PathBuf> {
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if model.is_file() {
+        return Some(model);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing",
+        model.display()
+    );
+    eprintln!("skipped: {} is missing", model.display());
+    None
+}
+
+#[test]
+fn a_real_generation_has_the_same_bits_on_every_thread_count_and_vector_path() {
+    let Some(model) = smollm2() else { return };
+    let generate = |threads: &str, env: &[(&str, &str)]| -> serde_json::Value {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+            .args(["--json", "generate-text", "--model"])
+            .arg(&model)
+            .args([
+                "--prompt",
+                "<|im_start|>user\nThe lamp is on. Is the lamp on? Explain.<|im_end|>\n<|im_start|>assistant\n",
+                "--max-tokens",
+                "24",
+                "--threads",
+                threads,
+            ])
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v.as_object_mut().unwrap().remove("seconds");
+        // Compare log-probs by their bits, not through a decimal rendering.
+        let bits: Vec<u32> = v["logprobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| (x.as_f64().unwrap() as f32).to_bits())
+            .collect();
+        v["logprobs"] = serde_json::json!(bits);
+        v
+    };
+    let reference = generate("2", &[]);
+    assert!(reference["tokens"].as_array().unwrap().len() > 4);
+    assert_eq!(generate("1", &[]), reference);
+    assert_eq!(generate("3", &[("DELTALOGIC_NO_AVX512", "1")]), reference);
+    assert_eq!(generate("2", &[("DELTALOGIC_PORTABLE", "1")]), reference);
+}

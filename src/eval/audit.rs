@@ -1,6 +1,7 @@
 //! Audits: every score and generation behind a result, and a recomputation of a seeded sample
 //! of them.
 
+use super::records::same_bits;
 use super::{GenerationRecord, LanguageModel, PromptRecord, ResultRecord, ScoreRecord, StopReason};
 use crate::benchmarks::Decoding;
 use crate::store::{Id, Kind, Registry, StoredSet};
@@ -221,7 +222,7 @@ pub fn verify<M: LanguageModel>(
         for (a, b) in recomputed.iter().zip(&line.logprobs) {
             v.max_abs_diff = v.max_abs_diff.max((a - b).abs());
         }
-        if bits(&recomputed) == bits(&line.logprobs) {
+        if same_bits(&recomputed, &line.logprobs) {
             v.identical += 1;
         } else {
             v.differences.push(Difference {
@@ -236,9 +237,7 @@ pub fn verify<M: LanguageModel>(
         let prompt = prompt_text(reg, line.key, line.prompt)?;
         let g = super::regenerate(model(line.model)?, &prompt, &line.decoding)?;
         v.checked += 1;
-        if g.tokens == line.tokens
-            && g.text == line.text
-            && bits(&g.logprobs) == bits(&line.logprobs)
+        if g.tokens == line.tokens && g.text == line.text && same_bits(&g.logprobs, &line.logprobs)
         {
             v.identical += 1;
         } else {
@@ -264,8 +263,4 @@ fn sample(n: usize, result: Id, what: &str, k: usize) -> Vec<usize> {
     crate::rng::Rng::derive(SAMPLE_SEED, &salt).shuffle(&mut order);
     order.truncate(k);
     order
-}
-
-fn bits(xs: &[f32]) -> Vec<u32> {
-    xs.iter().map(|x| x.to_bits()).collect()
 }

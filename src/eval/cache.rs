@@ -6,6 +6,7 @@
 //! score, needs every record type and the model.
 
 use super::generate::Generated;
+use super::records::same_bits;
 use super::{GenerationRecord, ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
 use crate::benchmarks::deltalogic::Episode;
 use crate::benchmarks::prompts::TemplateRecord;
@@ -350,24 +351,22 @@ fn check_sample(
         };
         let same = match (record, &ours) {
             (Computed::Score(score), Recomputed::Logprobs(ours)) => {
-                ours.len() == score.logprobs.len()
-                    && ours.iter().zip(&score.logprobs).all(|(a, b)| {
-                        if opts.tolerance == 0.0 {
-                            a.to_bits() == b.to_bits()
-                        } else {
-                            (a - b).abs() <= opts.tolerance
-                        }
-                    })
+                if opts.tolerance == 0.0 {
+                    same_bits(ours, &score.logprobs)
+                } else {
+                    ours.len() == score.logprobs.len()
+                        && ours
+                            .iter()
+                            .zip(&score.logprobs)
+                            .all(|(a, b)| (a - b).abs() <= opts.tolerance)
+                }
             }
             // A generation is a sequence of choices: only the same bits mean the same text.
             (Computed::Generation(g), Recomputed::Generation(ours)) => {
                 g.tokens == ours.tokens
                     && g.text == ours.text
                     && g.stop == ours.stop
-                    && g.logprobs
-                        .iter()
-                        .map(|x| x.to_bits())
-                        .eq(ours.logprobs.iter().map(|x| x.to_bits()))
+                    && same_bits(&g.logprobs, &ours.logprobs)
             }
             _ => false,
         };

@@ -92,11 +92,7 @@ impl ScoreRecord {
     /// Whether two records hold the same score (timing and date may differ).
     pub fn same_score(&self, other: &ScoreRecord) -> bool {
         self.tokens == other.tokens
-            && self
-                .logprobs
-                .iter()
-                .map(|x| x.to_bits())
-                .eq(other.logprobs.iter().map(|x| x.to_bits()))
+            && same_bits(&self.logprobs, &other.logprobs)
             && self.backend == other.backend
     }
 }
@@ -106,6 +102,11 @@ impl Record for ScoreRecord {
     fn content(&self) -> Vec<u8> {
         canonical(&(Id(self.model).hex(), Id(self.prompt).hex(), &self.label))
     }
+}
+
+/// Whether two runs of log-probs are the same bits (what a recomputation must give).
+pub fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
 /// How label log-probs become one number per label.
@@ -185,11 +186,7 @@ impl GenerationRecord {
     /// Whether two records hold the same generation (timing and date may differ).
     pub fn same_generation(&self, other: &GenerationRecord) -> bool {
         self.tokens == other.tokens
-            && self
-                .logprobs
-                .iter()
-                .map(|x| x.to_bits())
-                .eq(other.logprobs.iter().map(|x| x.to_bits()))
+            && same_bits(&self.logprobs, &other.logprobs)
             && self.text == other.text
             && self.stop == other.stop
             && self.backend == other.backend

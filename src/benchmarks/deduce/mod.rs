@@ -42,7 +42,7 @@ pub const HOPS: usize = 5;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-enum From {
+enum ItemSource {
     Gsm8k,
     Synthetic,
 }
@@ -52,7 +52,7 @@ enum From {
 #[derive(clap::Parser, Debug)]
 struct BuildArgs {
     #[arg(long, value_enum, default_value = "gsm8k")]
-    from: From,
+    from: ItemSource,
     /// The folder of GSM8K's JSONL files.
     #[arg(long, default_value = "../shared/datasets/gsm8k/openai")]
     data: PathBuf,
@@ -99,7 +99,7 @@ pub struct BuildOutcome {
 struct Spec<'a> {
     benchmark: &'static str,
     builder_version: u32,
-    from: From,
+    from: ItemSource,
     /// blake3 of the GSM8K file read (synthetic: empty).
     file: String,
     limit: Option<usize>,
@@ -179,7 +179,7 @@ pub fn from_gsm8k(rows: &[gsm8k::Row], file: &str, copies: usize, seed: u64) -> 
 pub fn build(store: &Registry, args: &[String]) -> Result<BuildOutcome> {
     let a: BuildArgs = parse_args(BENCHMARK, args)?;
     let (problems, file_hash, gsm) = match a.from {
-        From::Gsm8k => {
+        ItemSource::Gsm8k => {
             let path = a.data.join(format!("{}.jsonl", a.split));
             let bytes = std::fs::read(&path)
                 .with_context(|| format!("reading GSM8K file {}", path.display()))?;
@@ -192,7 +192,7 @@ pub fn build(store: &Registry, args: &[String]) -> Result<BuildOutcome> {
             let ps = std::mem::take(&mut g.problems);
             (ps, blake3::hash(&bytes).to_hex().to_string(), Some(g))
         }
-        From::Synthetic => {
+        ItemSource::Synthetic => {
             if a.perturb > 0 {
                 bail!("--perturb applies to GSM8K problems; synthetic ones are fresh already");
             }
@@ -207,8 +207,8 @@ pub fn build(store: &Registry, args: &[String]) -> Result<BuildOutcome> {
         bail!("no problems to store: every item was rejected");
     }
     let name = a.name.clone().unwrap_or_else(|| match a.from {
-        From::Gsm8k => "deduce".to_string(),
-        From::Synthetic => "deduce-synthetic".to_string(),
+        ItemSource::Gsm8k => "deduce".to_string(),
+        ItemSource::Synthetic => "deduce-synthetic".to_string(),
     });
     let spec = Spec {
         benchmark: BENCHMARK,
@@ -218,8 +218,12 @@ pub fn build(store: &Registry, args: &[String]) -> Result<BuildOutcome> {
         limit: a.limit,
         perturb: a.perturb,
         seed: a.seed,
-        hops: (a.from == From::Synthetic).then_some(a.hops),
-        split: if a.from == From::Gsm8k { &a.split } else { "" },
+        hops: (a.from == ItemSource::Synthetic).then_some(a.hops),
+        split: if a.from == ItemSource::Gsm8k {
+            &a.split
+        } else {
+            ""
+        },
     };
     let spec_json = String::from_utf8(canonical(&spec)).expect("JSON is UTF-8");
     let (set, spec, new) = store
@@ -351,6 +355,9 @@ fn variant(p: &Problem) -> &'static str {
     }
 }
 
+/// The per-hop consistency columns, which the report's figure plots (consistency vs hops).
+pub const HOP_COLUMNS: [&str; HOPS] = ["hop-1", "hop-2", "hop-3", "hop-4", "hop-5"];
+
 const COLUMNS: [Column; 8] = [
     Column {
         key: "final-answer",
@@ -415,8 +422,8 @@ fn group_metrics(cases: &[&Case], seed: u64, stream: &str) -> Vec<Metric> {
             .map(|c| f64::from(u8::from(c.final_correct())))
             .collect(),
     )];
-    for l in 1..=HOPS {
-        out.push(m(&format!("hop-{l}"), metrics::scores(cases, |c| c.hop(l))));
+    for (l, key) in (1..).zip(HOP_COLUMNS) {
+        out.push(m(key, metrics::scores(cases, |c| c.hop(l))));
     }
     out.push(m("strict-3", metrics::scores(cases, |c| c.strict(3))));
     out.push(m("coverage-1", metrics::scores(cases, |c| c.covered(1))));

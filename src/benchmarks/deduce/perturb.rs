@@ -46,13 +46,10 @@ pub fn perturb(t: &Template, rng: &mut Rng) -> Option<Executed> {
         return None;
     }
     for _ in 0..TRIES {
-        let Some(new): Option<Vec<Rational>> = classes
+        let new: Vec<Rational> = classes
             .iter()
             .map(|&(v, places, pct)| draw(v, places, pct, rng))
-            .collect()
-        else {
-            return None;
-        };
+            .collect::<Option<_>>()?;
         let distinct: BTreeSet<_> = new.iter().collect();
         if distinct.len() != new.len() || new.iter().zip(&classes).all(|(n, c)| *n == c.0) {
             continue;

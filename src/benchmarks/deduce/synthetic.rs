@@ -55,7 +55,7 @@ impl Relation {
             _ => Relation::Half,
         };
         let next = r.apply(prev);
-        (next >= 1 && next <= MAX_COUNT && (!matches!(r, Relation::Half) || prev % 2 == 0))
+        ((1..=MAX_COUNT).contains(&next) && (!matches!(r, Relation::Half) || prev % 2 == 0))
             .then_some(r)
     }
 

@@ -146,3 +146,63 @@ fn bad_build_arguments_are_refused_with_a_reason() {
         .unwrap();
     assert!(format!("{e:#}").contains("bad.jsonl line 2"), "{e:#}");
 }
+
+#[test]
+fn export_items_writes_one_json_line_per_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.redb");
+    let run = |words: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+            .arg("--store")
+            .arg(&store)
+            .args(words)
+            .output()
+            .unwrap()
+    };
+    let built = run(&[
+        "build",
+        "deduce",
+        "--from",
+        "synthetic",
+        "--hops",
+        "3",
+        "--limit",
+        "7",
+    ]);
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = dir.path().join("items.jsonl");
+    let exported = run(&[
+        "export",
+        "items",
+        "--set",
+        "deduce-synthetic",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let items: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(items.len(), 7);
+    for i in &items {
+        let p = synthetic::problem(0, 3, 0).unwrap();
+        assert_eq!(i["steps"].as_array().unwrap().len(), p.steps.len());
+        assert_eq!(i["perturbed"], false);
+    }
+    // The same command on stdout gives the same bytes.
+    let stdout = run(&["export", "items", "--set", "deduce-synthetic"]);
+    assert_eq!(String::from_utf8(stdout.stdout).unwrap(), text);
+    let missing = run(&["export", "items", "--set", "nope"]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no set named `nope`"));
+}

@@ -9,7 +9,8 @@
 //! - **coverage**: share with at least l inferred values at all (the paper's reliability check:
 //!   how often the model's steps can be matched to the solution).
 //!
-//! Final-answer accuracy: share of cases whose extracted final answer equals the problem's.
+//! Final-answer accuracy: share of cases whose extracted final answer equals the problem's, over
+//! the cases with at least one step left to infer.
 
 use super::extract::Extracted;
 use super::rational::Rational;
@@ -50,8 +51,10 @@ impl Case {
         (l >= 1 && self.next.len() >= l).then_some(self.got.steps.len() >= l)
     }
 
-    pub fn final_correct(&self) -> bool {
-        self.got.answer == Some(self.answer)
+    /// Whether the extracted final answer is the problem's; `None` when the k given steps were
+    /// the whole solution (the prompt already states the answer, so it measures nothing).
+    pub fn final_correct(&self) -> Option<bool> {
+        (!self.next.is_empty()).then_some(self.got.answer == Some(self.answer))
     }
 }
 
@@ -72,7 +75,7 @@ mod tests {
     fn case(next: &[i128], continuation: &str) -> Case {
         Case {
             next: next.iter().map(|v| Rational::int(*v)).collect(),
-            answer: Rational::int(*next.last().unwrap()),
+            answer: Rational::int(next.last().copied().unwrap_or(5)),
             got: extract(continuation),
         }
     }
@@ -98,10 +101,10 @@ mod tests {
         assert_eq!(mean(&scores(&cases, |c| c.covered(3))), 0.5);
         assert_eq!(scores(&cases, |c| c.covered(1)), vec![1.0, 1.0, 0.0]);
         // Final answers: a's last line (20), b's last line (8 ≠ 16), c's `####`.
-        assert_eq!(
-            cases.iter().map(|c| c.final_correct()).collect::<Vec<_>>(),
-            vec![true, false, true]
-        );
+        assert_eq!(scores(&cases, Case::final_correct), vec![1.0, 0.0, 1.0]);
+        // Given its whole solution, a case says nothing about final answers.
+        let given = case(&[], "#### 5");
+        assert_eq!(given.final_correct(), None);
         assert_eq!(a.hop(0), None);
     }
 }

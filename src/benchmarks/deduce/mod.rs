@@ -415,13 +415,7 @@ struct Point {
 /// The metrics of the cases of one group, in [`COLUMNS`] order.
 fn group_metrics(cases: &[&Case], seed: u64, stream: &str) -> Vec<Metric> {
     let m = |what: &str, v: Vec<f64>| mean_metric(&v, seed, &format!("{stream}/{what}"), RESAMPLES);
-    let mut out = vec![m(
-        "final",
-        cases
-            .iter()
-            .map(|c| f64::from(u8::from(c.final_correct())))
-            .collect(),
-    )];
+    let mut out = vec![m("final", metrics::scores(cases, Case::final_correct))];
     for (l, key) in (1..).zip(HOP_COLUMNS) {
         out.push(m(key, metrics::scores(cases, |c| c.hop(l))));
     }
@@ -584,7 +578,7 @@ impl Benchmark for Deduce {
             note: "Given a problem and the first k steps of its solution, the share of problems whose \
                    l-th next step value the model states correctly (Hop l, exact), the share with \
                    hops 1-3 all correct, coverage (at least one step value read at all) and \
-                   final-answer accuracy. Original GSM8K items vs perturbed copies (new numbers, \
+                   final-answer accuracy (when a step is left to infer). Original GSM8K items vs perturbed copies (new numbers, \
                    recomputed) show the memorisation gap; the JSON report has every (k, l) curve.",
         })
     }

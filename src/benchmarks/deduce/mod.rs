@@ -575,11 +575,12 @@ impl Benchmark for Deduce {
             columns: &COLUMNS,
             groups,
             metrics: serde_json::json!({ "curves": curves }),
-            note: "Given a problem and the first k steps of its solution, the share of problems whose \
-                   l-th next step value the model states correctly (Hop l, exact), the share with \
-                   hops 1-3 all correct, coverage (at least one step value read at all) and \
-                   final-answer accuracy (when a step is left to infer). Original GSM8K items vs perturbed copies (new numbers, \
-                   recomputed) show the memorisation gap; the JSON report has every (k, l) curve.",
+            note: "Given a problem and the first k steps of its solution, the share of problems \
+                   whose l-th next step value the model states correctly (Hop l, exact), the \
+                   share with hops 1-3 all correct, coverage (at least one step value read at \
+                   all) and final-answer accuracy (when a step is left to infer). Original GSM8K \
+                   items vs perturbed copies (new numbers, recomputed) show the memorisation gap; \
+                   the JSON report has every (k, l) curve.",
         })
     }
 }

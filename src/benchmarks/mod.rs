@@ -8,6 +8,7 @@
 //! adding a folder and one line to [`ALL`].
 
 pub mod beliefr;
+pub mod deduce;
 pub mod deltalogic;
 pub mod prompts;
 pub mod question;
@@ -28,6 +29,7 @@ pub static ALL: &[&dyn Benchmark] = &[
     &robustlr::RobustLr,
     &robustlr::glore::Glore,
     &r#static::Static,
+    &deduce::Deduce,
 ];
 
 /// The benchmark whose sets carry `name`.
@@ -207,6 +209,11 @@ pub trait Benchmark: Sync {
     /// cache file. By default: the set's questions.
     fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
         question::references(store, set)
+    }
+    /// Its items as JSON objects, one per set member in the set's order, for `deltalogic export
+    /// items` (a benchmark whose items others can re-check exports them whole).
+    fn export(&self, _store: &Registry, _set: &StoredSet) -> Result<Vec<serde_json::Value>> {
+        bail!("{} items have no export yet", self.title())
     }
     /// Whether some of its requests go to a judge model (`score --judge` is refused otherwise).
     fn judged(&self) -> bool {

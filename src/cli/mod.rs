@@ -8,6 +8,7 @@ mod build;
 mod cache;
 mod datasets;
 mod episodes;
+mod export;
 mod generate_text;
 mod ingest;
 mod model;
@@ -52,6 +53,9 @@ pub enum Command {
     /// List, show or export DeltaLogic episodes.
     #[command(subcommand)]
     Episodes(episodes::Command),
+    /// Export any benchmark's items.
+    #[command(subcommand)]
+    Export(export::Command),
     /// Check ingested datasets against the logic engine.
     #[command(subcommand)]
     Datasets(datasets::Command),
@@ -110,6 +114,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Ingest(a) => ingest::run(&store, json, a),
         Command::Build(a) => build::run(&store, json, a),
         Command::Episodes(c) => episodes::run(&store, json, c),
+        Command::Export(c) => export::run(&store, c),
         Command::Datasets(c) => datasets::run(&store, json, c),
         Command::Stats => stats::run(&store, json),
         Command::Report(a) => report::run(&store, json, a),
@@ -139,8 +144,12 @@ fn access(command: &Command) -> Access {
         Command::Episodes(episodes::Command::Export {
             output: Some(_), ..
         })
+        | Command::Export(export::Command::Items {
+            output: Some(_), ..
+        })
         | Command::Report(_) => Access::Update,
         Command::Episodes(_)
+        | Command::Export(_)
         | Command::Datasets(_)
         | Command::Stats
         | Command::Audit(_)

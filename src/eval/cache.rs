@@ -52,6 +52,7 @@ pub fn check(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<()> {
         Kind::Result => go::<ResultRecord>(path, id, bytes).map(drop),
         Kind::Question => go::<Question>(path, id, bytes).map(drop),
         Kind::Generation => go::<GenerationRecord>(path, id, bytes).map(drop),
+        Kind::Problem => go::<crate::benchmarks::deduce::Problem>(path, id, bytes).map(drop),
     }
 }
 

@@ -45,7 +45,8 @@ fn y(p: f64) -> f64 {
     TOP + PLOT_H * (1.0 - p.clamp(0.0, 1.0))
 }
 
-/// The columns a benchmark's panel plots: DeltaLogic's failure modes, else its headline metrics.
+/// The columns a benchmark's panel plots: DeltaLogic's failure modes, DeduCE's consistency at
+/// hops 1..5 (its decay with hops), else its headline metrics.
 fn plotted(e: &Entry) -> Vec<(usize, &'static str)> {
     const FAILURE_MODES: [(&str, &str); 3] = [
         ("inertia", "Inertia"),
@@ -58,6 +59,12 @@ fn plotted(e: &Entry) -> Vec<(usize, &'static str)> {
         return FAILURE_MODES
             .iter()
             .filter_map(|(k, t)| Some((key(k)?, *t)))
+            .collect();
+    }
+    if e.benchmark == crate::benchmarks::deduce::BENCHMARK {
+        return crate::benchmarks::deduce::HOP_COLUMNS
+            .iter()
+            .filter_map(|k| Some((key(k)?, columns[key(k)?].title)))
             .collect();
     }
     let headline = columns.iter().enumerate().filter(|(_, c)| c.headline);

@@ -8,6 +8,7 @@
 //! adding a folder and one line to [`ALL`].
 
 pub mod beliefr;
+pub mod clomo;
 pub mod deltalogic;
 pub mod prompts;
 pub mod question;
@@ -28,6 +29,7 @@ pub static ALL: &[&dyn Benchmark] = &[
     &robustlr::RobustLr,
     &robustlr::glore::Glore,
     &r#static::Static,
+    &clomo::Clomo,
 ];
 
 /// The benchmark whose sets carry `name`.

@@ -125,10 +125,11 @@ pub enum Kind {
     Result,
     Question,
     Generation,
+    ClomoItem,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::SourceFile,
         Kind::BaseItem,
         Kind::Episode,
@@ -141,6 +142,7 @@ impl Kind {
         Kind::Result,
         Kind::Question,
         Kind::Generation,
+        Kind::ClomoItem,
     ];
 
     fn context(self) -> &'static str {
@@ -157,6 +159,7 @@ impl Kind {
             Kind::Result => "deltalogic 2026-11-21 result v1",
             Kind::Question => "deltalogic 2026-11-21 question v1",
             Kind::Generation => "deltalogic 2026-11-23 generation key v1",
+            Kind::ClomoItem => "deltalogic 2026-11-23 clomo item v1",
         }
     }
 
@@ -175,6 +178,7 @@ impl Kind {
             Kind::Result => "result",
             Kind::Question => "question",
             Kind::Generation => "generation",
+            Kind::ClomoItem => "CLoMo item",
         }
     }
 
@@ -197,6 +201,7 @@ impl Kind {
             Kind::Result => "results",
             Kind::Question => "questions",
             Kind::Generation => "generations",
+            Kind::ClomoItem => "clomo_items",
         }
     }
 }

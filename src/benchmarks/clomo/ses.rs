@@ -180,7 +180,15 @@ impl Metrics {
 pub struct Report {
     pub overall: Metrics,
     /// Per relation (NA, SA, S, W), the relations with items only.
-    pub relations: Vec<(Relation, Metrics)>,
+    pub relations: Vec<RelationMetrics>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RelationMetrics {
+    /// NA, SA, S or W.
+    pub relation: &'static str,
+    #[serde(flatten)]
+    pub metrics: Metrics,
 }
 
 impl Report {
@@ -190,7 +198,10 @@ impl Report {
             .into_iter()
             .filter_map(|rel| {
                 let of: Vec<&Row> = rows.iter().filter(|r| r.relation == rel).collect();
-                (!of.is_empty()).then(|| (rel, Metrics::of(&of, seed, rel.as_str())))
+                (!of.is_empty()).then(|| RelationMetrics {
+                    relation: rel.as_str(),
+                    metrics: Metrics::of(&of, seed, rel.as_str()),
+                })
             })
             .collect();
         Report {
@@ -204,7 +215,7 @@ impl Report {
             .chain(
                 self.relations
                     .iter()
-                    .map(|(rel, m)| Group::of("relation", rel.as_str(), m.entries())),
+                    .map(|r| Group::of("relation", r.relation, r.metrics.entries())),
             )
             .collect()
     }
@@ -284,15 +295,9 @@ mod tests {
         let rels: Vec<_> = r
             .relations
             .iter()
-            .map(|(rel, m)| (*rel, m.ses.value))
+            .map(|r| (r.relation, r.metrics.ses.value))
             .collect();
-        assert_eq!(
-            rels,
-            vec![
-                (Relation::Strengthen, Some(-1.0)),
-                (Relation::Weaken, Some(0.5))
-            ]
-        );
+        assert_eq!(rels, vec![("S", Some(-1.0)), ("W", Some(0.5))]);
         let groups = r.groups();
         assert_eq!(groups.len(), 3);
         assert_eq!(groups[2].value, "W");

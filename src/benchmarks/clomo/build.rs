@@ -53,10 +53,10 @@ pub struct BuildOutcome {
 
 impl BuildOutcome {
     pub fn text(&self) -> String {
-        let per: Vec<String> = self
-            .per_relation
+        // In the paper's order, not the map's.
+        let per: Vec<String> = Relation::ALL
             .iter()
-            .map(|(r, n)| format!("{r} {n}"))
+            .map(|r| format!("{} {}", r.as_str(), self.per_relation[r.as_str()]))
             .collect();
         format!(
             "set `{}` ({}): {} of {} CLoMo {} items ({}), {} new",

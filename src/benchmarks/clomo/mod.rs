@@ -254,14 +254,14 @@ const NOTE: &str = "SES (Huang et al. 2024, Eq. 1): c(r|p1,a)·c(r|p2,a′) − 
 each c a yes/no of the judge, in [−1, 1]. SES (gold a′): the same with the dataset's a′, the \
 ceiling the judge allows. Judge discr.: balanced accuracy of the judge on the gold pairs (yes on \
 (p1,a) and (p2,gold a′), no on (p2,a)); 0.5 is chance. Empty/Copied: share of modified arguments \
-that are empty or equal to the original; Words: their mean length.";
+that are empty or equal to the original (their mean length in words: JSON `words`).";
 
 const NOTE_BLIND: &str = "SES (Huang et al. 2024, Eq. 1): c(r|p1,a)·c(r|p2,a′) − \
 c(r|p2,a)·c(r|p2,a′), each c a yes/no of the judge, in [−1, 1]. WARNING: the judge does not \
 separate the gold pairs better than chance (the interval of Judge discr., its balanced accuracy \
 on yes for (p1,a) and (p2,gold a′) and no for (p2,a), reaches 0.5): its SES is noise, not a \
 measure of the modifications. SES (gold a′): the same with the dataset's a′. Empty/Copied: \
-share of modified arguments that are empty or equal to the original; Words: their mean length.";
+share of modified arguments that are empty or equal to the original (their mean length in words: JSON `words`).";
 
 impl Benchmark for Clomo {
     fn name(&self) -> &'static str {

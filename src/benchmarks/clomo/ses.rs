@@ -86,8 +86,9 @@ impl Row {
     }
 }
 
-/// The columns of CLoMo's tables, in [`Metrics::entries`] order.
-pub const COLUMNS: [Column; 6] = [
+/// The columns of CLoMo's tables, in [`Metrics::entries`] order. The mean length in words is in
+/// the JSON only: tables show every column as a percentage.
+pub const COLUMNS: [Column; 5] = [
     Column {
         key: "ses",
         title: "SES",
@@ -111,11 +112,6 @@ pub const COLUMNS: [Column; 6] = [
     Column {
         key: "copied",
         title: "Copied",
-        headline: false,
-    },
-    Column {
-        key: "words",
-        title: "Words",
         headline: false,
     },
 ];
@@ -157,14 +153,13 @@ impl Metrics {
         }
     }
 
-    pub fn entries(&self) -> [&Metric; 6] {
+    pub fn entries(&self) -> [&Metric; 5] {
         [
             &self.ses,
             &self.ses_reference,
             &self.discrimination,
             &self.empty,
             &self.copied,
-            &self.words,
         ]
     }
 

@@ -9,6 +9,7 @@
 
 pub mod beliefr;
 pub mod deduce;
+pub mod clomo;
 pub mod deltalogic;
 pub mod prompts;
 pub mod question;
@@ -30,6 +31,7 @@ pub static ALL: &[&dyn Benchmark] = &[
     &robustlr::glore::Glore,
     &r#static::Static,
     &deduce::Deduce,
+    &clomo::Clomo,
 ];
 
 /// The benchmark whose sets carry `name`.

@@ -6,7 +6,7 @@
 use crate::benchmarks::question::Question;
 use crate::logic::{Label, Semantics};
 use crate::store::{canonical, Kind, Record};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 /// A prompt template as stored for audit: its name, version and full definition.
@@ -173,4 +173,20 @@ impl QuestionTemplate for StatementTemplate {
             .map(|o| self.labels[label_index(o.label)].to_string())
             .collect())
     }
+}
+
+/// `turns` (role, content) rendered with a model's chat template (jinja source), ending with the
+/// assistant's generation prompt.
+pub fn render_chat(jinja: &str, turns: &[(&str, String)]) -> Result<String> {
+    let mut env = minijinja::Environment::new();
+    env.add_template("chat", jinja).context("chat template")?;
+    let messages: Vec<_> = turns
+        .iter()
+        .map(|(role, content)| minijinja::context! { role => *role, content => content })
+        .collect();
+    let text = env
+        .get_template("chat")?
+        .render(minijinja::context! { messages => messages, add_generation_prompt => true })
+        .context("rendering the chat template")?;
+    Ok(text)
 }

@@ -39,6 +39,8 @@ pub struct Args {
     /// model's own chat template) or `dialogue` (the model explains its first answer before the
     /// revision). Belief-R: `beliefr-letters` (score the option letters) or
     /// `beliefr-text` (score the option texts). RobustLR, GLoRE, static: `plain-question`.
+    /// CLoMo: `zero`, `few`, `cot` (the prompt setting), each also as `<setting>-judge-cot` (the
+    /// judge reasons before its yes/no).
     #[arg(long)]
     template: Option<String>,
     /// How label log-probs are compared (a later turn continues with the label this picks).

@@ -1,6 +1,8 @@
 //! CLoMo JSON arrays: `{instruction, input, output, qtype, id_string, input_info{Q, P, O, Om}}`.
 //! The premises are the argument P and the two candidate premises O and Om, as given; the query
-//! is the question Q. The task fields are kept in `extra` for the CLoMo-style episodes.
+//! is the question Q. The task fields (the instruction and input the dataset renders as the
+//! system and user turns of its prompt, the gold output, the relation type) are kept in `extra`
+//! for `build clomo`.
 
 use super::record::{self, Fields, Place, Record, Source};
 use super::{BaseItem, ReadError, ReadFile};
@@ -21,6 +23,7 @@ fn item(src: &Source, place: Place, rec: &Record) -> Fields<BaseItem> {
     let id = record::str_field(rec, "id_string")?;
     let extra = record::extra([
         ("id_string", id.to_string()),
+        ("input", record::str_field(rec, "input")?.to_string()),
         (
             "instruction",
             record::str_field(rec, "instruction")?.to_string(),

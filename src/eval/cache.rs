@@ -8,6 +8,7 @@
 use super::generate::Generated;
 use super::records::same_bits;
 use super::{GenerationRecord, ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
+use crate::benchmarks::clomo::ClomoItem;
 use crate::benchmarks::deltalogic::Episode;
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::question::Question;
@@ -53,6 +54,7 @@ pub fn check(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<()> {
         Kind::Question => go::<Question>(path, id, bytes).map(drop),
         Kind::Generation => go::<GenerationRecord>(path, id, bytes).map(drop),
         Kind::Problem => go::<crate::benchmarks::deduce::Problem>(path, id, bytes).map(drop),
+        Kind::ClomoItem => go::<ClomoItem>(path, id, bytes).map(drop),
     }
 }
 

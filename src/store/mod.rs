@@ -126,10 +126,11 @@ pub enum Kind {
     Question,
     Generation,
     Problem,
+    ClomoItem,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::SourceFile,
         Kind::BaseItem,
         Kind::Episode,
@@ -143,6 +144,7 @@ impl Kind {
         Kind::Question,
         Kind::Generation,
         Kind::Problem,
+        Kind::ClomoItem,
     ];
 
     fn context(self) -> &'static str {
@@ -160,6 +162,7 @@ impl Kind {
             Kind::Question => "deltalogic 2026-11-21 question v1",
             Kind::Generation => "deltalogic 2026-11-23 generation key v1",
             Kind::Problem => "deltalogic 2026-11-23 deduce problem v1",
+            Kind::ClomoItem => "deltalogic 2026-11-23 clomo item v1",
         }
     }
 
@@ -179,6 +182,7 @@ impl Kind {
             Kind::Question => "question",
             Kind::Generation => "generation",
             Kind::Problem => "problem",
+            Kind::ClomoItem => "CLoMo item",
         }
     }
 
@@ -202,6 +206,7 @@ impl Kind {
             Kind::Question => "questions",
             Kind::Generation => "generations",
             Kind::Problem => "problems",
+            Kind::ClomoItem => "clomo_items",
         }
     }
 }

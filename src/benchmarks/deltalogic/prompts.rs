@@ -220,16 +220,6 @@ impl Template {
         let Form::Chat { jinja } = &self.form else {
             unreachable!("render_chat on a chat template")
         };
-        let mut env = minijinja::Environment::new();
-        env.add_template("chat", jinja).context("chat template")?;
-        let messages: Vec<_> = turns
-            .iter()
-            .map(|(role, content)| minijinja::context! { role => *role, content => content })
-            .collect();
-        let text = env
-            .get_template("chat")?
-            .render(minijinja::context! { messages => messages, add_generation_prompt => true })
-            .context("rendering the chat template")?;
-        Ok(text)
+        crate::benchmarks::prompts::render_chat(jinja, turns)
     }
 }

@@ -8,8 +8,8 @@
 //! adding a folder and one line to [`ALL`].
 
 pub mod beliefr;
-pub mod deduce;
 pub mod clomo;
+pub mod deduce;
 pub mod deltalogic;
 pub mod prompts;
 pub mod question;

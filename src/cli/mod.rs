@@ -73,7 +73,7 @@ pub enum Command {
     Run(score::RunArgs),
     /// Score labels after a context with a model file (no cache): token ids, log-probs, sum, mean.
     ScoreText(score_text::ScoreTextArgs),
-    /// Prefill throughput per backend beside llama.cpp's llama-bench, and peak memory.
+    /// Prefill and decode throughput per backend beside llama.cpp's llama-bench, and peak memory.
     Bench(bench::BenchArgs),
     /// Developer tools.
     #[command(subcommand)]
@@ -85,7 +85,7 @@ pub fn run(cli: Cli) -> Result<()> {
     // Commands on model files alone never touch the store.
     match &cli.command {
         Command::ScoreText(a) => return score_text::score_text(a, json),
-        Command::Bench(a) => return bench::bench(a),
+        Command::Bench(a) => return bench::bench(a, json),
         Command::Dev(c) => return model::dev(c),
         _ => {}
     }

@@ -279,10 +279,18 @@ impl Loaded {
             "int8" => Backend::Int8,
             other => bail!("model backend `{other}` is not built into this deltalogic"),
         };
-        Ok(Loaded {
-            scorer: Scorer::open(Path::new(&record.path), backend)?,
+        Ok(Loaded::new(
+            Scorer::open(Path::new(&record.path), backend)?,
+            backend,
+        ))
+    }
+
+    /// A scorer opened on `backend` without a registry record (tests and tools).
+    pub fn new(scorer: Scorer, backend: Backend) -> Loaded {
+        Loaded {
+            scorer,
             backend: backend_name(backend),
-        })
+        }
     }
 }
 

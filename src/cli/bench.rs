@@ -1,33 +1,44 @@
-//! `deltalogic bench`: prefill throughput of the transformer on each backend next to llama.cpp's
-//! `llama-bench` on the same file, and peak memory against the f32 weight size. A benchmark, not
-//! a test: it prints numbers and checks nothing.
+//! `deltalogic bench`: prefill and decode throughput of the transformer in each numerics mode,
+//! next to llama.cpp's `llama-bench` on the same file measured in the same run, and peak memory
+//! against the model file plus the KV cache. A benchmark, not a test: it prints numbers and
+//! checks nothing.
 //!
 //! Each (model, backend) runs in a child process so that its peak RSS (VmHWM) is its own.
+//! Decode is what greedy generation runs: from a one-token state, `next_logits` then `prefill`
+//! of the chosen token, step after step, as llama-bench's `tg` decodes from an empty cache.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
 
 use crate::model::scorer::{set_threads, Backend, Scorer};
+
+/// Where `scripts/llamacpp.sh` builds llama-bench, relative to the repository root.
+const LLAMA_BENCH: &str = ".tools/llama.cpp-build/bin/llama-bench";
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchArgs {
     /// Model files or directories to measure.
     #[arg(long = "model", required = true)]
     pub models: Vec<PathBuf>,
-    /// Prompt length in tokens.
-    #[arg(long, default_value_t = 256)]
-    pub tokens: usize,
+    /// Prompt lengths in tokens, each timed as one prefill from the empty state.
+    #[arg(long, value_delimiter = ',', default_values_t = [256, 1024])]
+    pub tokens: Vec<usize>,
+    /// Tokens generated one at a time after a one-token prompt (the decode figure).
+    #[arg(long, default_value_t = 64)]
+    pub decode: usize,
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// Timed repetitions after one warm-up; the best is reported.
+    /// Timed repetitions of each figure after one short warm-up; the best is reported.
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
-    /// llama.cpp's bin directory (with llama-bench), for the side-by-side column.
+    /// llama.cpp's llama-bench, for the side-by-side figures (default: the build of
+    /// scripts/llamacpp.sh under the current directory, when present).
     #[arg(long)]
-    pub llama_bin: Option<PathBuf>,
+    pub llama_bench: Option<PathBuf>,
     /// Measure one backend in this process and print one JSON line (used by the driver).
     #[arg(long, value_enum)]
     pub only: Option<Backend>,
@@ -45,7 +56,10 @@ const TEXT: &str =
     addicted to caffeine is unaware that caffeine is a drug. Rina is either a student and unaware \
     that caffeine is a drug, or neither a student nor unaware that caffeine is a drug. ";
 
-pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
+pub fn bench(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
+    if args.tokens.is_empty() || args.tokens.contains(&0) || args.decode == 0 || args.reps == 0 {
+        bail!("--tokens, --decode and --reps must be positive");
+    }
     match args.only {
         Some(backend) => {
             let model = args.models.first().context("--only needs one --model")?;
@@ -53,16 +67,20 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string(&r)?);
             Ok(())
         }
-        None => drive(args),
+        None => drive(args, json),
     }
 }
 
-#[derive(serde::Serialize, serde::Deserialize)]
+/// One (model, backend) measured in a child process.
+#[derive(Serialize, Deserialize)]
 struct Measurement {
-    tokens_per_s: f64,
+    /// Prefill tokens/s per prompt length, in `--tokens` order.
+    prefill_tok_s: Vec<f64>,
+    decode_tok_s: f64,
     load_s: f64,
     peak_rss_mib: f64,
-    f32_weights_mib: f64,
+    /// The KV cache of the longest run (prompt or decode), f32 keys and values.
+    kv_mib: f64,
 }
 
 fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<Measurement> {
@@ -70,28 +88,69 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
     let t0 = Instant::now();
     let scorer = Scorer::open(model, backend)?;
     let load_s = t0.elapsed().as_secs_f64();
+    let longest = args.tokens.iter().copied().max().unwrap_or(1);
     let mut text = String::new();
     let tokens = loop {
         text.push_str(TEXT);
         let t = scorer.tokenize(&text)?;
-        if t.len() >= args.tokens {
-            break t[..args.tokens].to_vec();
+        if t.len() >= longest {
+            break t;
         }
     };
     let empty = scorer.empty_state();
-    let mut best = f64::INFINITY;
-    for _ in 0..=args.reps {
-        let t = Instant::now();
-        scorer.prefill(&empty, &tokens)?;
-        best = best.min(t.elapsed().as_secs_f64());
+    // Warm-up: first touches of the weights and the thread pool's start are not throughput.
+    scorer.prefill(&empty, &tokens[..longest.min(32)])?;
+    let best_of = |run: &mut dyn FnMut() -> anyhow::Result<()>| -> anyhow::Result<f64> {
+        let mut best = f64::INFINITY;
+        for _ in 0..args.reps {
+            let t = Instant::now();
+            run()?;
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        Ok(best)
+    };
+    let mut prefill_tok_s = Vec::new();
+    for &n in &args.tokens {
+        let s = best_of(&mut || {
+            scorer.prefill(&empty, &tokens[..n])?;
+            Ok(())
+        })?;
+        prefill_tok_s.push(n as f64 / s);
     }
-    let params = scorer.model().config().parameter_count();
+    let start = scorer.prefill(&empty, &tokens[..1])?;
+    let s = best_of(&mut || {
+        let mut state = start.clone();
+        for _ in 0..args.decode {
+            let logits = scorer.next_logits(&state)?;
+            state = scorer.prefill(&state, &[argmax(&logits)])?;
+        }
+        Ok(())
+    })?;
+    let cfg = scorer.model().config();
+    let positions = longest.max(args.decode + 1);
+    let kv_bytes = positions * cfg.layers * 2 * cfg.kv_heads * cfg.head_dim * 4;
     Ok(Measurement {
-        tokens_per_s: args.tokens as f64 / best,
+        prefill_tok_s,
+        decode_tok_s: args.decode as f64 / s,
         load_s,
         peak_rss_mib: peak_rss_kib()? / 1024.0,
-        f32_weights_mib: (params * 4) as f64 / (1024.0 * 1024.0),
+        kv_mib: mib(kv_bytes as u64),
     })
+}
+
+/// The most likely token, ties to the lowest id (the greedy choice).
+fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &x) in logits.iter().enumerate() {
+        if x > logits[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
 }
 
 /// VmHWM: the process's peak resident set.
@@ -106,117 +165,275 @@ fn peak_rss_kib() -> anyhow::Result<f64> {
     kib.context("unreadable VmHWM line")
 }
 
-fn drive(args: &BenchArgs) -> anyhow::Result<()> {
+/// Bytes of the model: the GGUF file, or every file of a model directory.
+fn model_bytes(model: &Path) -> anyhow::Result<u64> {
+    let size = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.len())
+            .with_context(|| format!("reading the size of {}", p.display()))
+    };
+    if !model.is_dir() {
+        return size(model);
+    }
+    let mut total = 0;
+    for entry in std::fs::read_dir(model).with_context(|| format!("listing {}", model.display()))? {
+        let path = entry?.path();
+        if path.is_file() {
+            total += size(&path)?;
+        }
+    }
+    Ok(total)
+}
+
+/// One figure of ours beside llama.cpp's of the same run.
+#[derive(Serialize)]
+struct Figure {
+    ours: f64,
+    llama_cpp: Option<f64>,
+    /// ours / llama.cpp (higher is faster for us).
+    ratio: Option<f64>,
+}
+
+impl Figure {
+    fn new(ours: f64, llama_cpp: Option<f64>) -> Figure {
+        Figure {
+            ours,
+            llama_cpp,
+            ratio: llama_cpp.map(|l| ours / l),
+        }
+    }
+
+    fn cells(&self) -> [String; 3] {
+        let opt = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
+        [
+            format!("{:.1}", self.ours),
+            opt(self.llama_cpp, 1),
+            opt(self.ratio, 2),
+        ]
+    }
+}
+
+#[derive(Serialize)]
+struct Prefill {
+    tokens: usize,
+    #[serde(flatten)]
+    tok_s: Figure,
+}
+
+#[derive(Serialize)]
+struct Row {
+    model: String,
+    backend: String,
+    prefill_tok_s: Vec<Prefill>,
+    decode_tok_s: Figure,
+    load_s: f64,
+    peak_rss_mib: f64,
+    file_mib: f64,
+    kv_mib: f64,
+    /// Peak RSS over (file + KV cache): the memory target is at most 1.3.
+    rss_over_file_and_kv: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    threads: usize,
+    reps: usize,
+    decode_tokens: usize,
+    llama_bench: Option<String>,
+    /// How llama-bench ran, per model (`--repack 0` when repacking crashed).
+    llama_bench_notes: Vec<String>,
+    rows: Vec<Row>,
+}
+
+fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("locating this executable")?;
-    println!(
-        "prefill, {} tokens, {} threads (best of {})",
-        args.tokens, args.threads, args.reps
-    );
-    println!(
-        "{:<40} {:>8} {:>10} {:>10} {:>7} {:>9} {:>9} {:>6}",
-        "model", "backend", "tok/s", "llama.cpp", "ratio", "RSS MiB", "f32 MiB", "RSS/w"
-    );
+    let llama = match &args.llama_bench {
+        Some(p) if !p.is_file() => bail!("--llama-bench {}: no such file", p.display()),
+        Some(p) => Some(p.clone()),
+        None => Some(PathBuf::from(LLAMA_BENCH)).filter(|p| p.is_file()),
+    };
+    let mut report = Report {
+        threads: args.threads,
+        reps: args.reps,
+        decode_tokens: args.decode,
+        llama_bench: llama.as_ref().map(|p| p.display().to_string()),
+        llama_bench_notes: Vec::new(),
+        rows: Vec::new(),
+    };
     for model in &args.models {
-        let reference = match &args.llama_bin {
-            Some(bin) => Some(llama_bench(bin, model, args)?),
+        let name = model
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let reference = match &llama {
+            Some(bin) => {
+                let r = llama_bench(bin, model, args)?;
+                if let Some(note) = &r.note {
+                    report.llama_bench_notes.push(format!("{name}: {note}"));
+                }
+                Some(r)
+            }
             None => None,
         };
+        let file_mib = mib(model_bytes(model)?);
         for backend in backends() {
+            let backend_name = format!("{backend:?}").to_lowercase();
+            let tokens = args.tokens.iter().map(usize::to_string);
             let out = Command::new(&exe)
                 .arg("bench")
                 .args(["--model".as_ref(), model.as_os_str()])
-                .args([
-                    "--tokens",
-                    &args.tokens.to_string(),
-                    "--threads",
-                    &args.threads.to_string(),
-                ])
-                .args([
-                    "--reps",
-                    &args.reps.to_string(),
-                    "--only",
-                    &format!("{backend:?}").to_lowercase(),
-                ])
+                .args(["--tokens", &tokens.collect::<Vec<_>>().join(",")])
+                .args(["--decode", &args.decode.to_string()])
+                .args(["--threads", &args.threads.to_string()])
+                .args(["--reps", &args.reps.to_string(), "--only", &backend_name])
                 .output()
                 .context("running the benchmark child")?;
             if !out.status.success() {
                 bail!(
-                    "{} on {backend:?}: {}",
+                    "{} on {backend_name}: {}",
                     model.display(),
                     String::from_utf8_lossy(&out.stderr)
                 );
             }
             let m: Measurement = serde_json::from_slice(&out.stdout).context("child output")?;
-            let name = model.file_name().unwrap_or_default().to_string_lossy();
-            let (lc, ratio, note) = match reference {
-                Some((r, note)) => (
-                    format!("{r:.1}"),
-                    format!("{:.2}", m.tokens_per_s / r),
-                    note,
-                ),
-                None => ("-".into(), "-".into(), ""),
-            };
-            println!(
-                "{:<40} {:>8} {:>10.1} {:>10} {:>7} {:>9.0} {:>9.0} {:>6.2}",
-                name,
-                format!("{backend:?}").to_lowercase(),
-                m.tokens_per_s,
-                lc,
-                ratio,
-                m.peak_rss_mib,
-                m.f32_weights_mib,
-                m.peak_rss_mib / m.f32_weights_mib
-            );
-            if !note.is_empty() {
-                println!("  note:{note}");
-            }
+            let prefill = args
+                .tokens
+                .iter()
+                .zip(&m.prefill_tok_s)
+                .map(|(&n, &ours)| Prefill {
+                    tokens: n,
+                    tok_s: Figure::new(ours, reference.as_ref().and_then(|r| r.pp(n))),
+                })
+                .collect();
+            report.rows.push(Row {
+                model: name.clone(),
+                backend: backend_name,
+                prefill_tok_s: prefill,
+                decode_tok_s: Figure::new(m.decode_tok_s, reference.as_ref().and_then(|r| r.tg)),
+                load_s: m.load_s,
+                peak_rss_mib: m.peak_rss_mib,
+                file_mib,
+                kv_mib: m.kv_mib,
+                rss_over_file_and_kv: m.peak_rss_mib / (file_mib + m.kv_mib),
+            });
         }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_table(&report);
     }
     Ok(())
 }
 
-/// llama-bench's prompt-processing tokens/s on the same file and thread count. Weight repacking
-/// is llama.cpp's default; where its repacked (AMX) kernels crash, as on some CPUs, the run is
-/// repeated without, and the note says so.
-fn llama_bench(bin: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<(f64, &'static str)> {
-    let exe = bin.join("llama-bench");
-    let run = |extra: &[&str]| -> anyhow::Result<Option<f64>> {
-        let out = Command::new(&exe)
+fn print_table(r: &Report) {
+    println!(
+        "{} threads, best of {}; decode: {} tokens after a 1-token prompt; llama.cpp: {}",
+        r.threads,
+        r.reps,
+        r.decode_tokens,
+        r.llama_bench
+            .as_deref()
+            .unwrap_or("not measured (no --llama-bench)")
+    );
+    println!(
+        "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "model",
+        "backend",
+        "figure",
+        "ours",
+        "llama.cpp",
+        "ratio",
+        "RSS MiB",
+        "file+KV",
+        "RSS/(f+KV)"
+    );
+    for row in &r.rows {
+        let figures = row
+            .prefill_tok_s
+            .iter()
+            .map(|p| (format!("pp{}", p.tokens), &p.tok_s))
+            .chain([(format!("tg{}", r.decode_tokens), &row.decode_tok_s)]);
+        for (i, (figure, f)) in figures.enumerate() {
+            let [ours, lc, ratio] = f.cells();
+            let memory = if i == 0 {
+                format!(
+                    "{:>9.0} {:>9.0} {:>9.2}",
+                    row.peak_rss_mib,
+                    row.file_mib + row.kv_mib,
+                    row.rss_over_file_and_kv
+                )
+            } else {
+                String::new()
+            };
+            println!(
+                "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {memory}",
+                row.model, row.backend, figure, ours, lc, ratio
+            );
+        }
+    }
+    for note in &r.llama_bench_notes {
+        println!("note: {note}");
+    }
+}
+
+/// llama-bench's figures for one model: prompt processing per length, and text generation.
+struct Reference {
+    pp: Vec<(usize, f64)>,
+    tg: Option<f64>,
+    note: Option<String>,
+}
+
+impl Reference {
+    fn pp(&self, tokens: usize) -> Option<f64> {
+        self.pp.iter().find(|p| p.0 == tokens).map(|p| p.1)
+    }
+}
+
+/// llama-bench on the same file and thread count (`-p` each length, `-n` the decode count).
+/// Weight repacking is llama.cpp's default; where its repacked (AMX) kernels crash, as on some
+/// CPUs, the run is repeated without, and the note says so.
+fn llama_bench(exe: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<Reference> {
+    let lengths: Vec<String> = args.tokens.iter().map(usize::to_string).collect();
+    let run = |extra: &[&str]| -> anyhow::Result<Option<Reference>> {
+        let out = Command::new(exe)
             .args(["-m".as_ref(), model.as_os_str()])
-            .args([
-                "-p",
-                &args.tokens.to_string(),
-                "-n",
-                "0",
-                "-t",
-                &args.threads.to_string(),
-            ])
-            .args(["-r", &args.reps.max(1).to_string(), "-o", "json"])
+            .args(["-p", &lengths.join(","), "-n", &args.decode.to_string()])
+            .args(["-t", &args.threads.to_string()])
+            .args(["-r", &args.reps.to_string(), "-o", "json"])
             .args(extra)
             .output()
             .with_context(|| format!("running {}", exe.display()))?;
         if !out.status.success() {
             return Ok(None);
         }
-        let rows: serde_json::Value =
-            serde_json::from_slice(&out.stdout).context("llama-bench JSON")?;
-        let ts = rows
-            .as_array()
-            .and_then(|r| {
-                r.iter()
-                    .find(|r| r["n_prompt"].as_u64() == Some(args.tokens as u64))
-            })
-            .and_then(|r| r["avg_ts"].as_f64());
-        Ok(ts)
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout)
+            .with_context(|| format!("{}: unreadable JSON output", exe.display()))?;
+        let field = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap_or(0) as usize;
+        let mut reference = Reference {
+            pp: Vec::new(),
+            tg: None,
+            note: None,
+        };
+        for r in &rows {
+            let ts = r["avg_ts"].as_f64();
+            match (field(r, "n_prompt"), field(r, "n_gen")) {
+                (p, 0) if p > 0 => reference.pp.extend(ts.map(|t| (p, t))),
+                (0, g) if g == args.decode => reference.tg = ts,
+                _ => {}
+            }
+        }
+        Ok(Some(reference))
     };
-    if let Some(ts) = run(&[])? {
-        return Ok((ts, ""));
+    if let Some(r) = run(&[])? {
+        return Ok(r);
     }
     match run(&["--repack", "0"])? {
-        Some(ts) => Ok((
-            ts,
-            " llama-bench ran with --repack 0 (it crashed with repacking)",
-        )),
+        Some(mut r) => {
+            r.note = Some("llama-bench ran with --repack 0 (it crashed with repacking)".into());
+            Ok(r)
+        }
         None => bail!("{} failed on {}", exe.display(), model.display()),
     }
 }

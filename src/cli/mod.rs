@@ -80,7 +80,7 @@ pub enum Command {
     ScoreText(score_text::ScoreTextArgs),
     /// Greedy generation after a prompt with a model file (no cache): tokens, log-probs, text.
     GenerateText(generate_text::GenerateTextArgs),
-    /// Prefill throughput per backend beside llama.cpp's llama-bench, and peak memory.
+    /// Prefill and decode throughput per backend beside llama.cpp's llama-bench, and peak memory.
     Bench(bench::BenchArgs),
     /// Developer tools.
     #[command(subcommand)]
@@ -93,7 +93,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match &cli.command {
         Command::ScoreText(a) => return score_text::score_text(a, json),
         Command::GenerateText(a) => return generate_text::generate_text(a, json),
-        Command::Bench(a) => return bench::bench(a),
+        Command::Bench(a) => return bench::bench(a, json),
         Command::Dev(c) => return model::dev(c),
         _ => {}
     }

@@ -284,10 +284,15 @@ impl Loaded {
 
     /// Loads a model file that no store has registered (`score-text`, `generate-text`).
     pub fn file(path: &Path, backend: Backend) -> Result<Loaded> {
-        Ok(Loaded {
-            scorer: Scorer::open(path, backend)?,
+        Ok(Loaded::new(Scorer::open(path, backend)?, backend))
+    }
+
+    /// A scorer opened on `backend` without a registry record (tests and tools).
+    pub fn new(scorer: Scorer, backend: Backend) -> Loaded {
+        Loaded {
+            scorer,
             backend: backend_name(backend),
-        })
+        }
     }
 }
 

@@ -1,0 +1,159 @@
+//! Greedy generation against llama.cpp's (`tests/golden/generation_smollm2_*.json`, made by
+//! scripts/golden_generation.sh): 22 prompts from the shared datasets, 64 tokens each, decoded by
+//! the runner's own greedy loop (`eval::generate::greedy`: `next_logits`, argmax with ties to the
+//! lowest id, `prefill` of that token).
+//!
+//! * f32 mode against llama.cpp on the same weights dequantised to f32: every token equal.
+//! * int8 mode against llama.cpp on the Q4_1 file: both quantise activations to 8 bits, but not
+//!   identically (issue 11 item 4), so a near-tie can flip and the texts part ways from there.
+//!   The mean common-prefix length is printed and held above a measured floor.
+
+use std::path::PathBuf;
+
+use deltalogic::benchmarks::Decoding;
+use deltalogic::eval::generate::greedy;
+use deltalogic::eval::models::Loaded;
+use deltalogic::eval::LanguageModel;
+use deltalogic::model::scorer::{set_threads, Backend, Scorer};
+use serde::Deserialize;
+
+/// Largest |log-prob difference| of a generated token in f32 mode: llama.cpp's f32 arithmetic
+/// orders its sums differently, which moves log-probs by ~1e-5 (the scoring gate's figure).
+const F32_LOGPROB_TOL: f32 = 1e-3;
+
+/// Mean common-prefix length (tokens of 64) of int8 against llama.cpp on the Q4_1 file below
+/// which the test fails. Measured 36.5 (7 of 22 sequences equal); the figure is deterministic
+/// (both sides' bits are fixed), so the margin is for deliberate changes to the integer path
+/// that move near-ties either way (issue 11 item 4), not for noise. A broken integer kernel
+/// parts from llama.cpp within a few tokens on every prompt.
+const INT8_MEAN_PREFIX_FLOOR: f64 = 30.0;
+
+#[derive(Deserialize)]
+struct Golden {
+    max_tokens: u32,
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    prompt: String,
+    prompt_tokens: Vec<u32>,
+    tokens: Vec<u32>,
+    logprobs: Vec<f32>,
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn golden(name: &str) -> Golden {
+    let path = root().join("tests/golden").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// SmolLM2 on `backend`, or `None` (a skip) when it was not fetched; under CI its absence fails.
+fn smollm2(backend: Backend) -> Option<Loaded> {
+    let dir =
+        std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root().join("models"), PathBuf::from);
+    let path = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !path.exists() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{} is missing under CI", path.display());
+        }
+        eprintln!(
+            "SKIP: {} not found (run scripts/fetch_models.sh)",
+            path.display()
+        );
+        return None;
+    }
+    set_threads(2).expect("thread pool");
+    let scorer = Scorer::open(&path, backend).unwrap_or_else(|e| panic!("{e}"));
+    Some(Loaded::new(scorer, backend))
+}
+
+/// Our greedy decoding of each case's prompt, after checking our prompt tokens are llama.cpp's.
+fn generate_all(model: &Loaded, golden: &Golden) -> Vec<(Vec<u32>, Vec<f32>)> {
+    let decoding = Decoding {
+        max_tokens: golden.max_tokens,
+        stop: Vec::new(),
+    };
+    golden
+        .cases
+        .iter()
+        .map(|case| {
+            let tokens = model.tokenize(&case.prompt).unwrap();
+            assert_eq!(
+                tokens, case.prompt_tokens,
+                "prompt tokens of {:?}",
+                case.prompt
+            );
+            let state = model.prefill(&model.empty_state(), &tokens).unwrap();
+            let out = greedy(model, &state, &decoding).unwrap();
+            (out.tokens, out.logprobs)
+        })
+        .collect()
+}
+
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+#[test]
+fn f32_generation_equals_llama_cpp_on_f32_weights() {
+    let Some(model) = smollm2(Backend::Flex) else {
+        return;
+    };
+    let golden = golden("generation_smollm2_f32.json");
+    assert!(
+        golden.cases.len() >= 20,
+        "the golden needs at least 20 prompts"
+    );
+    let mut max = 0f32;
+    for (case, (tokens, logprobs)) in golden.cases.iter().zip(generate_all(&model, &golden)) {
+        assert_eq!(
+            tokens,
+            case.tokens,
+            "greedy tokens of {:?} part from llama.cpp's after {} tokens",
+            case.prompt,
+            common_prefix(&tokens, &case.tokens)
+        );
+        for (a, b) in logprobs.iter().zip(&case.logprobs) {
+            max = max.max((a - b).abs());
+        }
+    }
+    eprintln!("f32 greedy vs llama.cpp: all tokens equal; max |dlogprob| {max:.2e}");
+    assert!(max <= F32_LOGPROB_TOL, "max |dlogprob| {max}");
+}
+
+#[test]
+fn int8_generation_follows_llama_cpp_on_the_q4_1_file() {
+    let Some(model) = smollm2(Backend::Int8) else {
+        return;
+    };
+    let golden = golden("generation_smollm2_q4_1.json");
+    let ours = generate_all(&model, &golden);
+    let prefixes: Vec<usize> = golden
+        .cases
+        .iter()
+        .zip(&ours)
+        .map(|(case, (tokens, _))| common_prefix(tokens, &case.tokens))
+        .collect();
+    let whole = golden
+        .cases
+        .iter()
+        .zip(&ours)
+        .filter(|(case, (tokens, _))| *tokens == case.tokens)
+        .count();
+    let mean = prefixes.iter().sum::<usize>() as f64 / prefixes.len() as f64;
+    eprintln!(
+        "int8 greedy vs llama.cpp (Q4_1 file): mean common prefix {mean:.1} tokens of {}, \
+         {whole}/{} sequences equal; per prompt {prefixes:?}",
+        golden.max_tokens,
+        golden.cases.len()
+    );
+    assert!(
+        mean >= INT8_MEAN_PREFIX_FLOOR,
+        "mean common prefix {mean:.1} below the measured floor {INT8_MEAN_PREFIX_FLOOR}"
+    );
+}

@@ -8,6 +8,7 @@ mod build;
 mod cache;
 mod datasets;
 mod episodes;
+mod fetch;
 mod generate_text;
 mod ingest;
 mod model;

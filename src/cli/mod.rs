@@ -9,6 +9,7 @@ mod cache;
 mod datasets;
 mod episodes;
 mod export;
+mod fetch;
 mod generate_text;
 mod ingest;
 mod model;

@@ -8,7 +8,6 @@ use crate::model::scorer::Backend;
 use crate::report;
 use crate::store::{Id, Registry};
 use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
 
 /// More threads than this per core only adds scheduling overhead; far more would start
 /// thousands of OS threads.
@@ -53,6 +52,23 @@ pub struct Args {
     /// Threads for the tensor kernels.
     #[arg(long, default_value = "2", value_parser = threads)]
     threads: usize,
+    /// Score only part I of N (from 0) of the set, into this store: its scores and generations,
+    /// no result. `cache merge` the N part stores, then `score` without --shard writes the
+    /// result (see docs/cluster.md).
+    #[arg(long, value_name = "I/N")]
+    shard: Option<eval::shard::Shard>,
+}
+
+/// What `score` did: the whole set and its result, or one part.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Scored {
+    Whole(Outcome),
+    Part {
+        shard: eval::shard::Shard,
+        #[serde(flatten)]
+        report: eval::ScoreReport,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -67,7 +83,7 @@ pub struct RunArgs {
 
 /// Scores a set with a model through the runner; each model (the one under test, the judge) is
 /// loaded only if something of it is missing.
-fn score(reg: &Registry, a: &Args, json: bool) -> Result<Outcome> {
+fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
     let (model_id, record) = models::resolve(reg, &a.model)?;
     let judge = a
         .judge
@@ -90,24 +106,36 @@ fn score(reg: &Registry, a: &Args, json: bool) -> Result<Outcome> {
             _ => models::Loaded::open(&record),
         }
     };
-    eval::run(
-        reg,
-        benchmark,
-        (set_id, &stored),
-        eval::Participants {
-            subject: (model_id, &record),
-            judge: judge.as_ref().map(|(id, _)| *id),
-        },
-        load,
-        template,
-        a.norm,
-        &mut Bar::new(json),
-    )
+    let participants = eval::Participants {
+        subject: (model_id, &record),
+        judge: judge.as_ref().map(|(id, _)| *id),
+    };
+    let set = (set_id, &stored);
+    let (norm, bar) = (a.norm, &mut Bar::new(json));
+    match a.shard {
+        None => eval::run(reg, benchmark, set, participants, load, template, norm, bar)
+            .map(Scored::Whole),
+        Some(shard) => eval::shard::run(
+            reg,
+            benchmark,
+            set,
+            participants,
+            load,
+            template,
+            norm,
+            bar,
+            shard,
+        )
+        .map(|report| Scored::Part { shard, report }),
+    }
     .with_context(|| format!("scoring set `{}` with `{}`", a.set, a.model))
 }
 
-fn print(o: &Outcome) {
-    let r = &o.report;
+fn print(scored: &Scored) {
+    let r = match scored {
+        Scored::Whole(o) => &o.report,
+        Scored::Part { report, .. } => report,
+    };
     println!(
         "{} items: {} scores needed, {} found in the cache, {} computed in {:.1} s",
         r.items, r.scores_needed, r.scores_found_in_cache, r.scores_computed, r.seconds
@@ -125,7 +153,14 @@ fn print(o: &Outcome) {
         "forward tokens {} / prefix-tree tokens {} (lower bound)",
         r.forward_tokens, r.tree_tokens
     );
-    println!("result {}", o.result);
+    match scored {
+        Scored::Whole(o) => println!("result {}", o.result),
+        Scored::Part { shard, .. } => println!(
+            "part {shard} of the set scored; no result stored: `cache merge` the {} part stores, \
+             then `score` without --shard",
+            shard.count
+        ),
+    }
 }
 
 pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
@@ -133,29 +168,14 @@ pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
     super::emit(json, &out, || print(&out))
 }
 
-/// The default model of `run`: SmolLM2-135M-Instruct (Q4_1), fetched by `scripts/fetch_models.sh`.
+/// The default model of `run`: SmolLM2-135M-Instruct (Q4_1), in the models directory (see
+/// [`super::fetch::models_dir`]).
 const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 const DEFAULT_MODEL_NAME: &str = "smollm2-135m";
 const DEFAULT_SET: &str = "default";
 
 pub fn run_main(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
-    let dir = std::env::var_os("DELTALOGIC_MODELS")
-        .map_or_else(|| PathBuf::from("models"), PathBuf::from);
-    let path = dir.join(DEFAULT_MODEL_FILE);
-    if !path.is_file() {
-        eprintln!("fetching the default model into {}", dir.display());
-        let status = std::process::Command::new("bash")
-            .arg("scripts/fetch_models.sh")
-            .arg("--only")
-            .arg("smollm2")
-            .arg(&dir)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .context("cannot run scripts/fetch_models.sh (run `deltalogic run` from the repository root)")?;
-        if !status.success() {
-            bail!("scripts/fetch_models.sh failed: the default model could not be fetched");
-        }
-    }
+    let path = super::fetch::model(&super::fetch::models_dir()?, "smollm2", DEFAULT_MODEL_FILE)?;
     let (model_id, _) = models::add(reg, &path, Some(DEFAULT_MODEL_NAME), Backend::Flex)?;
     let spec = deltalogic::BuildSpec {
         seed: a.seed,
@@ -171,6 +191,7 @@ pub fn run_main(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
         norm: Normalisation::Mean,
         judge: None,
         threads: a.threads,
+        shard: None,
     };
     let out = score(reg, &args, json)?;
     let entries = report::entries(

@@ -9,6 +9,7 @@ pub mod cache;
 pub mod generate;
 pub mod models;
 pub mod records;
+pub mod shard;
 pub mod share;
 pub mod tree;
 
@@ -586,13 +587,40 @@ pub struct Participants<'a> {
 pub fn run<M: LanguageModel>(
     reg: &Registry,
     benchmark: &dyn Benchmark,
-    (set_id, set): (Id, &StoredSet),
+    set: (Id, &StoredSet),
     models: Participants,
     load: impl FnMut(Id) -> Result<M>,
     template: &str,
     norm: Normalisation,
     progress: &mut dyn Progress,
 ) -> Result<Outcome> {
+    let (model_id, set_id) = (models.subject.0, set.0);
+    let (report, result) = answer(
+        reg, benchmark, set, models, load, template, norm, progress, None,
+    )?;
+    let result = reg.write(|w| Ok(w.put(&result)?.0))?;
+    Ok(Outcome {
+        model: model_id,
+        set: set_id,
+        result,
+        report,
+    })
+}
+
+/// [`run`] over the whole set or one part of it (`shard`): the report and the result record,
+/// not stored.
+#[allow(clippy::too_many_arguments)]
+fn answer<M: LanguageModel>(
+    reg: &Registry,
+    benchmark: &dyn Benchmark,
+    (set_id, set): (Id, &StoredSet),
+    models: Participants,
+    load: impl FnMut(Id) -> Result<M>,
+    template: &str,
+    norm: Normalisation,
+    progress: &mut dyn Progress,
+    shard: Option<shard::Shard>,
+) -> Result<(ScoreReport, ResultRecord)> {
     let start = Instant::now();
     let (model_id, info) = models.subject;
     if models.judge.is_some() && !benchmark.judged() {
@@ -611,6 +639,10 @@ pub fn run<M: LanguageModel>(
             judge,
         },
     )?;
+    let prepared = match shard {
+        Some(shard) => shard::select(prepared, shard)?,
+        None => prepared,
+    };
     let items = prepared.items();
     let mut report = ScoreReport {
         items: items.len(),
@@ -655,12 +687,6 @@ pub fn run<M: LanguageModel>(
         normalisation: norm.as_str().to_string(),
         rows,
     };
-    let result = reg.write(|w| Ok(w.put(&result)?.0))?;
     report.seconds = start.elapsed().as_secs_f64();
-    Ok(Outcome {
-        model: model_id,
-        set: set_id,
-        result,
-        report,
-    })
+    Ok((report, result))
 }

@@ -10,7 +10,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use memmap2::Mmap;
 
@@ -104,10 +106,28 @@ impl TensorInfo {
     }
 }
 
+/// Bytes of quantised blocks: a range of a mapped model file, kept in place, or owned.
+pub enum BlockBytes {
+    Mapped { map: Arc<Mmap>, range: Range<usize> },
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for BlockBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            BlockBytes::Mapped { map, range } => &map[range.clone()],
+            BlockBytes::Owned(bytes) => bytes,
+        }
+    }
+}
+
 /// An open GGUF file.
 pub struct Gguf {
     path: PathBuf,
-    map: Mmap,
+    /// Shared with the quantised matrices that keep their blocks in place (`BlockBytes`).
+    map: Arc<Mmap>,
     version: u32,
     metadata: BTreeMap<String, Value>,
     tensors: Vec<TensorInfo>,
@@ -138,6 +158,7 @@ impl Gguf {
         // model file under a running scorer is outside what we guard against); every read is
         // bounds-checked against the length at map time.
         let map = unsafe { Mmap::map(&file) }.map_err(io)?;
+        let map = Arc::new(map);
         let header = parse(&map, &path)?;
         Ok(Gguf {
             path,
@@ -256,17 +277,22 @@ impl Gguf {
         self.by_name.get(name).map(|&i| &self.tensors[i])
     }
 
-    /// A tensor dequantised to f32, with its shape in PyTorch order (outermost first) and its
-    /// data row-major.
     /// A tensor of a supported type as stored: shape (PyTorch order), type and block bytes.
-    pub fn tensor_blocks(&self, name: &str) -> Option<(Vec<usize>, GgmlType, &[u8])> {
+    /// The bytes stay in the file's map (no copy): they count once in the resident set.
+    pub fn tensor_blocks(&self, name: &str) -> Option<(Vec<usize>, GgmlType, BlockBytes)> {
         let info = self.tensor_info(name)?;
         let ty = GgmlType::from_id(info.type_id)?;
         // `open` checked that the extent is a whole number of blocks inside the file.
         let bytes = ty.bytes_for(info.len())?;
-        Some((info.shape(), ty, &self.map[info.start..info.start + bytes]))
+        let mapped = BlockBytes::Mapped {
+            map: Arc::clone(&self.map),
+            range: info.start..info.start + bytes,
+        };
+        Some((info.shape(), ty, mapped))
     }
 
+    /// A tensor dequantised to f32, with its shape in PyTorch order (outermost first) and its
+    /// data row-major.
     pub fn tensor_f32(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>), ModelError> {
         let info = self
             .tensor_info(name)

@@ -320,18 +320,58 @@ pub fn matmul_t(x: &[f32], w: &[f32], k: usize) -> Vec<f32> {
     let isa = isa();
     par_tiles(&mut out, n, (TASK_ROWS, TASK_COLS), |out, rows, cols| {
         // SAFETY: `rows`/`cols` lie inside `x`, `w` and `out` (shapes checked above), tiles
-        // are disjoint, and each path runs only where `isa()` found its instructions.
-        unsafe {
-            match isa {
-                #[cfg(target_arch = "x86_64")]
-                Isa::Avx512 => block_avx512(x, w, k, out, n, rows, cols),
-                #[cfg(target_arch = "x86_64")]
-                Isa::Avx2 => block_avx2(x, w, k, out, n, rows, cols),
-                _ => block::<Portable>(x, w, k, out, n, rows, cols),
-            }
-        }
+        // are disjoint.
+        unsafe { block_on(isa, x, w, k, out, n, rows, cols) }
     });
     out
+}
+
+/// `x · wᵀ` for a weight `w: [n, k]` kept in another form (quantised blocks, say):
+/// `rows_of(rows, buf)` writes rows `rows` of `w` as f32 into `buf`, one tile at a time. Each
+/// output is the same canonical dot product as in `matmul_t` on the written-out `w`, so the bits
+/// are equal; only a tile of `w` is ever held as f32.
+pub fn matmul_t_rows(
+    x: &[f32],
+    n: usize,
+    k: usize,
+    rows_of: impl Fn(Range<usize>, &mut [f32]) + Sync,
+) -> Vec<f32> {
+    assert!(k > 0 && x.len().is_multiple_of(k));
+    let t = x.len() / k;
+    let mut out = vec![0f32; t * n];
+    let isa = isa();
+    par_tiles(&mut out, n, (TASK_ROWS, TASK_COLS), |out, rows, cols| {
+        let mut w = vec![0f32; cols.len() * k];
+        rows_of(cols.clone(), &mut w);
+        // SAFETY: `w` holds this tile's `cols.len()` rows; `out` is shifted to the tile's
+        // first column and written with stride `n` as in `matmul_t`.
+        unsafe { block_on(isa, x, &w, k, out.add(cols.start), n, rows, 0..cols.len()) }
+    });
+    out
+}
+
+/// `block` on the path `isa`.
+///
+/// # Safety
+/// As `block`; `isa` must be a path this CPU has (`isa()`).
+#[allow(clippy::too_many_arguments)]
+unsafe fn block_on(
+    isa: Isa,
+    x: &[f32],
+    w: &[f32],
+    k: usize,
+    out: *mut f32,
+    n: usize,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => block_avx512(x, w, k, out, n, rows, cols),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => block_avx2(x, w, k, out, n, rows, cols),
+        _ => block::<Portable>(x, w, k, out, n, rows, cols),
+    }
 }
 
 /// The canonical dot product of two equal-length vectors.
@@ -342,16 +382,8 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     if k == 0 {
         return 0.0;
     }
-    // SAFETY: one 1x1 tile over two `k`-long rows; paths as in `matmul_t`.
-    unsafe {
-        match isa() {
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => block_avx512(a, b, k, &mut out, 1, 0..1, 0..1),
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => block_avx2(a, b, k, &mut out, 1, 0..1, 0..1),
-            _ => block::<Portable>(a, b, k, &mut out, 1, 0..1, 0..1),
-        }
-    }
+    // SAFETY: one 1x1 tile over two `k`-long rows.
+    unsafe { block_on(isa(), a, b, k, &mut out, 1, 0..1, 0..1) }
     out
 }
 

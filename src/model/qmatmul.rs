@@ -8,13 +8,18 @@
 //! below 2^16 and so exact in f32, is then accumulated over the blocks into float lane `l` with
 //! `lane = fma(d_w * d_x, group, lane)`, block by block; the 8 lanes are added in a fixed tree,
 //! then Q4_1's offset terms `m_w * s_x`, summed block by block. Threads split outputs, never sums.
+//!
+//! Weights of the other block types (the k-quants) stay in their blocks too and are multiplied
+//! as f32, a tile of rows dequantised at a time (`kernels::matmul_t_rows`): the bits of the f32
+//! product, without an f32 copy of the matrix.
 
 use std::ops::Range;
 
 use half::f16;
 use rayon::prelude::*;
 
-use super::kernels::{isa, par_tiles, tree_sum, Isa};
+use super::gguf::BlockBytes;
+use super::kernels::{isa, matmul_t_rows, par_tiles, tree_sum, Isa};
 use super::quant::{dequantize, GgmlType};
 
 const QK: usize = 32;
@@ -23,22 +28,30 @@ const TASK_ROWS: usize = 64;
 const TASK_COLS: usize = 16;
 
 /// The weight types that have integer kernels.
-pub fn supported(ty: GgmlType) -> bool {
+fn integer(ty: GgmlType) -> bool {
     matches!(ty, GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q8_0)
+}
+
+/// Whether a `[_, cols]` matrix of `ty` is kept in its blocks: the quantised types whose blocks
+/// tile a row.
+pub fn keeps(ty: GgmlType, cols: usize) -> bool {
+    ty.block_len() > 1 && cols.is_multiple_of(ty.block_len())
 }
 
 /// A weight matrix `[rows, cols]` kept in its GGUF block format.
 pub struct QMatrix {
     ty: GgmlType,
     cols: usize,
-    bytes: Vec<u8>,
+    bytes: BlockBytes,
 }
 
 impl QMatrix {
-    /// `bytes` holds `rows` rows of `cols / 32` blocks of `ty`, which must be `supported`.
-    pub fn new(ty: GgmlType, cols: usize, bytes: Vec<u8>) -> QMatrix {
-        assert!(supported(ty) && cols.is_multiple_of(QK));
-        assert!(bytes.len().is_multiple_of(cols / QK * ty.block_bytes()));
+    /// `bytes` holds `rows` rows of `cols / block_len` blocks of `ty`, which `keeps`.
+    pub fn new(ty: GgmlType, cols: usize, bytes: BlockBytes) -> QMatrix {
+        assert!(keeps(ty, cols));
+        assert!(bytes
+            .len()
+            .is_multiple_of(cols / ty.block_len() * ty.block_bytes()));
         QMatrix { ty, cols, bytes }
     }
 
@@ -57,17 +70,17 @@ impl QMatrix {
         out
     }
 
-    /// The first block whose scale (or Q4_1 offset) is NaN or infinite: with finite ones every
-    /// value of these types is finite.
-    pub fn non_finite_scale(&self) -> Option<usize> {
-        let fields = if self.ty == GgmlType::Q4_1 { 2 } else { 1 };
-        self.bytes
-            .chunks_exact(self.ty.block_bytes())
-            .position(|b| (0..fields).any(|f| !half(&b[2 * f..]).is_finite()))
+    /// The first non-finite weight (its index, row-major, and value), found row by row.
+    pub fn first_non_finite(&self) -> Option<(usize, f32)> {
+        (0..self.rows()).into_par_iter().find_map_first(|r| {
+            let row = self.row(r);
+            let c = row.iter().position(|v| !v.is_finite())?;
+            Some((r * self.cols + c, row[c]))
+        })
     }
 
     fn row_bytes(&self) -> usize {
-        self.cols / QK * self.ty.block_bytes()
+        self.cols / self.ty.block_len() * self.ty.block_bytes()
     }
 }
 
@@ -285,6 +298,12 @@ unsafe fn block_vnni(
 pub fn qmatmul_t(x: &[f32], w: &QMatrix) -> Vec<f32> {
     assert!(x.len().is_multiple_of(w.cols));
     let (t, n) = (x.len() / w.cols, w.rows());
+    if !integer(w.ty) {
+        let rb = w.row_bytes();
+        return matmul_t_rows(x, n, w.cols, |rows, buf| {
+            dequantize(w.ty, &w.bytes[rows.start * rb..rows.end * rb], buf)
+        });
+    }
     let acts: Vec<ActBlock> = x.par_chunks(w.cols).flat_map_iter(quantize).collect();
     let mut out = vec![0f32; t * n];
     let path = isa();
@@ -316,13 +335,17 @@ mod tests {
             s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
             (s >> 16) as u8
         };
-        let nb = rows * cols / QK;
+        let nb = rows * cols / ty.block_len();
         let mut out = Vec::new();
         for _ in 0..nb {
             let mut b: Vec<u8> = (0..ty.block_bytes()).map(|_| next()).collect();
-            // Small positive f16 scales (0x2000..0x27FF) and, for Q4_1, offsets.
-            b[1] = 0x20 | (b[1] & 0x07);
-            if ty == GgmlType::Q4_1 {
+            // Small positive f16 scales (0x2000..0x27FF) and, for Q4_1 and the k-quants with
+            // one, offsets; Q6_K keeps its scale last.
+            match ty {
+                GgmlType::Q6K => b[ty.block_bytes() - 1] = 0x20 | (b[ty.block_bytes() - 1] & 0x07),
+                _ => b[1] = 0x20 | (b[1] & 0x07),
+            }
+            if matches!(ty, GgmlType::Q4_1 | GgmlType::Q4K | GgmlType::Q5K) {
                 b[3] = 0xA0 | (b[3] & 0x07);
             }
             out.extend(b);
@@ -336,7 +359,7 @@ mod tests {
     fn integer_products_follow_the_definition() {
         for ty in [GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0] {
             let (rows, cols, t) = (37, 96, 5);
-            let w = QMatrix::new(ty, cols, blocks(ty, rows, cols));
+            let w = QMatrix::new(ty, cols, BlockBytes::Owned(blocks(ty, rows, cols)));
             let x: Vec<f32> = (0..t * cols)
                 .map(|i| ((i * 31 % 97) as f32 - 48.0) / 13.0)
                 .collect();
@@ -377,6 +400,29 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// K-quant weights kept in their blocks multiply as f32, a tile at a time: the same bits as
+    /// the f32 product of the whole dequantised matrix (the route they took before), for a
+    /// number of rows that leaves a partial tile.
+    #[test]
+    fn kept_k_quants_give_the_bits_of_the_f32_product() {
+        for ty in [GgmlType::Q4K, GgmlType::Q5K, GgmlType::Q6K] {
+            let (rows, cols, t) = (37, 512, 3);
+            let w = QMatrix::new(ty, cols, BlockBytes::Owned(blocks(ty, rows, cols)));
+            let x: Vec<f32> = (0..t * cols)
+                .map(|i| ((i * 31 % 97) as f32 - 48.0) / 13.0)
+                .collect();
+            let mut deq = vec![0f32; rows * cols];
+            dequantize(ty, &w.bytes, &mut deq);
+            let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+            assert_eq!(
+                bits(qmatmul_t(&x, &w)),
+                bits(crate::model::kernels::matmul_t(&x, &deq, cols)),
+                "{ty:?}"
+            );
+            assert_eq!(w.row(5), deq[5 * cols..6 * cols], "{ty:?}");
         }
     }
 }

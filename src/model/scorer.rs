@@ -44,7 +44,8 @@ pub enum Backend {
     Flex,
     /// GGUF weights of types with an integer kernel (Q4_1, Q5_0, Q8_0) stay in their blocks and
     /// multiply activations quantised to 8 bits as llama.cpp does (`model::qmatmul`), with the
-    /// same bits on every path; other weights as `Flex`.
+    /// same bits on every path; k-quant weights stay in their blocks too and multiply as `Flex`
+    /// does (a tile dequantised at a time); float weights as `Flex`.
     Int8,
 }
 
@@ -260,7 +261,7 @@ impl TensorFile for Gguf {
         Ok(Some(RawTensor { shape, data }))
     }
 
-    fn blocks(&self, name: &str) -> Result<Option<Blocks<'_>>, ModelError> {
+    fn blocks(&self, name: &str) -> Result<Option<Blocks>, ModelError> {
         Ok(self.tensor_blocks(name))
     }
 }

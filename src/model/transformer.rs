@@ -13,6 +13,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::config::{Config, RopeLayout};
+use super::gguf::BlockBytes;
 use super::kernels;
 use super::qmatmul::{self, QMatrix};
 use super::quant::GgmlType;
@@ -25,7 +26,7 @@ pub struct RawTensor {
 }
 
 /// A tensor in its stored block format: PyTorch-order shape, type, bytes.
-pub type Blocks<'a> = (Vec<usize>, GgmlType, &'a [u8]);
+pub type Blocks = (Vec<usize>, GgmlType, BlockBytes);
 
 /// A file (or set of shards) that holds tensors by name.
 pub trait TensorFile {
@@ -35,7 +36,7 @@ pub trait TensorFile {
     fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError>;
     /// The tensor called `name` in its stored block format (type and bytes), for files that
     /// store quantised blocks; `Ok(None)` when there are none to offer.
-    fn blocks(&self, _name: &str) -> Result<Option<Blocks<'_>>, ModelError> {
+    fn blocks(&self, _name: &str) -> Result<Option<Blocks>, ModelError> {
         Ok(None)
     }
 }
@@ -65,7 +66,7 @@ pub enum Part {
 /// Maps a canonical part to the name a file format uses for it.
 pub type Naming = fn(Part) -> String;
 
-/// Rows of a weight matrix: f32, or GGUF blocks multiplied in the integer mode.
+/// Rows of a weight matrix: f32, or GGUF blocks kept in the file's map (the integer mode).
 enum Rows {
     F32(Vec<f32>),
     Quant(QMatrix),
@@ -183,8 +184,8 @@ impl State {
 impl Transformer {
     /// Builds the model from `file`, checking every tensor's shape against `cfg` and refusing
     /// non-finite weights.
-    /// With `integer`, weights in block formats that have integer kernels stay quantised and
-    /// multiply 8-bit activations (`qmatmul`); otherwise every weight is f32.
+    /// With `integer`, quantised weights stay in their blocks (`qmatmul`: integer kernels with
+    /// 8-bit activations where the type has one); otherwise every weight is f32.
     pub fn load(
         cfg: Config,
         file: &dyn TensorFile,
@@ -552,7 +553,7 @@ fn non_finite(what: String, value: f32) -> ModelError {
 struct Loader<'a> {
     file: &'a dyn TensorFile,
     naming: Naming,
-    /// Keep supported quantised blocks (the integer numerics mode).
+    /// Keep quantised blocks (the integer numerics mode).
     integer: bool,
 }
 
@@ -590,7 +591,7 @@ impl Loader<'_> {
     }
 
     /// The matrix of `parts` (each with its row count) stacked, `cols` wide. In the integer
-    /// mode a part whose file blocks have an integer kernel stays in those blocks.
+    /// mode a part in quantised blocks stays in those blocks.
     fn matrix(&self, cols: usize, parts: &[(Part, usize)]) -> Result<Matrix, ModelError> {
         let mut out = Matrix {
             cols,
@@ -611,7 +612,7 @@ impl Loader<'_> {
         Ok(out)
     }
 
-    /// `part` kept in its blocks, when the mode is integer and the file's type has a kernel.
+    /// `part` kept in its blocks, when the mode is integer and the file's type is quantised.
     fn quantised(
         &self,
         part: Part,
@@ -625,15 +626,15 @@ impl Loader<'_> {
         let Some((shape, ty, bytes)) = self.file.blocks(&tensor)? else {
             return Ok(None);
         };
-        if !qmatmul::supported(ty) || shape != [rows, cols] {
-            // Unsupported types, and wrong shapes (reported by `data`), take the f32 route.
+        if !qmatmul::keeps(ty, cols) || shape != [rows, cols] {
+            // Float types, and wrong shapes (reported by `data`), take the f32 route.
             return Ok(None);
         }
-        let q = QMatrix::new(ty, cols, bytes.to_vec());
-        if let Some(block) = q.non_finite_scale() {
+        let q = QMatrix::new(ty, cols, bytes);
+        if let Some((i, v)) = q.first_non_finite() {
             return Err(ModelError::Invalid {
                 path: self.file.path().to_path_buf(),
-                detail: format!("tensor {tensor} holds a non-finite block scale (block {block})"),
+                detail: format!("tensor {tensor} holds a non-finite weight ({v} at element {i})"),
             });
         }
         Ok(Some(q))

@@ -61,6 +61,19 @@ impl Prepared for Prepared2 {
             _ => anyhow::bail!("two turns"),
         })
     }
+    fn content_free(
+        &self,
+        _: usize,
+        turn: usize,
+        _: &[Answer],
+        filler: &str,
+    ) -> Result<Option<Request>> {
+        Ok((turn == 1).then(|| Request::Score {
+            by: Role::Judge,
+            prompt: format!("{filler}\nIs this a good continuation?"),
+            labels: vec![(" yes".into(), Label::True), (" no".into(), Label::False)],
+        }))
+    }
 }
 
 impl Benchmark for GenerateThenJudge {

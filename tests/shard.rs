@@ -136,7 +136,7 @@ fn merged_parts_equal_a_single_run() {
                 },
                 |_| Ok(ByteModel::new("m")),
                 "plain",
-                Normalisation::Mean,
+                &[Normalisation::Mean],
                 &mut Quiet,
                 Shard { index, count: N },
             )

@@ -162,6 +162,18 @@ pub trait Prepared {
     fn turns(&self) -> usize;
     /// The request of item `item` at turn `turn`, given its answers at the earlier turns.
     fn request(&self, item: usize, turn: usize, earlier: &[Answer]) -> Result<Request>;
+    /// The request of item `item` at turn `turn` with the item's content (premises, question,
+    /// argument) and any earlier generated text replaced by `filler`, and everything else kept
+    /// (the template, the answer options, the earlier labels): the content-free prompt that the
+    /// `pmi` and `calibrated` normalisations compare each label's score with (see
+    /// `eval::normalise`). `None` for a generated turn, which has no label to normalise.
+    fn content_free(
+        &self,
+        item: usize,
+        turn: usize,
+        earlier: &[Answer],
+        filler: &str,
+    ) -> Result<Option<Request>>;
 }
 
 /// One item of a result: the model's answer at each turn.

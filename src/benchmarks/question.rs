@@ -345,10 +345,31 @@ impl Prepared for Questions {
     }
 
     fn request(&self, item: usize, turn: usize, earlier: &[Answer]) -> Result<Request> {
+        self.ask(item, turn, earlier, &self.questions[item])
+    }
+
+    fn content_free(
+        &self,
+        item: usize,
+        turn: usize,
+        earlier: &[Answer],
+        filler: &str,
+    ) -> Result<Option<Request>> {
+        let blank = Question {
+            premises: vec![filler.to_string()],
+            query: filler.to_string(),
+            ..self.questions[item].clone()
+        };
+        self.ask(item, turn, earlier, &blank).map(Some)
+    }
+}
+
+impl Questions {
+    /// Question `q` (item `item`'s, or its content-free form) with the template.
+    fn ask(&self, item: usize, turn: usize, earlier: &[Answer], q: &Question) -> Result<Request> {
         if turn != 0 || !earlier.is_empty() {
             bail!("a question has one turn");
         }
-        let q = &self.questions[item];
         let what = || format!("question {}", self.ids[item].short());
         let prompt = self.template.prompt(q).with_context(what)?;
         let texts = self.template.labels(q).with_context(what)?;

@@ -14,6 +14,10 @@ pub struct Args {
     /// Only these sets (names).
     #[arg(long, num_args = 1..)]
     sets: Vec<String>,
+    /// Only results under these normalisations (`all`, or names as `score --norm` takes them)
+    /// [default: every stored one, side by side, with the robustness section].
+    #[arg(long, num_args = 1.., value_delimiter = ',')]
+    norm: Vec<String>,
     #[arg(long, value_enum, default_value_t = Format::Md)]
     format: Format,
     /// Where to write the SVG figure [default: failure-modes.svg beside the store].
@@ -25,7 +29,11 @@ pub struct Args {
 }
 
 pub fn run(store: &Registry, json: bool, a: Args) -> Result<()> {
-    let entries = report::entries(store, &a.models, &a.sets)?;
+    let mut entries = report::entries(store, &a.models, &a.sets)?;
+    if !a.norm.is_empty() {
+        let keep = crate::eval::Normalisation::parse_list(&a.norm)?;
+        entries.retain(|e| keep.iter().any(|n| n.as_str() == e.normalisation));
+    }
     if entries.is_empty() {
         bail!("no results to report: score a set first (`deltalogic score` or `deltalogic run`)");
     }

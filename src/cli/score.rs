@@ -3,7 +3,7 @@
 
 use super::progress::Bar;
 use crate::benchmarks::{self, deltalogic};
-use crate::eval::{self, models, Normalisation, Outcome};
+use crate::eval::{self, models, Normalisation, Outcome, Outcomes};
 use crate::model::scorer::Backend;
 use crate::report;
 use crate::store::{Id, Registry};
@@ -42,9 +42,11 @@ pub struct Args {
     /// judge reasons before its yes/no).
     #[arg(long)]
     template: Option<String>,
-    /// How label log-probs are compared (a later turn continues with the label this picks).
-    #[arg(long, value_enum, default_value_t = Normalisation::Mean)]
-    norm: Normalisation,
+    /// How label log-probs are compared: `mean` (per token), `sum`, `per-char` (or `char`),
+    /// `byte`, `pmi`, `calibrated`, or `all`. Several (`--norm sum pmi`) give one result each; a
+    /// later turn continues with the label each picks (see docs/normalisation.md).
+    #[arg(long, num_args = 1.., value_delimiter = ',', default_value = "mean")]
+    norm: Vec<String>,
     /// The model that judges the outputs of benchmarks with judged turns (CLoMo) [default: the
     /// model under test judges itself].
     #[arg(long)]
@@ -59,11 +61,12 @@ pub struct Args {
     shard: Option<eval::shard::Shard>,
 }
 
-/// What `score` did: the whole set and its result, or one part.
+/// What `score` did: the whole set and its result (or one per normalisation), or one part.
 #[derive(serde::Serialize)]
 #[serde(untagged)]
 enum Scored {
     Whole(Outcome),
+    Each(Outcomes),
     Part {
         shard: eval::shard::Shard,
         #[serde(flatten)]
@@ -111,10 +114,30 @@ fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
         judge: judge.as_ref().map(|(id, _)| *id),
     };
     let set = (set_id, &stored);
-    let (norm, bar) = (a.norm, &mut Bar::new(json));
+    let (norms, bar) = (Normalisation::parse_list(&a.norm)?, &mut Bar::new(json));
     match a.shard {
-        None => eval::run(reg, benchmark, set, participants, load, template, norm, bar)
-            .map(Scored::Whole),
+        None if norms.len() == 1 => eval::run(
+            reg,
+            benchmark,
+            set,
+            participants,
+            load,
+            template,
+            norms[0],
+            bar,
+        )
+        .map(Scored::Whole),
+        None => eval::run_each(
+            reg,
+            benchmark,
+            set,
+            participants,
+            load,
+            template,
+            &norms,
+            bar,
+        )
+        .map(Scored::Each),
         Some(shard) => eval::shard::run(
             reg,
             benchmark,
@@ -122,7 +145,7 @@ fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
             participants,
             load,
             template,
-            norm,
+            &norms,
             bar,
             shard,
         )
@@ -133,8 +156,9 @@ fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
 
 fn print(scored: &Scored) {
     let r = match scored {
-        Scored::Whole(o) => &o.report,
-        Scored::Part { report, .. } => report,
+        Scored::Whole(Outcome { report, .. })
+        | Scored::Each(Outcomes { report, .. })
+        | Scored::Part { report, .. } => report,
     };
     println!(
         "{} items: {} scores needed, {} found in the cache, {} computed in {:.1} s",
@@ -155,6 +179,11 @@ fn print(scored: &Scored) {
     );
     match scored {
         Scored::Whole(o) => println!("result {}", o.result),
+        Scored::Each(o) => {
+            for r in &o.results {
+                println!("result {} ({})", r.result, r.normalisation.as_str());
+            }
+        }
         Scored::Part { shard, .. } => println!(
             "part {shard} of the set scored; no result stored: `cache merge` the {} part stores, \
              then `score` without --shard",
@@ -188,7 +217,7 @@ pub fn run_main(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
         model: DEFAULT_MODEL_NAME.to_string(),
         set: DEFAULT_SET.to_string(),
         template: None,
-        norm: Normalisation::Mean,
+        norm: vec!["all".to_string()],
         judge: None,
         threads: a.threads,
         shard: None,

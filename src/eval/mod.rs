@@ -8,6 +8,7 @@ pub mod audit;
 pub mod cache;
 pub mod generate;
 pub mod models;
+pub mod normalise;
 pub mod records;
 pub mod shard;
 pub mod share;
@@ -184,18 +185,42 @@ impl Pending {
         })
     }
 
-    /// The answer the stored records give, as stored and as the benchmark reads it.
-    fn answer(&self, reg: &Registry, norm: Normalisation) -> Result<(TurnAnswer, Answer)> {
-        match self {
-            Pending::Score { keys, answers, .. } => {
-                let label = answers[best(&must(reg, keys)?, norm)];
-                Ok((label.into(), Answer::Label(label)))
+    /// The turn the stored records give under `norm`, and its answer as the benchmark reads
+    /// it. `content_free` are the requests of `norm.fillers()`'s content-free prompts (for a
+    /// scored turn): their keys follow the labels' in the turn, filler by filler.
+    fn answer(
+        &self,
+        reg: &Registry,
+        norm: Normalisation,
+        content_free: &[&Pending],
+    ) -> Result<(Turn, Answer)> {
+        let mut keys = self.keys();
+        let (stored, answer) = match self {
+            Pending::Score { answers, .. } => {
+                let free = content_free
+                    .iter()
+                    .map(|p| {
+                        keys.extend(p.keys());
+                        must(reg, &p.keys())
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let values = normalise::values(&must(reg, &self.keys())?, &free, norm)?;
+                let label = answers[normalise::best(&values)];
+                (label.into(), Answer::Label(label))
             }
-            Pending::Generate { key, .. } => Ok((
+            Pending::Generate { key, .. } => (
                 TurnAnswer::Generated,
                 Answer::Text(must_generation(reg, *key)?.text),
-            )),
-        }
+            ),
+        };
+        let keys = keys.iter().map(|k| k.0).collect();
+        Ok((
+            Turn {
+                answer: stored,
+                keys,
+            },
+            answer,
+        ))
     }
 }
 
@@ -299,17 +324,6 @@ fn prompt_tokens<M: LanguageModel>(model: &M, prompt: &str) -> Result<Vec<u32>> 
 /// Reads stored scores; `None` for any missing.
 fn cached(reg: &Registry, keys: &[Id]) -> Result<Vec<Option<ScoreRecord>>> {
     keys.iter().map(|k| reg.get::<ScoreRecord>(k)).collect()
-}
-
-/// The index of the highest normalised score, ties to the earlier one.
-pub fn best(scores: &[ScoreRecord], norm: Normalisation) -> usize {
-    let mut best = 0;
-    for (i, s) in scores.iter().enumerate() {
-        if s.normalised(norm) > scores[best].normalised(norm) {
-            best = i;
-        }
-    }
-    best
 }
 
 fn must(reg: &Registry, keys: &[Id]) -> Result<Vec<ScoreRecord>> {
@@ -572,6 +586,23 @@ pub struct Outcome {
     pub report: ScoreReport,
 }
 
+/// What a run under several normalisations did, and the result it stored for each.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcomes {
+    pub model: Id,
+    pub set: Id,
+    /// One result per normalisation, in report order.
+    pub results: Vec<NormalisedResult>,
+    #[serde(flatten)]
+    pub report: ScoreReport,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct NormalisedResult {
+    pub normalisation: Normalisation,
+    pub result: Id,
+}
+
 /// The models a run asks: the one under test with what its prompts need of it, and the judge
 /// (`None`: the model under test judges itself).
 pub struct Participants<'a> {
@@ -594,21 +625,86 @@ pub fn run<M: LanguageModel>(
     norm: Normalisation,
     progress: &mut dyn Progress,
 ) -> Result<Outcome> {
-    let (model_id, set_id) = (models.subject.0, set.0);
-    let (report, result) = answer(
-        reg, benchmark, set, models, load, template, norm, progress, None,
+    let mut all = run_each(
+        reg,
+        benchmark,
+        set,
+        models,
+        load,
+        template,
+        &[norm],
+        progress,
     )?;
-    let result = reg.write(|w| Ok(w.put(&result)?.0))?;
     Ok(Outcome {
-        model: model_id,
+        model: all.model,
+        set: all.set,
+        result: all.results.remove(0).result,
+        report: all.report,
+    })
+}
+
+/// [`run`] under each of `norms` at once: one result per normalisation. Where normalisations
+/// pick different answers, later turns differ; requests they share are computed once, in one
+/// prefix tree per turn.
+#[allow(clippy::too_many_arguments)]
+pub fn run_each<M: LanguageModel>(
+    reg: &Registry,
+    benchmark: &dyn Benchmark,
+    set: (Id, &StoredSet),
+    models: Participants,
+    load: impl FnMut(Id) -> Result<M>,
+    template: &str,
+    norms: &[Normalisation],
+    progress: &mut dyn Progress,
+) -> Result<Outcomes> {
+    let (model, set_id) = (models.subject.0, set.0);
+    let (report, records) = answer(
+        reg, benchmark, set, models, load, template, norms, progress, None,
+    )?;
+    let ids = reg.write(|w| {
+        records
+            .iter()
+            .map(|r| Ok(w.put(r)?.0))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    Ok(Outcomes {
+        model,
         set: set_id,
-        result,
+        results: norms
+            .iter()
+            .zip(ids)
+            .map(|(&normalisation, result)| NormalisedResult {
+                normalisation,
+                result,
+            })
+            .collect(),
         report,
     })
 }
 
-/// [`run`] over the whole set or one part of it (`shard`): the report and the result record,
-/// not stored.
+/// The requests of one turn, shared between normalisations: an item's request under a later
+/// normalisation that equals its request under an earlier one is asked once, and so is a
+/// content-free request however many items and normalisations need it.
+#[derive(Default)]
+struct Asked {
+    pending: Vec<Pending>,
+    index: BTreeMap<(Option<usize>, Vec<Id>), usize>,
+}
+
+impl Asked {
+    /// The index of `p`; `item` is `None` for a content-free request.
+    fn add(&mut self, item: Option<usize>, p: Pending) -> usize {
+        let slot = self.pending.len();
+        let at = *self.index.entry((item, p.keys())).or_insert(slot);
+        if at == slot {
+            self.pending.push(p);
+        }
+        at
+    }
+}
+
+/// [`run_each`] over the whole set or one part of it (`shard`): the report and one result record
+/// per normalisation, not stored.
 #[allow(clippy::too_many_arguments)]
 fn answer<M: LanguageModel>(
     reg: &Registry,
@@ -617,12 +713,15 @@ fn answer<M: LanguageModel>(
     models: Participants,
     load: impl FnMut(Id) -> Result<M>,
     template: &str,
-    norm: Normalisation,
+    norms: &[Normalisation],
     progress: &mut dyn Progress,
     shard: Option<shard::Shard>,
-) -> Result<(ScoreReport, ResultRecord)> {
+) -> Result<(ScoreReport, Vec<ResultRecord>)> {
     let start = Instant::now();
     let (model_id, info) = models.subject;
+    if norms.is_empty() {
+        bail!("no normalisation to evaluate under");
+    }
     if models.judge.is_some() && !benchmark.judged() {
         bail!(
             "{} asks no judge: run it without --judge",
@@ -650,43 +749,80 @@ fn answer<M: LanguageModel>(
     };
     let template = prepared.template();
     let mut computer = Computer::start(reg, load, &template)?;
-    let mut rows: Vec<ResultRow> = items
+    let empty_rows: Vec<ResultRow> = items
         .iter()
         .map(|id| ResultRow {
             item: id.0,
             turns: Vec::new(),
         })
         .collect();
-    let mut answers: Vec<Vec<Answer>> = vec![Vec::new(); items.len()];
+    let mut rows = vec![empty_rows; norms.len()];
+    let mut answers: Vec<Vec<Vec<Answer>>> = vec![vec![Vec::new(); items.len()]; norms.len()];
     for turn in 0..prepared.turns() {
-        let pending = answers
-            .iter()
-            .enumerate()
-            .map(|(i, earlier)| {
+        let mut asked = Asked::default();
+        // Per normalisation and item: its request, and its content-free requests by filler.
+        let mut plan: Vec<Vec<(usize, Vec<usize>)>> = Vec::new();
+        for (&norm, earlier_by_item) in norms.iter().zip(&answers) {
+            let mut of_norm = Vec::new();
+            for (i, earlier) in earlier_by_item.iter().enumerate() {
+                let what = || format!("item {}, turn {}", items[i].short(), turn + 1);
                 let request = prepared
                     .request(i, turn, earlier)
                     .and_then(|r| Pending::new(model_id, judge, r))
-                    .with_context(|| format!("item {}, turn {}", items[i].short(), turn + 1))?;
-                Ok(request)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        computer.ensure(&pending, &mut report, progress)?;
-        for ((row, earlier), p) in rows.iter_mut().zip(&mut answers).zip(pending) {
-            let (stored, answer) = p.answer(reg, norm)?;
-            row.turns.push(Turn {
-                answer: stored,
-                keys: p.keys().iter().map(|k| k.0).collect(),
-            });
-            earlier.push(answer);
+                    .with_context(what)?;
+                let fillers: &[&str] = match request {
+                    Pending::Score { .. } => norm.fillers(),
+                    Pending::Generate { .. } => &[],
+                };
+                let free = fillers
+                    .iter()
+                    .map(|filler| {
+                        let r = prepared
+                            .content_free(i, turn, earlier, filler)?
+                            .with_context(|| {
+                                format!(
+                                    "{} gives no content-free form of this turn, which the \
+                                     `{}` normalisation needs",
+                                    benchmark.title(),
+                                    norm.as_str()
+                                )
+                            })?;
+                        Ok(asked.add(None, Pending::new(model_id, judge, r)?))
+                    })
+                    .collect::<Result<Vec<_>>>()
+                    .with_context(what)?;
+                of_norm.push((asked.add(Some(i), request), free));
+            }
+            plan.push(of_norm);
+        }
+        computer.ensure(&asked.pending, &mut report, progress)?;
+        for ((&norm, of_norm), (rows, answers)) in norms
+            .iter()
+            .zip(plan)
+            .zip(rows.iter_mut().zip(&mut answers))
+        {
+            for ((request, free), (row, earlier)) in of_norm
+                .into_iter()
+                .zip(rows.iter_mut().zip(answers.iter_mut()))
+            {
+                let free: Vec<&Pending> = free.iter().map(|&j| &asked.pending[j]).collect();
+                let (stored, answer) = asked.pending[request].answer(reg, norm, &free)?;
+                row.turns.push(stored);
+                earlier.push(answer);
+            }
         }
     }
-    let result = ResultRecord {
-        model: model_id.0,
-        set: set_id.0,
-        template: template.id().0,
-        normalisation: norm.as_str().to_string(),
-        rows,
-    };
+    let results = norms
+        .iter()
+        .zip(rows)
+        .map(|(norm, rows)| ResultRecord {
+            model: model_id.0,
+            set: set_id.0,
+            template: template.id().0,
+            normalisation: norm.as_str().to_string(),
+            rows,
+        })
+        .collect();
     report.seconds = start.elapsed().as_secs_f64();
-    Ok((report, result))
+    Ok((report, results))
 }

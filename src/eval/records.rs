@@ -80,15 +80,6 @@ impl ScoreRecord {
         self.logprobs.iter().map(|&x| f64::from(x)).sum()
     }
 
-    /// The value a normalisation gives; every one is derived from the stored log-probs.
-    pub fn normalised(&self, n: Normalisation) -> f64 {
-        match n {
-            Normalisation::Mean => self.sum() / self.logprobs.len().max(1) as f64,
-            Normalisation::Sum => self.sum(),
-            Normalisation::PerChar => self.sum() / f64::from(self.chars.max(1)),
-        }
-    }
-
     /// Whether two records hold the same score (timing and date may differ).
     pub fn same_score(&self, other: &ScoreRecord) -> bool {
         self.tokens == other.tokens
@@ -109,15 +100,26 @@ pub fn same_bits(a: &[f32], b: &[f32]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
-/// How label log-probs become one number per label.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+/// How label log-probs become one number per label (see `eval::normalise`, where each is
+/// computed, and `docs/normalisation.md`). The stored names of `mean`, `sum` and `per-char` are
+/// part of existing result ids and never change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Normalisation {
     /// Mean log-prob per token (the DeltaLogic paper's default).
     Mean,
+    /// The label's log-prob (lm-eval's `acc`).
     Sum,
-    /// Sum divided by the label's characters.
+    /// Sum divided by the label's characters (lm-eval's `acc_norm`).
     PerChar,
+    /// Sum divided by the label's UTF-8 bytes.
+    Byte,
+    /// Sum minus the same label's sum after the template's content-free prompt (lm-eval's
+    /// `acc_mutual_info`, with the template's frame as the context).
+    Pmi,
+    /// Contextual calibration (Zhao et al. 2021): the label distribution divided by its mean
+    /// over content-free inputs in the same template.
+    Calibrated,
 }
 
 impl Normalisation {
@@ -126,7 +128,39 @@ impl Normalisation {
             Normalisation::Mean => "mean",
             Normalisation::Sum => "sum",
             Normalisation::PerChar => "per-char",
+            Normalisation::Byte => "byte",
+            Normalisation::Pmi => "pmi",
+            Normalisation::Calibrated => "calibrated",
         }
+    }
+
+    /// A stored or typed name; `char` is accepted for `per-char`.
+    pub fn named(name: &str) -> Option<Normalisation> {
+        match name {
+            "char" => Some(Normalisation::PerChar),
+            _ => Normalisation::ALL.into_iter().find(|n| n.as_str() == name),
+        }
+    }
+
+    /// `--norm` values: names, or `all` for every normalisation; in report order, each once.
+    pub fn parse_list(names: &[String]) -> anyhow::Result<Vec<Normalisation>> {
+        let mut out = Vec::new();
+        for name in names {
+            if name == "all" {
+                out.extend(Normalisation::ALL);
+                continue;
+            }
+            out.push(Normalisation::named(name).ok_or_else(|| {
+                let known: Vec<&str> = Normalisation::ALL.iter().map(|n| n.as_str()).collect();
+                anyhow::anyhow!(
+                    "unknown normalisation `{name}` (known: {}, char, all)",
+                    known.join(", ")
+                )
+            })?);
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
     }
 }
 

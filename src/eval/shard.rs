@@ -124,6 +124,16 @@ impl Prepared for Part {
     fn request(&self, item: usize, turn: usize, earlier: &[Answer]) -> Result<Request> {
         self.whole.request(self.keep[item], turn, earlier)
     }
+    fn content_free(
+        &self,
+        item: usize,
+        turn: usize,
+        earlier: &[Answer],
+        filler: &str,
+    ) -> Result<Option<Request>> {
+        self.whole
+            .content_free(self.keep[item], turn, earlier, filler)
+    }
 }
 
 /// The part `shard` of a prepared set.
@@ -143,7 +153,7 @@ pub fn run<M: LanguageModel>(
     models: Participants,
     load: impl FnMut(Id) -> Result<M>,
     template: &str,
-    norm: Normalisation,
+    norms: &[Normalisation],
     progress: &mut dyn Progress,
     shard: Shard,
 ) -> Result<ScoreReport> {
@@ -154,7 +164,7 @@ pub fn run<M: LanguageModel>(
         models,
         load,
         template,
-        norm,
+        norms,
         progress,
         Some(shard),
     )?;

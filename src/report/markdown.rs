@@ -67,7 +67,69 @@ pub fn markdown(entries: &[Entry]) -> String {
     for s in sections {
         out += &section(s);
     }
+    out += &robustness(&super::robustness::conclusions(entries));
     out
+}
+
+/// The conclusions under each normalisation, flips flagged; nothing when no result has a
+/// sibling under another normalisation.
+fn robustness(conclusions: &[super::robustness::Conclusion]) -> String {
+    if conclusions.is_empty() {
+        return String::new();
+    }
+    let mut norms: Vec<&str> = Vec::new();
+    for c in conclusions {
+        for v in &c.verdicts {
+            if !norms.contains(&v.normalisation.as_str()) {
+                norms.push(&v.normalisation);
+            }
+        }
+    }
+    let head: Vec<String> = ["Benchmark", "Set", "Template", "Model", "Conclusion"]
+        .into_iter()
+        .map(String::from)
+        .chain(norms.iter().map(|n| n.to_string()))
+        .chain(["Robust".to_string()])
+        .collect();
+    let rows = conclusions
+        .iter()
+        .map(|c| {
+            let mut row = vec![
+                c.title.to_string(),
+                c.set.clone(),
+                c.template.clone(),
+                c.model.clone().unwrap_or_else(|| "(all)".into()),
+                c.conclusion.clone(),
+            ];
+            row.extend(norms.iter().map(|n| {
+                let v = c.verdicts.iter().find(|v| v.normalisation == *n);
+                match v.and_then(|v| Some((v.verdict.as_ref()?, v.value?))) {
+                    Some((verdict, value)) => format!("{verdict} ({})", percent(value)),
+                    None => "—".into(),
+                }
+            }));
+            row.push(
+                match (c.flips, c.decided) {
+                    (true, _) => "**flips**",
+                    (false, 0 | 1) => "—",
+                    (false, _) => "holds",
+                }
+                .into(),
+            );
+            row
+        })
+        .collect();
+    let flips = conclusions.iter().filter(|c| c.flips).count();
+    let decided = conclusions.iter().filter(|c| c.decided > 1).count();
+    format!(
+        "## Robustness to the label normalisation\n\n{}\n{flips} of {} conclusions flip between \
+         normalisations (values in percent). `mean` is the DeltaLogic paper's per-token mean, `sum` \
+         lm-eval's `acc`, `per-char` its `acc_norm`, `byte` per UTF-8 byte, `pmi` the label's \
+         log-prob minus its log-prob after the template's content-free prompt, `calibrated` \
+         contextual calibration (Zhao et al. 2021); see docs/normalisation.md.\n\n",
+        table(&head, rows),
+        decided
+    )
 }
 
 /// One benchmark: the overall table, then a table per grouping.

@@ -193,6 +193,21 @@ impl Prepared for Asked {
             ),
         })
     }
+
+    fn content_free(
+        &self,
+        item: usize,
+        turn: usize,
+        earlier: &[Answer],
+        filler: &str,
+    ) -> Result<Option<Request>> {
+        // The judge's prompt with the argument and the premise blank; the relation asked
+        // about is the template's frame and stays.
+        Ok(match self.request(item, turn, earlier)? {
+            Request::Score { .. } => Some(self.judge(&self.items[item], filler, filler)),
+            Request::Generate { .. } => None,
+        })
+    }
 }
 
 fn template_name(setting: Setting, mode: JudgeMode) -> String {

@@ -344,6 +344,16 @@ impl Prepared for Continuations {
             decoding: decoding(),
         })
     }
+
+    fn content_free(
+        &self,
+        _item: usize,
+        _turn: usize,
+        _earlier: &[super::Answer],
+        _filler: &str,
+    ) -> Result<Option<Request>> {
+        Ok(None)
+    }
 }
 
 /// Whether a problem is an original GSM8K item, a perturbed copy, or synthetic.

@@ -54,10 +54,55 @@ impl Prepared for Episodes {
 
     fn request(&self, item: usize, turn: usize, earlier: &[Answer]) -> Result<Request> {
         let ep = &self.episodes[item];
+        self.ask(ep, &ep.premises_after()?, turn, earlier)
+    }
+
+    fn content_free(
+        &self,
+        item: usize,
+        turn: usize,
+        earlier: &[Answer],
+        filler: &str,
+    ) -> Result<Option<Request>> {
+        let blank = Premise {
+            text: filler.to_string(),
+            fol: None,
+        };
+        let ep = Episode {
+            premises: vec![blank.clone()],
+            query: blank.clone(),
+            ..self.episodes[item].clone()
+        };
+        // The model's earlier labels stay (they are the dialogue's frame); its explanation is
+        // content.
+        let earlier: Vec<Answer> = earlier
+            .iter()
+            .map(|a| match a {
+                Answer::Label(_) => a.clone(),
+                Answer::Text(_) => Answer::Text(filler.to_string()),
+            })
+            .collect();
+        Ok(match self.ask(&ep, &[blank], turn, &earlier)? {
+            r @ Request::Score { .. } => Some(r),
+            Request::Generate { .. } => None,
+        })
+    }
+}
+
+impl Episodes {
+    /// Turn `turn` of episode `ep` (an item, or its content-free form) whose revised premises
+    /// are `after`.
+    fn ask(
+        &self,
+        ep: &Episode,
+        after: &[Premise],
+        turn: usize,
+        earlier: &[Answer],
+    ) -> Result<Request> {
         let t = &self.template;
         let prompt = match (t.explains(), turn, earlier) {
             (_, 0, []) => t.step1(ep)?,
-            (false, 1, [pred0]) => t.step2(ep, pred0.label()?, None, &ep.premises_after()?)?,
+            (false, 1, [pred0]) => t.step2(ep, pred0.label()?, None, after)?,
             (true, 1, [pred0]) => {
                 let (prompt, decoding) = t.explanation(ep, pred0.label()?)?;
                 return Ok(Request::Generate {
@@ -66,9 +111,7 @@ impl Prepared for Episodes {
                     decoding,
                 });
             }
-            (true, 2, [pred0, why]) => {
-                t.step2(ep, pred0.label()?, Some(why.text()?), &ep.premises_after()?)?
-            }
+            (true, 2, [pred0, why]) => t.step2(ep, pred0.label()?, Some(why.text()?), after)?,
             _ => bail!("a DeltaLogic episode's turns come in order, each after the ones before"),
         };
         let labels = Label::ALL

@@ -210,3 +210,107 @@ fn dominant(inertia: f64, over_flip: f64) -> &'static str {
         "neither"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::benchmarks::{Column, Evaluation, Group};
+    use crate::metrics::Metric;
+
+    const COLUMNS: [Column; 4] = [
+        Column {
+            key: "revision_accuracy",
+            title: "Rev acc",
+            headline: true,
+        },
+        Column {
+            key: REVISION_GAP,
+            title: "Gap",
+            headline: false,
+        },
+        Column {
+            key: INERTIA,
+            title: "Inertia",
+            headline: true,
+        },
+        Column {
+            key: OVER_FLIP,
+            title: "Over-flip",
+            headline: true,
+        },
+    ];
+
+    /// A result of `model` under `norm` with overall values in column order.
+    fn entry(model: &str, norm: &str, values: [f64; 4]) -> Entry {
+        let metrics = values
+            .iter()
+            .map(|&v| {
+                Some(Metric {
+                    value: Some(v),
+                    n: 10,
+                    lo: None,
+                    hi: None,
+                })
+            })
+            .collect();
+        Entry {
+            benchmark: "deltalogic".into(),
+            title: "DeltaLogic",
+            model: model.into(),
+            set: "s".into(),
+            template: "plain".into(),
+            normalisation: norm.into(),
+            result_id: String::new(),
+            evaluation: Evaluation {
+                n: 10,
+                columns: &COLUMNS,
+                groups: vec![Group {
+                    by: "overall".into(),
+                    value: "all".into(),
+                    metrics,
+                }],
+                metrics: serde_json::Value::Null,
+                note: "",
+            },
+        }
+    }
+
+    fn find<'a>(cs: &'a [Conclusion], model: Option<&str>, what: &str) -> &'a Conclusion {
+        cs.iter()
+            .find(|c| c.model.as_deref() == model && c.conclusion.starts_with(what))
+            .unwrap_or_else(|| panic!("no conclusion {what} for {model:?}"))
+    }
+
+    #[test]
+    fn flags_exactly_the_conclusions_that_change() {
+        let entries = [
+            entry("a", "mean", [0.5, 0.1, 0.9, 0.2]),
+            entry("b", "mean", [0.4, 0.2, 0.3, 0.1]),
+            entry("a", "sum", [0.3, -0.1, 0.8, 0.1]),
+            entry("b", "sum", [0.6, 0.3, 0.2, 0.4]),
+        ];
+        let cs = conclusions(&entries);
+        let best = find(&cs, None, "best model by Rev acc");
+        assert!(best.flips);
+        let names: Vec<_> = best.verdicts.iter().map(|v| v.verdict.clone()).collect();
+        assert_eq!(names, [Some("a".into()), Some("b".into())]);
+        assert!(find(&cs, Some("a"), "sign of the revision gap").flips);
+        assert!(!find(&cs, Some("b"), "sign of the revision gap").flips);
+        assert!(!find(&cs, Some("a"), "inertia vs over-flip").flips);
+        let b = find(&cs, Some("b"), "inertia vs over-flip");
+        assert!(b.flips);
+        assert_eq!(b.verdicts[1].verdict.as_deref(), Some("over-flip"));
+        assert!(!find(&cs, None, "best model by Inertia").flips);
+        // No abstention column: no abstention conclusion.
+        assert!(cs.iter().all(|c| !c.conclusion.starts_with("abstains")));
+    }
+
+    #[test]
+    fn one_normalisation_gives_no_conclusions() {
+        let entries = [
+            entry("a", "mean", [0.5, 0.1, 0.9, 0.2]),
+            entry("b", "mean", [0.4, 0.2, 0.3, 0.1]),
+        ];
+        assert!(conclusions(&entries).is_empty());
+    }
+}

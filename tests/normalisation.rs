@@ -1,0 +1,200 @@
+//! Every normalisation from stored scores: `score --norm all` in one runner pass gives the results
+//! of separate runs, each answer is the one its normalisation's formula picks from the scores
+//! the result lists (recomputed here independently), the content-free prompts are scored once,
+//! cached and audited, and the report flags conclusions that flip. The last test shows a flip on
+//! the real SmolLM2.
+
+mod common;
+
+use common::{members, model_id, ByteModel, NoChat};
+use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
+use deltalogic::benchmarks::{self};
+use deltalogic::eval::{self, Normalisation, PromptRecord, Quiet, ResultRecord, ScoreRecord};
+use deltalogic::logic::Label;
+use deltalogic::store::{Id, Registry};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn build(reg: &Registry, name: &str) -> Vec<(Id, Episode)> {
+    let spec = BuildSpec {
+        seed: 3,
+        from: PremiseSource::Generated,
+        per_type: Some(2),
+        extended: false,
+    };
+    episodes::build(reg, &spec, name).unwrap();
+    members(reg, name)
+}
+
+fn run(reg: &Registry, set: &str, norms: &[Normalisation]) -> eval::Outcomes {
+    let (set_id, stored) = common::set(reg, set);
+    let benchmark = benchmarks::named(&stored.benchmark).unwrap();
+    eval::run_each(
+        reg,
+        benchmark,
+        (set_id, &stored),
+        eval::Participants {
+            subject: (model_id("m"), &NoChat),
+            judge: None,
+        },
+        |_| Ok(ByteModel::new("m")),
+        benchmark.templates()[0],
+        norms,
+        &mut Quiet,
+    )
+    .unwrap()
+}
+
+fn sum(s: &ScoreRecord) -> f64 {
+    s.logprobs.iter().map(|&x| f64::from(x)).sum()
+}
+
+fn softmax(xs: &[f64]) -> Vec<f64> {
+    let z: f64 = xs.iter().map(|x| x.exp()).sum();
+    xs.iter().map(|x| x.exp() / z).collect()
+}
+
+/// The label a normalisation picks, written out from the definitions (not the library's code).
+fn pick(norm: Normalisation, labels: &[ScoreRecord], free: &[&[ScoreRecord]]) -> usize {
+    let v: Vec<f64> = match norm {
+        Normalisation::Mean => labels
+            .iter()
+            .map(|s| sum(s) / s.logprobs.len() as f64)
+            .collect(),
+        Normalisation::Sum => labels.iter().map(sum).collect(),
+        Normalisation::PerChar => labels
+            .iter()
+            .map(|s| sum(s) / s.label.chars().count() as f64)
+            .collect(),
+        Normalisation::Byte => labels
+            .iter()
+            .map(|s| sum(s) / s.label.len() as f64)
+            .collect(),
+        Normalisation::Pmi => labels
+            .iter()
+            .zip(free[0])
+            .map(|(s, f)| sum(s) - sum(f))
+            .collect(),
+        Normalisation::Calibrated => {
+            let p = softmax(&labels.iter().map(sum).collect::<Vec<_>>());
+            let mut prior = vec![0.0; labels.len()];
+            for f in free {
+                for (q, x) in prior
+                    .iter_mut()
+                    .zip(softmax(&f.iter().map(sum).collect::<Vec<_>>()))
+                {
+                    *q += x / free.len() as f64;
+                }
+            }
+            p.iter().zip(&prior).map(|(p, q)| p / q).collect()
+        }
+    };
+    let mut best = 0;
+    for (i, x) in v.iter().enumerate() {
+        if *x > v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+#[test]
+fn every_normalisation_picks_what_its_formula_gives_from_the_listed_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let eps = build(&reg, "set");
+    let all = run(&reg, "set", &Normalisation::ALL);
+    assert_eq!(all.results.len(), 6);
+    assert!(all.report.scores_computed > 0);
+
+    // A second pass computes nothing and gives the same results; so do separate runs, one
+    // normalisation each.
+    let again = run(&reg, "set", &Normalisation::ALL);
+    assert_eq!(again.report.scores_computed, 0);
+    for (a, b) in all.results.iter().zip(&again.results) {
+        assert_eq!(a.result, b.result);
+    }
+    for r in &all.results {
+        let alone = run(&reg, "set", &[r.normalisation]);
+        assert_eq!(alone.report.scores_computed, 0, "{:?}", r.normalisation);
+        assert_eq!(alone.results[0].result, r.result);
+    }
+
+    let mut differ = 0;
+    let mut free_prompts = std::collections::BTreeSet::new();
+    for r in &all.results {
+        let norm = r.normalisation;
+        let record = reg.get::<ResultRecord>(&r.result).unwrap().unwrap();
+        assert_eq!(record.normalisation, norm.as_str());
+        let fillers = match norm {
+            Normalisation::Pmi => 1,
+            Normalisation::Calibrated => 3,
+            _ => 0,
+        };
+        for row in &record.rows {
+            let (_, ep) = eps.iter().find(|(id, _)| id.0 == row.item).unwrap();
+            for turn in &row.turns {
+                let scores: Vec<ScoreRecord> = turn
+                    .keys
+                    .iter()
+                    .map(|k| reg.get::<ScoreRecord>(&Id(*k)).unwrap().unwrap())
+                    .collect();
+                // The labels' scores, then each filler's content-free scores of the same labels.
+                assert_eq!(scores.len(), 3 * (1 + fillers));
+                let (labels, free) = scores.split_at(3);
+                let free: Vec<&[ScoreRecord]> = free.chunks(3).collect();
+                for f in &free {
+                    let names: Vec<&str> = f.iter().map(|s| s.label.as_str()).collect();
+                    assert_eq!(names, [" True", " False", " Uncertain"]);
+                    let prompt = reg
+                        .get::<PromptRecord>(&Id(f[0].prompt))
+                        .unwrap()
+                        .unwrap()
+                        .text;
+                    for p in &ep.premises {
+                        assert!(!prompt.contains(&p.text), "content-free: {prompt}");
+                    }
+                    assert!(prompt.ends_with("Label:"), "the same template: {prompt}");
+                    free_prompts.insert(prompt);
+                }
+                let picked = pick(norm, labels, &free);
+                let label = [Label::True, Label::False, Label::Uncertain][picked];
+                assert_eq!(turn.answer.label(), Some(label), "{norm:?}");
+                if picked != pick(Normalisation::Mean, labels, &[]) {
+                    differ += 1;
+                }
+            }
+        }
+    }
+    assert!(differ > 0, "some normalisation disagrees with the mean");
+    // pmi's empty filler and calibration's three, at two turns: step 2 also varies with the
+    // step-1 answer it continues, so there are at least 2 × 3 distinct content-free prompts.
+    assert!(free_prompts.len() >= 6, "{}", free_prompts.len());
+    assert!(free_prompts.iter().any(|p| p.contains("N/A")));
+    assert!(free_prompts.iter().any(|p| p.contains("[MASK]")));
+}
+
+fn dl(store: &Path, args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "deltalogic {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn smollm2() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("skipped: {} is missing (scripts/fetch_models.sh)", p.display());
+        None
+    }
+}

@@ -194,7 +194,82 @@ fn smollm2() -> Option<PathBuf> {
     if p.exists() {
         Some(p)
     } else {
-        eprintln!("skipped: {} is missing (scripts/fetch_models.sh)", p.display());
+        eprintln!(
+            "skipped: {} is missing (scripts/fetch_models.sh)",
+            p.display()
+        );
         None
     }
+}
+
+/// The real SmolLM2 on 12 generated episodes: under `mean` it answers Uncertain to every
+/// question, so its revision gap is zero; `pmi` removes the label's prior (` Uncertain` is likely
+/// after `Label:` whatever the premises) and the gap turns negative. The report flags it, in
+/// Markdown and JSON.
+#[test]
+fn the_real_smollm2_flips_a_conclusion_between_normalisations() {
+    let Some(model) = smollm2() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.redb");
+    dl(
+        &store,
+        &["model", "add", model.to_str().unwrap(), "--name", "smol"],
+    );
+    dl(
+        &store,
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--seed",
+            "0",
+            "--per-type",
+            "3",
+            "--name",
+            "small",
+        ],
+    );
+    let scored = dl(
+        &store,
+        &[
+            "--json", "score", "--model", "smol", "--set", "small", "--norm", "mean", "pmi",
+        ],
+    );
+    let scored: serde_json::Value = serde_json::from_slice(&scored.stdout).unwrap();
+    assert_eq!(scored["results"].as_array().unwrap().len(), 2);
+    let svg = dir.path().join("f.svg");
+    let svg = svg.to_str().unwrap();
+    let report = dl(&store, &["--json", "report", "--svg", svg]);
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let overall = |norm: &str, key: &str| {
+        let r = report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["normalisation"] == norm)
+            .unwrap();
+        r["metrics"]["overall"][key]["value"].as_f64().unwrap()
+    };
+    assert_eq!(overall("mean", "abstain"), 1.0);
+    assert!(overall("pmi", "abstain") < 1.0);
+    assert_eq!(overall("mean", "revision_gap"), 0.0);
+    assert!(overall("pmi", "revision_gap") < 0.0);
+    let gap = report["robustness"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["conclusion"] == "sign of the revision gap")
+        .unwrap();
+    assert_eq!(gap["flips"], true, "{gap}");
+    let md = String::from_utf8(dl(&store, &["report", "--svg", svg]).stdout).unwrap();
+    let line = md
+        .lines()
+        .find(|l| l.contains("sign of the revision gap"))
+        .unwrap();
+    assert!(line.contains("**flips**"), "{line}");
+    // `--norm` keeps one normalisation: nothing left to compare, no robustness section.
+    let one =
+        String::from_utf8(dl(&store, &["report", "--norm", "mean", "--svg", svg]).stdout).unwrap();
+    assert!(!one.contains("Robustness"));
 }

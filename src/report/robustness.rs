@@ -40,6 +40,9 @@ pub struct Verdict {
     pub value: Option<f64>,
 }
 
+/// A verdict and the value it rests on, under one normalisation.
+type Judged = (Option<String>, Option<f64>);
+
 /// The metric keys of DeltaLogic's per-model conclusions.
 const REVISION_GAP: &str = "revision_gap";
 const INERTIA: &str = "inertia";
@@ -113,7 +116,7 @@ pub fn conclusions(entries: &[Entry]) -> Vec<Conclusion> {
             let of = |norm: &str| under(norm).into_iter().find(|e| e.model == model);
             let value =
                 |norm: &str, key: &str| of(norm).and_then(|e| e.evaluation.overall(key)?.value);
-            let per_norm = |f: &dyn Fn(&str) -> (Option<String>, Option<f64>)| -> Vec<Verdict> {
+            let per_norm = |f: &dyn Fn(&str) -> Judged| -> Vec<Verdict> {
                 norms
                     .iter()
                     .map(|&norm| {

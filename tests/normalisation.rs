@@ -7,10 +7,14 @@
 mod common;
 
 use common::{members, model_id, ByteModel, NoChat};
+use deltalogic::benchmarks::beliefr;
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
+use deltalogic::benchmarks::question::Question;
 use deltalogic::benchmarks::{self};
+use deltalogic::datasets::Format;
 use deltalogic::eval::{self, Normalisation, PromptRecord, Quiet, ResultRecord, ScoreRecord};
 use deltalogic::logic::Label;
+use deltalogic::store::ingest;
 use deltalogic::store::{Id, Registry};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,6 +31,16 @@ fn build(reg: &Registry, name: &str) -> Vec<(Id, Episode)> {
 }
 
 fn run(reg: &Registry, set: &str, norms: &[Normalisation]) -> eval::Outcomes {
+    let benchmark = benchmarks::named(&common::set(reg, set).1.benchmark).unwrap();
+    run_template(reg, set, benchmark.templates()[0], norms)
+}
+
+fn run_template(
+    reg: &Registry,
+    set: &str,
+    template: &str,
+    norms: &[Normalisation],
+) -> eval::Outcomes {
     let (set_id, stored) = common::set(reg, set);
     let benchmark = benchmarks::named(&stored.benchmark).unwrap();
     eval::run_each(
@@ -38,7 +52,7 @@ fn run(reg: &Registry, set: &str, norms: &[Normalisation]) -> eval::Outcomes {
             judge: None,
         },
         |_| Ok(ByteModel::new("m")),
-        benchmark.templates()[0],
+        template,
         norms,
         &mut Quiet,
     )
@@ -172,6 +186,53 @@ fn every_normalisation_picks_what_its_formula_gives_from_the_listed_scores() {
     assert!(free_prompts.len() >= 6, "{}", free_prompts.len());
     assert!(free_prompts.iter().any(|p| p.contains("N/A")));
     assert!(free_prompts.iter().any(|p| p.contains("[MASK]")));
+}
+
+/// Belief-R's two templates: the content-free prompt keeps the options (in `beliefr-text` they
+/// are the labels) and drops the premises and the query.
+#[test]
+fn belief_r_questions_have_content_free_prompts_with_their_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let data = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/datasets/belief_r"
+    ));
+    ingest::ingest(&reg, Format::BeliefR, data, false).unwrap();
+    let sample = beliefr::Sample {
+        per_cell: 1,
+        seed: 0,
+    };
+    beliefr::build(&reg, "br", Some(sample)).unwrap();
+    let questions: Vec<(Id, Question)> = members(&reg, "br");
+    for template in beliefr::prompts::CHOICE_TEMPLATE_NAMES {
+        let out = run_template(&reg, "br", template, &[Normalisation::Calibrated]);
+        let record = reg
+            .get::<ResultRecord>(&out.results[0].result)
+            .unwrap()
+            .unwrap();
+        for row in &record.rows {
+            let q = &questions.iter().find(|(id, _)| id.0 == row.item).unwrap().1;
+            let keys = &row.turns[0].keys;
+            let n = q.options.len();
+            assert_eq!(keys.len(), 4 * n, "{template}");
+            let score = |k: &[u8; 32]| reg.get::<ScoreRecord>(&Id(*k)).unwrap().unwrap();
+            for filler in keys[n..].chunks(n) {
+                let labels: Vec<String> = filler.iter().map(|k| score(k).label).collect();
+                let own: Vec<String> = keys[..n].iter().map(|k| score(k).label).collect();
+                assert_eq!(labels, own);
+                let prompt = reg
+                    .get::<PromptRecord>(&Id(score(&filler[0]).prompt))
+                    .unwrap()
+                    .unwrap()
+                    .text;
+                assert!(!prompt.contains(&q.query), "{template}: {prompt}");
+                for p in &q.premises {
+                    assert!(!prompt.contains(p.as_str()), "{template}: {prompt}");
+                }
+            }
+        }
+    }
 }
 
 fn dl(store: &Path, args: &[&str]) -> std::process::Output {

@@ -3,7 +3,8 @@
 //! verdict differs between two normalisations is flagged, so a reader can tell a finding about
 //! the model from one about the scoring rule.
 //!
-//! The conclusions: the best model by each headline metric (with two models or more), and per
+//! The conclusions: which model has the highest value of each headline metric (with two models
+//! or more; for a failure mode such as inertia that is the worst model), and per
 //! model the sign of the revision gap, whether inertia or over-flip dominates, and whether the
 //! model abstains on more than half the questions (DeltaLogic's metrics; any benchmark whose
 //! evaluation has those columns gets them).
@@ -105,11 +106,7 @@ pub fn conclusions(entries: &[Entry]) -> Vec<Conclusion> {
                     .iter()
                     .map(|&norm| best_model(&under(norm), c.key, norm))
                     .collect();
-                out.push(conclusion(
-                    None,
-                    format!("best model by {}", c.title),
-                    verdicts,
-                ));
+                out.push(conclusion(None, format!("highest {}", c.title), verdicts));
             }
         }
         for &model in &models {
@@ -178,7 +175,7 @@ pub(super) fn order(name: &str) -> (usize, String) {
     (i, name.to_string())
 }
 
-/// The model with the highest value of `key` among `entries` (ties name every best model).
+/// The model with the highest value of `key` among `entries` (ties name every such model).
 fn best_model(entries: &[&Entry], key: &str, norm: &str) -> Verdict {
     let scored: Vec<(&str, f64)> = entries
         .iter()
@@ -293,7 +290,7 @@ mod tests {
             entry("b", "sum", [0.6, 0.3, 0.2, 0.4]),
         ];
         let cs = conclusions(&entries);
-        let best = find(&cs, None, "best model by Rev acc");
+        let best = find(&cs, None, "highest Rev acc");
         assert!(best.flips);
         let names: Vec<_> = best.verdicts.iter().map(|v| v.verdict.clone()).collect();
         assert_eq!(names, [Some("a".into()), Some("b".into())]);
@@ -303,7 +300,7 @@ mod tests {
         let b = find(&cs, Some("b"), "inertia vs over-flip");
         assert!(b.flips);
         assert_eq!(b.verdicts[1].verdict.as_deref(), Some("over-flip"));
-        assert!(!find(&cs, None, "best model by Inertia").flips);
+        assert!(!find(&cs, None, "highest Inertia").flips);
         // No abstention column: no abstention conclusion.
         assert!(cs.iter().all(|c| !c.conclusion.starts_with("abstains")));
     }

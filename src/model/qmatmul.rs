@@ -170,70 +170,123 @@ fn unpack(ty: GgmlType, b: &[u8]) -> WBlock {
 }
 
 /// The 8 exact group sums of one block product (module docs).
-trait Groups {
-    /// # Safety
-    /// The CPU must support the implementation's instructions.
-    unsafe fn groups(w: &[i8; QK], x: &[i8; QK]) -> [i32; GROUPS];
-}
-
-struct Portable;
-
-impl Groups for Portable {
-    #[inline(always)]
-    unsafe fn groups(w: &[i8; QK], x: &[i8; QK]) -> [i32; GROUPS] {
-        std::array::from_fn(|l| {
-            (4 * l..4 * l + 4)
-                .map(|j| i32::from(w[j]) * i32::from(x[j]))
-                .sum()
-        })
-    }
+fn groups(w: &[i8; QK], x: &[i8; QK]) -> [i32; GROUPS] {
+    std::array::from_fn(|l| {
+        (4 * l..4 * l + 4)
+            .map(|j| i32::from(w[j]) * i32::from(x[j]))
+            .sum()
+    })
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Groups, GROUPS, QK};
+    use super::{ActBlock, QMatrix, GROUPS, QK};
+    use crate::model::kernels::tree_sum;
+    use crate::model::quant::GgmlType;
     use std::arch::x86_64::*;
+    use std::ops::Range;
 
-    pub struct Avx2;
-    pub struct Vnni;
-
-    /// `|w|` as unsigned bytes and `x` carrying `w`'s sign: their unsigned-by-signed products
-    /// are `w * x` (|w| ≤ 128 and |x| ≤ 127, so no pair of products saturates 16 bits).
+    /// A weight block's 32 values as signed bytes (`super::unpack`'s layout), with its scale
+    /// and offset.
     #[inline(always)]
-    unsafe fn split(w: &[i8; QK], x: &[i8; QK]) -> (__m256i, __m256i) {
-        let w = _mm256_loadu_si256(w.as_ptr() as *const __m256i);
-        let x = _mm256_loadu_si256(x.as_ptr() as *const __m256i);
-        (_mm256_abs_epi8(w), _mm256_sign_epi8(x, w))
-    }
-
-    #[inline(always)]
-    unsafe fn store(v: __m256i) -> [i32; GROUPS] {
-        let mut out = [0i32; GROUPS];
-        _mm256_storeu_si256(out.as_mut_ptr() as *mut __m256i, v);
-        out
-    }
-
-    impl Groups for Avx2 {
-        #[inline(always)]
-        unsafe fn groups(w: &[i8; QK], x: &[i8; QK]) -> [i32; GROUPS] {
-            let (u, s) = split(w, x);
-            let pairs = _mm256_maddubs_epi16(u, s);
-            store(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
+    unsafe fn weights(ty: GgmlType, b: &[u8]) -> (__m256i, f32, f32) {
+        let nibbles = |qs: *const u8| {
+            let qs = _mm_loadu_si128(qs as *const __m128i);
+            let low = _mm_set1_epi8(0x0F);
+            let lo = _mm_and_si128(qs, low);
+            let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
+            _mm256_set_m128i(hi, lo)
+        };
+        match ty {
+            GgmlType::Q8_0 => (
+                _mm256_loadu_si256(b[2..34].as_ptr() as *const __m256i),
+                super::half(b),
+                0.0,
+            ),
+            GgmlType::Q4_1 => (nibbles(b[4..20].as_ptr()), super::half(b), super::half(&b[2..])),
+            GgmlType::Q5_0 => {
+                // Byte j takes bit j of `qh` as its fifth bit: spread each bit to its byte,
+                // then values are `nibble | bit << 4` minus 16, which is `nibble | 0xF0` (as
+                // i8) where the bit is clear and the nibble where it is set.
+                let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+                let spread = _mm256_shuffle_epi8(
+                    _mm256_set1_epi32(qh as i32),
+                    _mm256_set_epi64x(
+                        0x0303_0303_0303_0303,
+                        0x0202_0202_0202_0202,
+                        0x0101_0101_0101_0101,
+                        0,
+                    ),
+                );
+                let bit = _mm256_set1_epi64x(0x7FBF_DFEF_F7FB_FDFEu64 as i64);
+                let set = _mm256_cmpeq_epi8(_mm256_or_si256(spread, bit), _mm256_set1_epi8(-1));
+                let q = _mm256_or_si256(
+                    nibbles(b[6..22].as_ptr()),
+                    _mm256_andnot_si256(set, _mm256_set1_epi8(0xF0u8 as i8)),
+                );
+                (q, super::half(b), 0.0)
+            }
+            _ => unreachable!("QMatrix::new admits only supported types"),
         }
     }
 
-    impl Groups for Vnni {
-        #[inline(always)]
-        unsafe fn groups(w: &[i8; QK], x: &[i8; QK]) -> [i32; GROUPS] {
-            let (u, s) = split(w, x);
-            store(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s))
+    /// The 8 exact group sums of a block product: `|w|` as unsigned bytes and `x` carrying
+    /// `w`'s sign give unsigned-by-signed products equal to `w * x` (|w| ≤ 128, |x| ≤ 127, so
+    /// no pair of products saturates 16 bits); VNNI's `dpbusd` and AVX2's `maddubs` + `madd`
+    /// both sum elements `4l..4l+4` into lane `l`.
+    #[inline(always)]
+    unsafe fn groups<const VNNI: bool>(w: __m256i, x: &[i8; QK]) -> __m256i {
+        let x = _mm256_loadu_si256(x.as_ptr() as *const __m256i);
+        let (u, s) = (_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+        if VNNI {
+            _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
+        } else {
+            _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
+        }
+    }
+
+    /// `super::block`, vectorised: the same operations on the same values in the same order
+    /// (lane `l` += `d_w * d_x * group_l` by one fused multiply-add), so the same bits.
+    #[inline(always)]
+    pub(super) unsafe fn block<const VNNI: bool>(
+        w: &QMatrix,
+        acts: &[ActBlock],
+        out: *mut f32,
+        n: usize,
+        rows: Range<usize>,
+        cols: Range<usize>,
+    ) {
+        let nb = w.cols / QK;
+        let bb = w.ty.block_bytes();
+        let mut lanes = vec![_mm256_setzero_ps(); rows.len()];
+        let mut offsets = vec![0f32; rows.len()];
+        for c in cols {
+            let row = &w.bytes[c * w.row_bytes()..][..w.row_bytes()];
+            lanes.fill(_mm256_setzero_ps());
+            offsets.fill(0.0);
+            for (b, wb) in row.chunks_exact(bb).enumerate() {
+                let (q, d, m) = weights(w.ty, wb);
+                for (r, (lane, off)) in rows.clone().zip(lanes.iter_mut().zip(&mut offsets)) {
+                    let a = acts.get_unchecked(r * nb + b);
+                    let g = _mm256_cvtepi32_ps(groups::<VNNI>(q, &a.q));
+                    *lane = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), g, *lane);
+                    *off += m * a.s;
+                }
+            }
+            for (r, (lane, off)) in rows.clone().zip(lanes.iter().zip(&offsets)) {
+                let mut l = [0f32; GROUPS];
+                _mm256_storeu_ps(l.as_mut_ptr(), *lane);
+                *out.add(r * n + c) = tree_sum(l) + off;
+            }
         }
     }
 }
 
 /// Outputs `rows x cols` of `x · wᵀ` into `out` (`n` columns).
-#[inline(always)]
-unsafe fn block<G: Groups>(
+///
+/// # Safety
+/// `rows x cols` lies inside `out`, which has `n` columns.
+unsafe fn block(
     w: &QMatrix,
     acts: &[ActBlock],
     out: *mut f32,
@@ -253,7 +306,7 @@ unsafe fn block<G: Groups>(
             let wb = unpack(w.ty, wb);
             for (r, (lane, off)) in rows.clone().zip(lanes.iter_mut().zip(&mut offsets)) {
                 let a = &acts[r * nb + b];
-                let g = G::groups(&wb.q, &a.q);
+                let g = groups(&wb.q, &a.q);
                 let scale = wb.d * a.d;
                 for (l, &g) in lane.iter_mut().zip(&g) {
                     *l = scale.mul_add(g as f32, *l);
@@ -277,7 +330,7 @@ unsafe fn block_avx2(
     rows: Range<usize>,
     cols: Range<usize>,
 ) {
-    block::<x86::Avx2>(w, acts, out, n, rows, cols)
+    x86::block::<false>(w, acts, out, n, rows, cols)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -290,7 +343,7 @@ unsafe fn block_vnni(
     rows: Range<usize>,
     cols: Range<usize>,
 ) {
-    block::<x86::Vnni>(w, acts, out, n, rows, cols)
+    x86::block::<true>(w, acts, out, n, rows, cols)
 }
 
 /// `x · wᵀ` with `x` quantised per block (module docs): `x` is `[t, cols]`, the result
@@ -318,7 +371,7 @@ pub fn qmatmul_t(x: &[f32], w: &QMatrix) -> Vec<f32> {
                 Isa::Avx512 if vnni => block_vnni(w, &acts, out, n, rows, cols),
                 #[cfg(target_arch = "x86_64")]
                 Isa::Avx512 | Isa::Avx2 => block_avx2(w, &acts, out, n, rows, cols),
-                _ => block::<Portable>(w, &acts, out, n, rows, cols),
+                _ => block(w, &acts, out, n, rows, cols),
             }
         }
     });

@@ -74,6 +74,9 @@ impl Prepared for Prepared2 {
             labels: vec![(" yes".into(), Label::True), (" no".into(), Label::False)],
         }))
     }
+    fn target(&self, _: usize, _: usize) -> Option<Label> {
+        None
+    }
 }
 
 impl Benchmark for GenerateThenJudge {

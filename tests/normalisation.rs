@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{members, model_id, ByteModel, NoChat};
+use common::{dl, members, model_id, smollm2, ByteModel, NoChat};
 use deltalogic::benchmarks::beliefr;
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
 use deltalogic::benchmarks::question::Question;
@@ -16,8 +16,7 @@ use deltalogic::eval::{self, Normalisation, PromptRecord, Quiet, ResultRecord, S
 use deltalogic::logic::Label;
 use deltalogic::store::ingest;
 use deltalogic::store::{Id, Registry};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 fn build(reg: &Registry, name: &str) -> Vec<(Id, Episode)> {
     let spec = BuildSpec {
@@ -232,34 +231,6 @@ fn belief_r_questions_have_content_free_prompts_with_their_options() {
                 }
             }
         }
-    }
-}
-
-fn dl(store: &Path, args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_deltalogic"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "deltalogic {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn smollm2() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!(
-            "skipped: {} is missing (scripts/fetch_models.sh)",
-            p.display()
-        );
-        None
     }
 }
 

@@ -174,6 +174,10 @@ pub trait Prepared {
         earlier: &[Answer],
         filler: &str,
     ) -> Result<Option<Request>>;
+    /// The label a correct answer gives at turn `turn` of item `item`: the gold the benchmark's
+    /// metrics compare answers with (`export samples` gives it per scored turn). `None` for a
+    /// turn without a gold label: a generation, a judge's verdict.
+    fn target(&self, item: usize, turn: usize) -> Option<Label>;
 }
 
 /// One item of a result: the model's answer at each turn.
@@ -226,8 +230,9 @@ pub trait Benchmark: Sync {
     }
     /// Its items as JSON objects, one per set member in the set's order, for `deltalogic export
     /// items` (a benchmark whose items others can re-check exports them whole).
-    fn export(&self, _store: &Registry, _set: &StoredSet) -> Result<Vec<serde_json::Value>> {
-        bail!("{} items have no export yet", self.title())
+    /// By default: the set's questions.
+    fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
+        exported::<question::Question>(store, set)
     }
     /// Whether some of its requests go to a judge model (`score --judge` is refused otherwise).
     fn judged(&self) -> bool {
@@ -316,6 +321,33 @@ impl Evaluation {
         let i = self.columns.iter().position(|c| c.key == key)?;
         self.groups.first()?.metrics[i].as_ref()
     }
+}
+
+/// The members of `set` as JSON objects, each its record's fields after its `id`.
+pub fn exported<R: crate::store::Record + Serialize>(
+    store: &Registry,
+    set: &StoredSet,
+) -> Result<Vec<serde_json::Value>>
+where
+    R::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>>
+        + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
+{
+    members::<R>(store, set)?
+        .into_iter()
+        .map(|(id, r)| {
+            let mut object = serde_json::Map::new();
+            object.insert("id".into(), serde_json::Value::String(id.hex()));
+            match serde_json::to_value(r)? {
+                serde_json::Value::Object(fields) => object.extend(fields),
+                other => bail!(
+                    "{} {} is not a JSON object: {other}",
+                    R::KIND.noun(),
+                    id.short()
+                ),
+            }
+            Ok(serde_json::Value::Object(object))
+        })
+        .collect()
 }
 
 /// Loads every member of a set as the record kind `R`, in the set's order.

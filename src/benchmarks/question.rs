@@ -362,6 +362,10 @@ impl Prepared for Questions {
         };
         self.ask(item, turn, earlier, &blank).map(Some)
     }
+
+    fn target(&self, item: usize, turn: usize) -> Option<Label> {
+        (turn == 0).then(|| self.questions[item].gold)
+    }
 }
 
 impl Questions {

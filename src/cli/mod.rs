@@ -148,6 +148,7 @@ fn access(command: &Command) -> Access {
         | Command::Export(export::Command::Items {
             output: Some(_), ..
         })
+        | Command::Export(export::Command::Samples { .. })
         | Command::Report(_) => Access::Update,
         Command::Episodes(_)
         | Command::Export(_)

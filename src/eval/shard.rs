@@ -15,6 +15,7 @@
 use super::{LanguageModel, Normalisation, Participants, Progress, ScoreReport};
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::{Answer, Benchmark, Prepared, Request};
+use crate::logic::Label;
 use crate::store::{Id, Registry, StoredSet};
 use anyhow::{bail, Context, Result};
 use std::str::FromStr;
@@ -133,6 +134,9 @@ impl Prepared for Part {
     ) -> Result<Option<Request>> {
         self.whole
             .content_free(self.keep[item], turn, earlier, filler)
+    }
+    fn target(&self, item: usize, turn: usize) -> Option<Label> {
+        self.whole.target(self.keep[item], turn)
     }
 }
 

@@ -203,7 +203,11 @@ mod x86 {
                 super::half(b),
                 0.0,
             ),
-            GgmlType::Q4_1 => (nibbles(b[4..20].as_ptr()), super::half(b), super::half(&b[2..])),
+            GgmlType::Q4_1 => (
+                nibbles(b[4..20].as_ptr()),
+                super::half(b),
+                super::half(&b[2..]),
+            ),
             GgmlType::Q5_0 => {
                 // Byte j takes bit j of `qh` as its fifth bit: spread each bit to its byte,
                 // then values are `nibble | bit << 4` minus 16, which is `nibble | 0xF0` (as

@@ -4,6 +4,7 @@
 
 mod csv;
 mod json;
+pub mod lm_eval;
 mod markdown;
 pub mod robustness;
 mod svg;

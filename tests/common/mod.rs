@@ -160,3 +160,42 @@ pub fn export(
     let (records, names) = eval::share::closure(reg, model, set).unwrap();
     deltalogic::eval::cache::export(reg, &records, &names, to).unwrap()
 }
+
+/// Runs the `deltalogic` binary on `store` and requires success.
+pub fn dl(store: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "deltalogic {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The fetched SmolLM2 file (`DELTALOGIC_MODELS` or `models/`); `None`, with a printed reason,
+/// when it is missing outside CI, where it must be there.
+pub fn smollm2() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("DELTALOGIC_MODELS").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models"),
+        std::path::PathBuf::from,
+    );
+    let p = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    if p.exists() {
+        return Some(p);
+    }
+    assert!(
+        std::env::var("CI").map_or(true, |v| v != "true"),
+        "{} is missing under CI",
+        p.display()
+    );
+    eprintln!(
+        "skipped: {} is missing (scripts/fetch_models.sh)",
+        p.display()
+    );
+    None
+}

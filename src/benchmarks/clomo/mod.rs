@@ -208,6 +208,12 @@ impl Prepared for Asked {
             Request::Generate { .. } => None,
         })
     }
+
+    /// The subject generates and the judge gives verdicts, which SES combines: no turn has a
+    /// gold label of its own.
+    fn target(&self, _item: usize, _turn: usize) -> Option<crate::logic::Label> {
+        None
+    }
 }
 
 fn template_name(setting: Setting, mode: JudgeMode) -> String {
@@ -323,6 +329,10 @@ impl Benchmark for Clomo {
                 .context("CLoMo prompts the model under test through its chat template")?,
             judge: models.judge,
         }))
+    }
+
+    fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
+        super::exported::<ClomoItem>(store, set)
     }
 
     fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {

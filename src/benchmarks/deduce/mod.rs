@@ -354,6 +354,11 @@ impl Prepared for Continuations {
     ) -> Result<Option<Request>> {
         Ok(None)
     }
+
+    /// Every turn is a generation, read by its own extraction, not a label.
+    fn target(&self, _item: usize, _turn: usize) -> Option<crate::logic::Label> {
+        None
+    }
 }
 
 /// Whether a problem is an original GSM8K item, a perturbed copy, or synthetic.

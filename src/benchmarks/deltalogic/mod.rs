@@ -87,6 +87,17 @@ impl Prepared for Episodes {
             Request::Generate { .. } => None,
         })
     }
+
+    /// y0 at the first turn, y1 at the last (the revised answer); the `dialogue` template's
+    /// explanation between them has none.
+    fn target(&self, item: usize, turn: usize) -> Option<Label> {
+        let ep = &self.episodes[item];
+        match turn {
+            0 => Some(ep.y0),
+            t if t + 1 == self.turns() => Some(ep.y1),
+            _ => None,
+        }
+    }
 }
 
 impl Episodes {
@@ -269,6 +280,10 @@ impl Benchmark for DeltaLogic {
             ids,
             episodes,
         }))
+    }
+
+    fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
+        super::exported::<Episode>(store, set)
     }
 
     fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {

@@ -20,6 +20,8 @@ const RIGHT: f64 = 24.0;
 const TOP: f64 = 92.0;
 const BOTTOM: f64 = 70.0;
 const MIN_W: f64 = 560.0;
+/// One legend entry: swatch and a name of up to about 15 characters.
+const LEGEND_ITEM_W: f64 = 110.0;
 /// Labels longer than this (about a group's width in 12px bold) are shortened, in full in a tooltip.
 const LABEL_CHARS: usize = 24;
 
@@ -79,7 +81,11 @@ pub fn svg(entries: &[Entry]) -> String {
     let sections = by_benchmark(entries);
     let width = sections
         .iter()
-        .map(|s| LEFT + group_w(&s[0]) * s.len() as f64 + RIGHT)
+        .map(|s| {
+            // Room for the bar groups and for the legend on one line (Belief-R has six).
+            let bars = LEFT + group_w(&s[0]) * s.len() as f64 + RIGHT;
+            bars.max(LEGEND_ITEM_W * plotted(&s[0]).len() as f64 + 2.0 * RIGHT)
+        })
         .fold(MIN_W, f64::max);
     let panel_h = TOP + PLOT_H + BOTTOM;
     let height = panel_h * sections.len() as f64;
@@ -137,10 +143,9 @@ fn panel(entries: &[Entry], width: f64) -> String {
 
 fn legend(width: f64, modes: &[(usize, &str)]) -> String {
     let mut s = String::from("<g class=\"legend\">\n");
-    const ITEM_W: f64 = 110.0;
-    let x0 = (width - ITEM_W * modes.len() as f64) / 2.0;
+    let x0 = (width - LEGEND_ITEM_W * modes.len() as f64) / 2.0;
     for (i, ((_, name), colour)) in modes.iter().zip(COLOURS).enumerate() {
-        let x = x0 + ITEM_W * i as f64;
+        let x = x0 + LEGEND_ITEM_W * i as f64;
         s += &format!(
             "<rect x=\"{x}\" y=\"58\" width=\"12\" height=\"12\" fill=\"{colour}\"/>\
              <text x=\"{}\" y=\"68\">{name}</text>\n",
@@ -249,5 +254,86 @@ mod tests {
         let short = shortened(&long);
         assert!(short.starts_with(&format!("{}…<title>", "x".repeat(LABEL_CHARS - 1))));
         assert!(short.ends_with(&format!("{long}</title>")));
+    }
+
+    /// A panel with as many headline metrics as there are colours (Belief-R plots six) draws
+    /// its whole legend inside the figure, whatever the number of models.
+    #[test]
+    fn every_legend_entry_lies_inside_the_figure() {
+        use crate::benchmarks::{Column, Evaluation, Group};
+        const TITLES: [&str; 6] = [
+            "Basic-Acc@t",
+            "BU-Acc",
+            "BM-Acc",
+            "BREU",
+            "Inertia",
+            "Over-flip",
+        ];
+        const fn column(key: &'static str, title: &'static str) -> Column {
+            Column {
+                key,
+                title,
+                headline: true,
+            }
+        }
+        static COLUMNS: [Column; 6] = [
+            column("a", TITLES[0]),
+            column("b", TITLES[1]),
+            column("c", TITLES[2]),
+            column("d", TITLES[3]),
+            column("e", TITLES[4]),
+            column("f", TITLES[5]),
+        ];
+        let metric = crate::metrics::Metric {
+            value: Some(0.5),
+            lo: Some(0.4),
+            hi: Some(0.6),
+            n: 10,
+        };
+        let entry = |model: &str| Entry {
+            benchmark: "belief-r".into(),
+            title: "Belief-R",
+            model: model.into(),
+            set: "s".into(),
+            template: "t".into(),
+            normalisation: "mean".into(),
+            result_id: "00".into(),
+            evaluation: Evaluation {
+                n: 10,
+                columns: &COLUMNS,
+                groups: vec![Group::of("overall", "all", [&metric; 6])],
+                metrics: serde_json::Value::Null,
+                note: "",
+            },
+        };
+        for models in 1..=3 {
+            let entries: Vec<Entry> = (0..models).map(|m| entry(&format!("m{m}"))).collect();
+            let doc = svg(&entries);
+            let width: f64 = doc
+                .split("width=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let legend = doc
+                .split("<g class=\"legend\">")
+                .nth(1)
+                .unwrap()
+                .split("</g>")
+                .next()
+                .unwrap();
+            let xs: Vec<f64> = legend
+                .split("<rect x=\"")
+                .skip(1)
+                .map(|r| r.split('"').next().unwrap().parse().unwrap())
+                .collect();
+            assert_eq!(xs.len(), TITLES.len());
+            for x in xs {
+                assert!(x >= 0.0 && x + LEGEND_ITEM_W <= width, "{x} in {width}");
+            }
+        }
     }
 }

@@ -165,7 +165,11 @@ fn smollm2_as_a_hugging_face_directory_scores_the_same_bits_as_its_gguf_file() {
         let got = from_hf.score(context, label_texts).unwrap();
         assert_eq!(got.len(), want.len());
         for (g, w) in got.iter().zip(&want) {
-            assert_eq!(g.tokens, w.tokens, "token ids of {:?} after {context:?}", w.label);
+            assert_eq!(
+                g.tokens, w.tokens,
+                "token ids of {:?} after {context:?}",
+                w.label
+            );
             assert_eq!(
                 bits(&g.logprobs),
                 bits(&w.logprobs),
@@ -200,7 +204,9 @@ fn export_refuses_a_directory_that_is_not_empty_and_leaves_it_alone() {
     let dir = tempfile::tempdir().unwrap();
     let keep = dir.path().join("notes.txt");
     std::fs::write(&keep, "mine").unwrap();
-    let err = hf_export::export(&model, dir.path()).unwrap_err().to_string();
+    let err = hf_export::export(&model, dir.path())
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains(&dir.path().display().to_string()) && err.contains("not empty"),
         "{err}"

@@ -201,7 +201,10 @@ fn tensors<'a>(g: &'a Gguf, cfg: &Config) -> Result<Vec<(String, Dequantised<'a>
                     return Err(ModelError::Shape {
                         path: g.path().to_path_buf(),
                         tensor: name,
-                        expected: [rows].into_iter().chain(shape.iter().skip(1).copied()).collect(),
+                        expected: [rows]
+                            .into_iter()
+                            .chain(shape.iter().skip(1).copied())
+                            .collect(),
                         found: shape,
                     });
                 }

@@ -151,13 +151,15 @@ impl TensorFile for GgufOrder<'_> {
         let Some(heads) = self.heads_of(name) else {
             return Ok(tensor);
         };
-        Ok(tensor.map(|t| match permute_heads(&t, heads, RowOrder::ToGguf) {
-            Some(data) => RawTensor {
-                shape: t.shape,
-                data,
-            },
-            // A shape that does not split into heads fails the loader's check, by name.
-            None => t,
-        }))
+        Ok(
+            tensor.map(|t| match permute_heads(&t, heads, RowOrder::ToGguf) {
+                Some(data) => RawTensor {
+                    shape: t.shape,
+                    data,
+                },
+                // A shape that does not split into heads fails the loader's check, by name.
+                None => t,
+            }),
+        )
     }
 }

@@ -161,39 +161,33 @@ fn smollm2_as_a_hugging_face_directory_scores_the_same_bits_as_its_gguf_file() {
     let requests = requests();
     let mut labels = 0;
     for (context, label_texts) in &requests {
-        let want = from_gguf.score(context, label_texts).unwrap();
-        let got = from_hf.score(context, label_texts).unwrap();
-        assert_eq!(got.len(), want.len());
-        for (g, w) in got.iter().zip(&want) {
-            assert_eq!(
-                g.tokens, w.tokens,
-                "token ids of {:?} after {context:?}",
-                w.label
-            );
-            assert_eq!(
-                bits(&g.logprobs),
-                bits(&w.logprobs),
-                "log-probs of {:?} after {context:?}: {:?} vs {:?}",
-                w.label,
-                g.logprobs,
-                w.logprobs
-            );
-            labels += 1;
-        }
-        // Every logit of the next token, not only the labels' (what generation reads).
-        let ctx = from_gguf.tokenize(context).unwrap();
-        assert_eq!(from_hf.tokenize(context).unwrap(), ctx);
-        let next = |s: &Scorer| {
-            let state = s.prefill(&s.empty_state(), &ctx).unwrap();
-            bits(&s.next_logits(&state).unwrap())
-        };
-        assert!(
-            next(&from_hf) == next(&from_gguf),
-            "next-token logits after {context:?}"
+        let (ctx, label_tokens) = from_gguf.split_tokens(context, label_texts).unwrap();
+        assert_eq!(
+            from_hf.split_tokens(context, label_texts).unwrap(),
+            (ctx.clone(), label_tokens.clone()),
+            "token ids of {context:?} and its labels"
         );
+        // The scorer's own steps, as the runner takes them: the context once, each label from
+        // its state; and every logit of the next token (what generation reads).
+        let run = |s: &Scorer| {
+            let state = s.prefill(&s.empty_state(), &ctx).unwrap();
+            let scores: Vec<Vec<u32>> = label_tokens
+                .iter()
+                .map(|t| bits(&s.score_continuation(&state, t).unwrap()))
+                .collect();
+            (scores, bits(&s.next_logits(&state).unwrap()))
+        };
+        let (want, want_next) = run(&from_gguf);
+        let (got, got_next) = run(&from_hf);
+        assert_eq!(
+            got, want,
+            "log-prob bits of {label_texts:?} after {context:?}"
+        );
+        assert!(got_next == want_next, "next-token logits after {context:?}");
+        labels += want.len();
     }
     eprintln!(
-        "{} prompts, {labels} labels: equal token ids and log-prob bits",
+        "{} prompts, {labels} labels: equal token ids, log-prob bits and next-token logit bits",
         requests.len()
     );
 }

@@ -1,11 +1,11 @@
-//! `deltalogic model add|list` and the developer tools.
+//! `deltalogic model add|list|export-hf` and the developer tools.
 
 use super::emit;
 use crate::eval::{models, ModelRecord};
 use crate::model::scorer::Backend;
 use crate::store::{Names, Registry};
 use anyhow::Result;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
@@ -20,6 +20,32 @@ pub enum Command {
     },
     /// Registered models and their names.
     List,
+    /// Write a GGUF model (llama, qwen2) as a Hugging Face directory: f32 model.safetensors,
+    /// config.json, tokenizer.json built from the GGUF metadata. Scoring the directory gives the
+    /// same bits as scoring the file; no store is used.
+    ExportHf {
+        /// The GGUF file.
+        #[arg(long)]
+        model: PathBuf,
+        /// The directory to write (created; must be empty if it exists).
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+}
+
+/// `model export-hf`, which reads and writes model files only.
+pub fn export_hf(model: &Path, output: &Path, json: bool) -> Result<()> {
+    let out = crate::model::hf_export::export(model, output)?;
+    emit(json, &out, || {
+        println!(
+            "wrote {} ({} {} tensors, {} bytes of weights): {}",
+            out.dir.display(),
+            out.architecture,
+            out.tensors,
+            out.weight_bytes,
+            out.files.join(", ")
+        )
+    })
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -53,6 +79,7 @@ pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {
                 )
             })
         }
+        Command::ExportHf { .. } => unreachable!("handled before the store opens"),
         Command::List => {
             let names = reg.names(Names::Models)?;
             let list: Vec<_> = reg

@@ -12,10 +12,12 @@ use super::ModelError;
 /// Which pairs of a head's dimensions RoPE rotates together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RopeLayout {
-    /// Dimensions (2i, 2i+1): ggml's "normal" mode, used by llama GGUF files (whose q/k rows the
-    /// converter permuted to match).
+    /// Dimensions (2i, 2i+1): ggml's "normal" mode, used by llama from either format (GGUF files
+    /// hold the q/k rows permuted to match; Hugging Face ones are permuted on loading, see
+    /// `llama`).
     Interleaved,
-    /// Dimensions (i, i + d/2) ("rotate halves"): Hugging Face checkpoints and ggml's NEOX mode.
+    /// Dimensions (i, i + d/2) ("rotate halves"): the other architectures' Hugging Face
+    /// checkpoints and ggml's NEOX mode.
     Neox,
 }
 

@@ -11,6 +11,7 @@ use half::{bf16, f16};
 use safetensors::tensor::{Dtype, TensorView};
 use serde_json::{json, Value};
 
+use super::hf::{pretty, write};
 use super::ModelError;
 use crate::rng::Rng;
 
@@ -56,19 +57,6 @@ pub fn write_all(dir: &Path, seed: u64) -> Result<(), ModelError> {
         }
     }
     Ok(())
-}
-
-fn write(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
-    std::fs::write(path, bytes).map_err(|source| ModelError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn pretty(v: &Value) -> Vec<u8> {
-    let mut s = serde_json::to_string_pretty(v).expect("JSON values serialise");
-    s.push('\n');
-    s.into_bytes()
 }
 
 /// What varies between the fixtures.

@@ -177,3 +177,18 @@ impl TensorFile for Weights {
         }
     }
 }
+
+/// Writes a file of a model directory (the fixtures, `hf_export`).
+pub(super) fn write(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
+    std::fs::write(path, bytes).map_err(|source| ModelError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// A JSON file's bytes as Hugging Face writes them: indented, one final newline.
+pub(super) fn pretty(v: &serde_json::Value) -> Vec<u8> {
+    let mut s = serde_json::to_string_pretty(v).expect("JSON values serialise");
+    s.push('\n');
+    s.into_bytes()
+}

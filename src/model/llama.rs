@@ -1,9 +1,18 @@
 //! Llama. Its tensor names (Hugging Face and GGUF) are shared by Qwen2 and Qwen3, which differ
 //! from it only in config flags.
+//!
+//! Llama's one difference between its two file formats is the order of the rows of each q and k
+//! head. Hugging Face keeps the two halves that RoPE pairs, (i, i + d/2); convert_hf_to_gguf
+//! permutes them so each pair sits side by side, (2i, 2i + 1), for ggml's pairwise RoPE. The
+//! transformer runs llama in GGUF's order whatever the file ([`GgufOrder`] permutes a Hugging
+//! Face checkpoint as it loads), because a q·k dot product sums in row order: the same weights
+//! then give the same bits from either format (`tests/hf_export.rs`).
+
+use std::path::Path;
 
 use super::config::{gguf_base_config, Config, HfJson, RopeLayout};
 use super::gguf::Gguf;
-use super::transformer::Part;
+use super::transformer::{Part, RawTensor, TensorFile};
 use super::ModelError;
 
 pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
@@ -14,7 +23,10 @@ pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
             "mlp_bias is not supported",
         ));
     }
-    json.base_config("llama")
+    let mut cfg = json.base_config("llama")?;
+    // Loaded through `GgufOrder`, so RoPE pairs neighbouring rows (module docs).
+    cfg.rope.layout = RopeLayout::Interleaved;
+    Ok(cfg)
 }
 
 pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
@@ -70,5 +82,84 @@ pub fn gguf_name(part: Part) -> String {
         Part::Gate(l) => blk(l, "ffn_gate.weight"),
         Part::Up(l) => blk(l, "ffn_up.weight"),
         Part::Down(l) => blk(l, "ffn_down.weight"),
+    }
+}
+
+/// Which way [`permute_heads`] moves rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowOrder {
+    /// Hugging Face's order to GGUF's (what convert_hf_to_gguf does).
+    ToGguf,
+    /// GGUF's order back to Hugging Face's.
+    ToHf,
+}
+
+/// The rows of a q or k projection (weight `[rows, cols]` or bias `[rows]`) of `heads` heads,
+/// permuted within each head between the two orders (module docs); `None` when the rows do not
+/// split into heads of even size, which the shape check reports when the tensor is used.
+pub fn permute_heads(t: &RawTensor, heads: usize, to: RowOrder) -> Option<Vec<f32>> {
+    let rows = *t.shape.first()?;
+    if heads == 0 || !rows.is_multiple_of(heads) || !(rows / heads).is_multiple_of(2) {
+        return None;
+    }
+    let cols = t.data.len() / rows;
+    let half = rows / heads / 2;
+    let mut out = vec![0f32; t.data.len()];
+    for head in 0..heads {
+        let base = head * 2 * half;
+        for i in 0..half {
+            for side in 0..2 {
+                let hf = base + side * half + i;
+                let gguf = base + 2 * i + side;
+                let (from, to) = match to {
+                    RowOrder::ToGguf => (hf, gguf),
+                    RowOrder::ToHf => (gguf, hf),
+                };
+                out[to * cols..][..cols].copy_from_slice(&t.data[from * cols..][..cols]);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// A Hugging Face llama checkpoint served with its q and k rows (and biases) in GGUF's order.
+pub struct GgufOrder<'a> {
+    pub inner: &'a dyn TensorFile,
+    pub heads: usize,
+    pub kv_heads: usize,
+}
+
+impl GgufOrder<'_> {
+    /// The head count of a q or k projection tensor, `None` for every other tensor.
+    fn heads_of(&self, name: &str) -> Option<usize> {
+        let (_, module) = name.rsplit_once(".self_attn.")?;
+        match module {
+            "q_proj.weight" | "q_proj.bias" => Some(self.heads),
+            "k_proj.weight" | "k_proj.bias" => Some(self.kv_heads),
+            _ => None,
+        }
+    }
+}
+
+impl TensorFile for GgufOrder<'_> {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
+        let tensor = self.inner.tensor(name)?;
+        let Some(heads) = self.heads_of(name) else {
+            return Ok(tensor);
+        };
+        Ok(
+            tensor.map(|t| match permute_heads(&t, heads, RowOrder::ToGguf) {
+                Some(data) => RawTensor {
+                    shape: t.shape,
+                    data,
+                },
+                // A shape that does not split into heads fails the loader's check, by name.
+                None => t,
+            }),
+        )
     }
 }

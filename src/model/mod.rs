@@ -7,6 +7,7 @@ pub mod tokenizer;
 pub mod config;
 pub mod fixtures;
 pub mod hf;
+pub mod hf_export;
 pub mod kernels;
 pub mod llama;
 pub mod phi3;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::config::HfJson;
 use super::gguf::Gguf;
 use super::tokenizer::Tokenizer;
-use super::transformer::{Blocks, Naming, RawTensor, State, TensorFile, Transformer};
+use super::transformer::{Blocks, RawTensor, State, TensorFile, Transformer};
 use super::{hf, llama, phi3, qwen2, qwen3, ModelError};
 
 /// The scores of one label.
@@ -211,20 +211,31 @@ fn open_hf(dir: &Path) -> Result<(Transformer, Tokenizer), ModelError> {
         arch: arch.clone(),
         supported: "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM",
     };
-    let (cfg, naming, fused): (_, Naming, _) = match arch.as_str() {
-        "LlamaForCausalLM" | "llama" => (llama::config_from_hf(&json)?, llama::hf_name, false),
-        "Qwen2ForCausalLM" | "qwen2" => (qwen2::config_from_hf(&json)?, llama::hf_name, false),
-        "Qwen3ForCausalLM" | "qwen3" => (qwen3::config_from_hf(&json)?, llama::hf_name, false),
-        "Phi3ForCausalLM" | "phi3" => (phi3::config_from_hf(&json)?, phi3::hf_name, true),
+    let cfg = match arch.as_str() {
+        "LlamaForCausalLM" | "llama" => llama::config_from_hf(&json)?,
+        "Qwen2ForCausalLM" | "qwen2" => qwen2::config_from_hf(&json)?,
+        "Qwen3ForCausalLM" | "qwen3" => qwen3::config_from_hf(&json)?,
+        "Phi3ForCausalLM" | "phi3" => phi3::config_from_hf(&json)?,
         _ => return Err(unknown()),
     };
     let tokenizer = Tokenizer::from_hf_file(dir.join("tokenizer.json"))?;
     let weights = hf::Weights::open(dir)?;
-    let model = if fused {
-        let unfused = phi3::Unfused::new(&weights, &cfg);
-        Transformer::load(cfg, &unfused, naming, false)?
-    } else {
-        Transformer::load(cfg, &weights, naming, false)?
+    // How each architecture's files differ from the canonical weights: phi3 fuses matrices,
+    // llama orders its q/k rows for the other RoPE layout.
+    let model = match cfg.arch.as_str() {
+        "phi3" => {
+            let unfused = phi3::Unfused::new(&weights, &cfg);
+            Transformer::load(cfg, &unfused, phi3::hf_name, false)?
+        }
+        "llama" => {
+            let reordered = llama::GgufOrder {
+                inner: &weights,
+                heads: cfg.heads,
+                kv_heads: cfg.kv_heads,
+            };
+            Transformer::load(cfg, &reordered, llama::hf_name, false)?
+        }
+        _ => Transformer::load(cfg, &weights, llama::hf_name, false)?,
     };
     Ok((model, tokenizer))
 }

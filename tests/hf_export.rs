@@ -1,0 +1,211 @@
+//! The Hugging Face path on real weights (issue 11, item 6). No real HF checkpoint can be
+//! downloaded here, so `deltalogic model export-hf` writes SmolLM2's dequantised weights as one
+//! (f32 safetensors in HF names and row order, config.json, tokenizer.json built from the GGUF
+//! metadata), in a temporary directory; scoring it must give the GGUF file's f32 scores to the
+//! bit, with the same token ids.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use deltalogic::model::gguf::Gguf;
+use deltalogic::model::hf_export;
+use deltalogic::model::scorer::{set_threads, Backend, Scorer};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Golden {
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    context: String,
+    labels: Vec<GoldenLabel>,
+}
+
+#[derive(Deserialize)]
+struct GoldenLabel {
+    label: String,
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The real model when fetched (scripts/fetch_models.sh); under CI its absence is a failure.
+fn smollm2() -> Option<PathBuf> {
+    let dir =
+        std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root().join("models"), PathBuf::from);
+    let model = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    if !model.exists() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{} is missing under CI", model.display());
+        }
+        eprintln!("SKIP: {} not found", model.display());
+        return None;
+    }
+    Some(model)
+}
+
+fn shared(rel: &str) -> PathBuf {
+    root().join("../shared/datasets").join(rel)
+}
+
+/// Dataset prompts with their labels: FOLIO contexts (every 7th case of the SmolLM2 golden
+/// file), ProofWriter questions with lettered options, RuleTaker (closed world) statements, and
+/// a FOLIO context in SmolLM2's chat format, so special tokens are read from the text too.
+fn requests() -> Vec<(String, Vec<String>)> {
+    let labels = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let path = root().join("fixtures/golden/smollm2.json");
+    let golden: Golden = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut out: Vec<(String, Vec<String>)> = golden
+        .cases
+        .into_iter()
+        .step_by(7)
+        .map(|c| (c.context, c.labels.into_iter().map(|l| l.label).collect()))
+        .collect();
+    let chat = format!(
+        "<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n",
+        out[0].0
+    );
+    out.push((chat, labels(&["True", "False", "Uncertain"])));
+
+    let path = shared("proofwriter/logic-lm/dev.json");
+    let items: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for item in items.iter().take(3) {
+        let options: Vec<&str> = item["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o.as_str().unwrap())
+            .collect();
+        let context = format!(
+            "{}\n{}\n{}\nAnswer:",
+            item["context"].as_str().unwrap(),
+            item["question"].as_str().unwrap(),
+            options.join("\n")
+        );
+        out.push((context, labels(&[" A", " B", " C"])));
+    }
+
+    let path = shared("ruletaker_cwa/depth-1/test.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    for line in text.lines().take(2) {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let question = &record["questions"][1];
+        let context = format!(
+            "{}\nStatement: {}\nTrue or false? Answer:",
+            record["context"].as_str().unwrap(),
+            question["text"].as_str().unwrap()
+        );
+        out.push((context, labels(&[" True", " False"])));
+    }
+    out
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// Writes the directory with the command a user runs.
+fn export_with_cli(model: &Path, out: &Path) {
+    let run = Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+        .args(["--json", "model", "export-hf", "--model"])
+        .arg(model)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "export-hf failed: {stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["architecture"], "llama", "{stdout}");
+}
+
+#[test]
+fn smollm2_as_a_hugging_face_directory_scores_the_same_bits_as_its_gguf_file() {
+    let Some(model) = smollm2() else { return };
+    set_threads(2).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hf_dir = dir.path().join("smollm2-hf");
+    export_with_cli(&model, &hf_dir);
+
+    // The chat template the runner renders dialogue prompts with travels too.
+    let gguf = Gguf::open(&model).unwrap();
+    let config = std::fs::read_to_string(hf_dir.join("tokenizer_config.json")).unwrap();
+    let config: serde_json::Value = serde_json::from_str(&config).unwrap();
+    assert_eq!(
+        config["chat_template"].as_str(),
+        Some(gguf.get_str("tokenizer.chat_template").unwrap())
+    );
+
+    let from_gguf = Scorer::open(&model, Backend::Flex).unwrap();
+    let from_hf = Scorer::open(&hf_dir, Backend::Flex).unwrap();
+    assert_eq!(from_hf.model().config(), from_gguf.model().config());
+    assert_eq!(from_hf.end_of_generation(), from_gguf.end_of_generation());
+
+    let awkward = "Numbers 1234567 and 3.14159; café, naïve, 東京, emoji 🙂\ttab\n\n  spaces \
+        <|im_start|>special<|im_end|> <|endoftext|> don't WE'LL it's";
+    let ids = from_gguf.tokenize(awkward).unwrap();
+    assert_eq!(from_hf.tokenize(awkward).unwrap(), ids, "{awkward:?}");
+    assert_eq!(
+        from_hf.decode(&ids).unwrap(),
+        from_gguf.decode(&ids).unwrap()
+    );
+
+    let requests = requests();
+    let mut labels = 0;
+    for (context, label_texts) in &requests {
+        let (ctx, label_tokens) = from_gguf.split_tokens(context, label_texts).unwrap();
+        assert_eq!(
+            from_hf.split_tokens(context, label_texts).unwrap(),
+            (ctx.clone(), label_tokens.clone()),
+            "token ids of {context:?} and its labels"
+        );
+        // The scorer's own steps, as the runner takes them: the context once, each label from
+        // its state; and every logit of the next token (what generation reads).
+        let run = |s: &Scorer| {
+            let state = s.prefill(&s.empty_state(), &ctx).unwrap();
+            let scores: Vec<Vec<u32>> = label_tokens
+                .iter()
+                .map(|t| bits(&s.score_continuation(&state, t).unwrap()))
+                .collect();
+            (scores, bits(&s.next_logits(&state).unwrap()))
+        };
+        let (want, want_next) = run(&from_gguf);
+        let (got, got_next) = run(&from_hf);
+        assert_eq!(
+            got, want,
+            "log-prob bits of {label_texts:?} after {context:?}"
+        );
+        assert!(got_next == want_next, "next-token logits after {context:?}");
+        labels += want.len();
+    }
+    eprintln!(
+        "{} prompts, {labels} labels: equal token ids, log-prob bits and next-token logit bits",
+        requests.len()
+    );
+}
+
+#[test]
+fn export_refuses_a_directory_that_is_not_empty_and_leaves_it_alone() {
+    let Some(model) = smollm2() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join("notes.txt");
+    std::fs::write(&keep, "mine").unwrap();
+    let err = hf_export::export(&model, dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&dir.path().display().to_string()) && err.contains("not empty"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1);
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "mine");
+}

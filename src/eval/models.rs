@@ -13,6 +13,20 @@ use std::path::{Path, PathBuf};
 /// scores are computed gives new model ids (old scores stay, attributed to the old ones).
 pub const SCORER_VERSION: &str = "fixed-order-f32-scorer-2";
 
+/// The scorer version of Hugging Face llama checkpoints since their q/k rows are loaded in
+/// GGUF's order (`model::llama::GgufOrder`), so that both formats of a model give the same bits:
+/// their attention now sums head dimensions in another order than version 2 did. Every other
+/// model's scores are unchanged, and so are their ids.
+const HF_LLAMA_SCORER_VERSION: &str = "fixed-order-f32-scorer-3";
+
+/// The scorer version that names a model's numerics, by file format and architecture.
+fn scorer_version(format: &str, arch: &str) -> &'static str {
+    match (format, arch) {
+        ("hf", "LlamaForCausalLM" | "llama") => HF_LLAMA_SCORER_VERSION,
+        _ => SCORER_VERSION,
+    }
+}
+
 /// The files that make a Hugging Face model directory, in a fixed order.
 fn model_files(path: &Path) -> Result<Vec<PathBuf>> {
     if path.is_file() {
@@ -194,7 +208,7 @@ pub fn add(
             Backend::Int8 => "q8",
         }
         .into(),
-        scorer_version: SCORER_VERSION.into(),
+        scorer_version: scorer_version(&format, &arch).into(),
         format,
         architecture: arch,
         path: location.clone(),

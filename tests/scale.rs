@@ -260,3 +260,139 @@ fn a_million_scores() {
     assert_eq!(first, warm_json);
     println!("report --format json: first {cold:.2} s, warm {warm:.2} s");
 }
+
+/// A model that runs nothing: the prefix tree over its tokenizer's tokens counts what a real
+/// run of the same model would compute.
+struct Counter(deltalogic::model::tokenizer::Tokenizer);
+
+impl deltalogic::eval::LanguageModel for Counter {
+    type State = ();
+    fn backend(&self) -> &str {
+        "count"
+    }
+    fn split_tokens(&self, _: &str, _: &[String]) -> anyhow::Result<(Vec<u32>, Vec<Vec<u32>>)> {
+        anyhow::bail!("the counter only prefills")
+    }
+    fn empty_state(&self) {}
+    fn prefill(&self, _: &(), _: &[u32]) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn score_continuation(&self, _: &(), _: &[u32]) -> anyhow::Result<Vec<f32>> {
+        anyhow::bail!("the counter only prefills")
+    }
+    fn tokenize(&self, text: &str) -> anyhow::Result<Vec<u32>> {
+        Ok(self.0.encode(text)?)
+    }
+    fn next_logits(&self, _: &()) -> anyhow::Result<Vec<f32>> {
+        anyhow::bail!("the counter only prefills")
+    }
+    fn decode(&self, _: &[u32]) -> anyhow::Result<String> {
+        anyhow::bail!("the counter only prefills")
+    }
+    fn end_of_generation(&self) -> Vec<u32> {
+        vec![]
+    }
+}
+
+/// Runs the binary on `store`.
+fn dl(store: &Path, args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The full Belief-R, RobustLR (every family the ProofWriter files give) and GLoRE RobustLR
+/// sets, counted with Qwen2.5-Coder's tokenizer: items, turns, prompt tokens, and the prefix
+/// tree's tokens (what a scoring run computes: shared prefixes once, each label after its
+/// prompt). The cluster projection in docs/cluster.md divides these by measured throughput.
+#[test]
+#[ignore = "a minute: run with --ignored; needs DELTALOGIC_MODELS; figures in docs/cluster.md"]
+fn full_set_tokens() {
+    use deltalogic::benchmarks::{self, Models, Request};
+    use deltalogic::eval::tree::{self, Job};
+    use deltalogic::eval::LanguageModel;
+    let models = PathBuf::from(std::env::var_os("DELTALOGIC_MODELS").expect("DELTALOGIC_MODELS"));
+    let gguf = deltalogic::model::gguf::Gguf::open(models.join("Qwen2.5-Coder-0.5B-Instruct.gguf"))
+        .unwrap();
+    let counter = Counter(deltalogic::model::tokenizer::Tokenizer::from_gguf(&gguf).unwrap());
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("full.redb");
+    let path = |p: &str| data.join(p).to_str().unwrap().to_string();
+    dl(&store, &["ingest", "belief-r", &path("belief_r")]);
+    dl(
+        &store,
+        &["ingest", "proofwriter", &path("proofwriter/logic-lm")],
+    );
+    dl(
+        &store,
+        &["ingest", "robustlr-glore", &path("robustlr/glore_subset")],
+    );
+    dl(&store, &["build", "beliefr", "--name", "belief-r"]);
+    dl(
+        &store,
+        &[
+            "build",
+            "robustlr",
+            "--from",
+            "proofwriter",
+            "--seed",
+            "0",
+            "--per-set",
+            "100000",
+            "--name",
+            "robustlr",
+        ],
+    );
+    dl(&store, &["build", "glore", "--name", "glore"]);
+    let reg = Registry::open_read(&store).unwrap();
+    for name in ["belief-r", "robustlr", "glore"] {
+        let (_, stored) = common::set(&reg, name);
+        let b = benchmarks::named(&stored.benchmark).unwrap();
+        let template = b.templates()[0];
+        let m = Models {
+            subject: &common::NoChat,
+            judge: model_id("counter"),
+        };
+        let prepared = b.prepare(&reg, &stored, template, &m).unwrap();
+        assert_eq!(prepared.turns(), 1, "single questions");
+        let (mut jobs, mut prompt_tokens, mut labels) = (Vec::new(), 0, 0);
+        for item in 0..prepared.items().len() {
+            let Request::Score {
+                prompt, labels: l, ..
+            } = prepared.request(item, 0, &[]).unwrap()
+            else {
+                panic!("{name} scores labels")
+            };
+            let context = counter.tokenize(&prompt).unwrap();
+            // A label's tokens: those of prompt + label after the prompt's (the scorer's rule).
+            let label_tokens: Vec<usize> = l
+                .iter()
+                .map(|(text, _)| {
+                    counter.tokenize(&format!("{prompt}{text}")).unwrap().len() - context.len()
+                })
+                .collect();
+            prompt_tokens += context.len();
+            labels += label_tokens.len();
+            jobs.push(Job {
+                context,
+                tags: label_tokens,
+            });
+        }
+        let stats = tree::run(&counter, jobs, |tokens, _, _| Ok(tokens as u64)).unwrap();
+        println!(
+            "{name} ({}, template {template}): {} items × 1 turn, {labels} scores, {prompt_tokens} prompt tokens, {} tree tokens",
+            stored.benchmark,
+            prepared.items().len(),
+            stats.tree_tokens
+        );
+    }
+}

@@ -201,8 +201,11 @@ const MULTIPLICITY_BUDGET: usize = 512 << 20;
 
 type Multiplicities = Arc<Vec<Vec<u8>>>;
 
-/// Multiplicities computed so far, by (seed, rows, resamples); `None`: a count passed 255.
-static MEMO: Mutex<Vec<((u64, usize, usize), Option<Multiplicities>)>> = Mutex::new(Vec::new());
+/// (seed, rows, resamples).
+type Stream = (u64, usize, usize);
+
+/// Multiplicities computed so far; `None`: a count passed 255.
+static MEMO: Mutex<Vec<(Stream, Option<Multiplicities>)>> = Mutex::new(Vec::new());
 
 /// How often each of `n` rows is drawn in each resample of the bootstrap stream. They depend on
 /// the seed, the row count and the resample count only, so every result of a set (one per

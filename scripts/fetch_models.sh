@@ -16,6 +16,10 @@ ONLY=""
 if [[ "${1:-}" == "--only" ]]; then
     ONLY="$2"
     shift 2
+    [[ "$ONLY" == smollm2 || "$ONLY" == qwen-1.5b ]] || {
+        echo "error: --only $ONLY: give smollm2 or qwen-1.5b" >&2
+        exit 2
+    }
 fi
 DIR="${1:-${DELTALOGIC_MODELS:-$ROOT/models}}"
 mkdir -p "$DIR"

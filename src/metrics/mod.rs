@@ -242,10 +242,13 @@ fn multiplicities(seed: u64, n: usize, resamples: usize) -> Option<Multiplicitie
     let m: Option<Vec<Vec<u8>>> = resample(seed, BOOTSTRAP_STREAM, n, resamples, each)
         .into_iter()
         .collect();
+    let mut memo = MEMO.lock().unwrap_or_else(PoisonError::into_inner);
+    // Another caller may have drawn the same meanwhile: keep one copy.
+    if let Some((_, kept)) = memo.iter().find(|(k, _)| *k == key) {
+        return kept.clone();
+    }
     let m = m.map(Arc::new);
-    MEMO.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push((key, m.clone()));
+    memo.push((key, m.clone()));
     m
 }
 

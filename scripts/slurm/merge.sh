@@ -9,8 +9,11 @@ set -euo pipefail
 BIN="${DL_BIN:-deltalogic}"
 OUT="$DL_WORK/merged.redb"
 cp "$DL_BASE" "$OUT.part"
+# Each merge recomputes DL_VERIFY_SAMPLE (default 8) of the part's new scores with the model, from
+# the empty state: with many parts of a large model, that is worth lowering (docs/cluster.md).
 for ((i = 0; i < DL_SHARDS; i++)); do
-    "$BIN" --store "$OUT.part" cache merge "$DL_WORK/part-$i-of-$DL_SHARDS.redb"
+    "$BIN" --store "$OUT.part" cache merge --verify-sample "${DL_VERIFY_SAMPLE:-8}" \
+        "$DL_WORK/part-$i-of-$DL_SHARDS.redb"
 done
 args=(score --model "$DL_MODEL" --set "$DL_SET" --threads "${DL_THREADS:-${SLURM_CPUS_PER_TASK:-1}}")
 [[ -z "${DL_TEMPLATE:-}" ]] || args+=(--template "$DL_TEMPLATE")

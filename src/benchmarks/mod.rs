@@ -356,8 +356,11 @@ where
     R::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>>
         + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
 {
-    set.member_ids()
-        .map(|id| match store.get::<R>(&id)? {
+    let ids: Vec<Id> = set.member_ids().collect();
+    let found = store.get_many::<R>(&ids)?;
+    ids.into_iter()
+        .zip(found)
+        .map(|(id, r)| match r {
             Some(r) => Ok((id, r)),
             None => bail!(
                 "{}: the set names a missing {} {}",

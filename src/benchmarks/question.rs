@@ -284,12 +284,13 @@ pub fn accuracy(
 
 /// The rows of a result's answers: each question's gold answer beside the model's.
 pub fn rows(store: &Registry, answered: &[Answered]) -> Result<Vec<QuestionRow>> {
+    let ids: Vec<Id> = answered.iter().map(|a| a.item).collect();
     answered
         .iter()
-        .map(|a| {
-            let q = store
-                .get::<Question>(&a.item)?
-                .with_context(|| format!("a result names a missing question {}", a.item.short()))?;
+        .zip(store.get_many::<Question>(&ids)?)
+        .map(|(a, q)| {
+            let q =
+                q.with_context(|| format!("a result names a missing question {}", a.item.short()))?;
             let [pred] = a.labels()?[..] else {
                 bail!(
                     "question {} has {} answers, not 1",

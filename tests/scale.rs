@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{model_id, score_with, ByteModel};
+use common::{dl, model_id, score_with, ByteModel};
 use deltalogic::benchmarks::question::{self, Choice, Question};
 use deltalogic::eval::cache::{self, MergeOptions};
 use deltalogic::eval::{self, Normalisation, PromptRecord, ScoreReport};
@@ -292,21 +292,6 @@ impl deltalogic::eval::LanguageModel for Counter {
     fn end_of_generation(&self) -> Vec<u32> {
         vec![]
     }
-}
-
-/// Runs the binary on `store`.
-fn dl(store: &Path, args: &[&str]) {
-    let out = Command::new(env!("CARGO_BIN_EXE_deltalogic"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// The full Belief-R, RobustLR (every family the ProofWriter files give) and GLoRE RobustLR

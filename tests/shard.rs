@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{model_id, score_with, set, ByteModel, NoChat};
+use common::{dl, model_id, score_with, set, ByteModel, NoChat};
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, PremiseSource};
 use deltalogic::benchmarks::{self, Models};
 use deltalogic::eval::cache::{self, MergeOptions};
@@ -15,7 +15,6 @@ use deltalogic::report::{self, Format};
 use deltalogic::store::{Id, Registry};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 fn build(path: &Path, per_type: usize) {
     let reg = Registry::open_write(path).unwrap();
@@ -203,21 +202,6 @@ fn smollm2() -> Option<PathBuf> {
         path.display()
     );
     None
-}
-
-fn dl(store: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_deltalogic"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 #[test]

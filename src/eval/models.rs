@@ -19,10 +19,16 @@ pub const SCORER_VERSION: &str = "fixed-order-f32-scorer-2";
 /// model's scores are unchanged, and so are their ids.
 const HF_LLAMA_SCORER_VERSION: &str = "fixed-order-f32-scorer-3";
 
-/// The scorer version that names a model's numerics, by file format and architecture.
-fn scorer_version(format: &str, arch: &str) -> &'static str {
-    match (format, arch) {
-        ("hf", "LlamaForCausalLM" | "llama") => HF_LLAMA_SCORER_VERSION,
+/// The scorer version of the integer mode since its weights are repacked into panels and every
+/// quantised type has an integer kernel (`model::qmatmul`): an output now accumulates one float
+/// per block (not 8 lanes), and k-quant weights multiply 8-bit activations (not f32 ones).
+const INTEGER_SCORER_VERSION: &str = "integer-scorer-3";
+
+/// The scorer version that names a model's numerics, by file format, architecture and mode.
+fn scorer_version(format: &str, arch: &str, backend: Backend) -> &'static str {
+    match (backend, format, arch) {
+        (Backend::Int8, _, _) => INTEGER_SCORER_VERSION,
+        (_, "hf", "LlamaForCausalLM" | "llama") => HF_LLAMA_SCORER_VERSION,
         _ => SCORER_VERSION,
     }
 }
@@ -208,7 +214,7 @@ pub fn add(
             Backend::Int8 => "q8",
         }
         .into(),
-        scorer_version: scorer_version(&format, &arch).into(),
+        scorer_version: scorer_version(&format, &arch, backend).into(),
         format,
         architecture: arch,
         path: location.clone(),

@@ -112,6 +112,25 @@ pub enum BlockBytes {
     Owned(Vec<u8>),
 }
 
+impl BlockBytes {
+    /// Hands mapped pages back to the kernel, for bytes that will not be read again soon (a
+    /// repacked copy replaces them). Reading them later faults them back in from the file.
+    pub fn release(&self) {
+        if let BlockBytes::Mapped { map, range } = self {
+            // SAFETY: the map is read-only and private, so dropped pages come back unchanged
+            // from the file on the next read. The advice is only a hint: ignoring an error
+            // leaves the pages resident.
+            let _ = unsafe {
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    range.start,
+                    range.len(),
+                )
+            };
+        }
+    }
+}
+
 impl std::ops::Deref for BlockBytes {
     type Target = [u8];
 

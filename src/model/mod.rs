@@ -14,6 +14,7 @@ pub mod phi3;
 pub mod qmatmul;
 pub mod qwen2;
 pub mod qwen3;
+mod repack;
 pub mod scorer;
 pub mod transformer;
 

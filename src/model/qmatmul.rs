@@ -1,381 +1,750 @@
-//! The integer numerics mode: GGUF weights stay in their block format and multiply activations
-//! quantised to 8 bits per block of 32, as llama.cpp does (Q8_1 for Q4_1 weights, Q8_0 for Q5_0
-//! and Q8_0 weights).
+//! The integer numerics mode: GGUF weights stay quantised (repacked into panels of 16 rows,
+//! `repack`) and multiply activations quantised to 8 bits as llama.cpp quantises them: per
+//! block of 32 for the legacy types (Q8_0, or Q8_1 for Q4_1/Q5_1), per 256 for the k-quants
+//! (Q8_K).
 //!
-//! Every product has one order of operations on every path. Within a block the 32 integer
-//! products are summed in 8 groups of 4 (elements `4l..4l+4` form group `l`), exactly: AVX2's
-//! `maddubs`+`madd` and VNNI's `dpbusd` both produce those 8 sums. Each group sum, an integer
-//! below 2^16 and so exact in f32, is then accumulated over the blocks into float lane `l` with
-//! `lane = fma(d_w * d_x, group, lane)`, block by block; the 8 lanes are added in a fixed tree,
-//! then Q4_1's offset terms `m_w * s_x`, summed block by block. Threads split outputs, never sums.
+//! Every output has one order of operations on every path. For each weight block, in order:
+//! - the integer sums are exact: per sub-block `Σ u·x − zero·Σx` (unsigned weight values `u`
+//!   against signed activations; `dpbusd` on VNNI, `maddubs` + `madd` on AVX2, plain integers
+//!   on the portable path, which all give the same integer), then for the k-quants
+//!   `S = Σ_j sc_j · sum_j` and `M = Σ_j min_j · Σx_j`, still integers;
+//! - the float work is fused multiply-adds into one accumulator per output:
+//!   `acc = fma(d_w · d_x, S, acc)`, then Q4_1/Q5_1's `acc = fma(m_w, s_x, acc)` or a k-quant's
+//!   `acc = fma(−(dmin_w · d_x), M, acc)`.
 //!
-//! Weights of the other block types (the k-quants) stay in their blocks too and are multiplied
-//! as f32, a tile of rows dequantised at a time (`kernels::matmul_t_rows`): the bits of the f32
-//! product, without an f32 copy of the matrix.
+//! Threads split outputs, never sums; a vector lane is one output (one weight row of a panel),
+//! so the width of the vector unit changes how many outputs run at once, never an output's own
+//! operations.
 
-use std::ops::Range;
+use std::sync::OnceLock;
 
 use half::f16;
 use rayon::prelude::*;
 
 use super::gguf::BlockBytes;
-use super::kernels::{isa, matmul_t_rows, par_tiles, tree_sum, Isa};
+use super::kernels::{isa, par_tiles, Isa};
 use super::quant::{dequantize, GgmlType};
+use super::repack::{self, Layout, Offsets, Scales, Second, GROUP_BYTES, PANEL};
 
-const QK: usize = 32;
-const GROUPS: usize = 8;
+/// Activation rows handed to one task, and weight rows (a multiple of `PANEL`).
 const TASK_ROWS: usize = 64;
-const TASK_COLS: usize = 16;
+const TASK_COLS: usize = 64;
+/// Activation rows multiplied against one panel at a time (registers: accumulators and sums).
+const ROWS: usize = 4;
 
-/// The weight types that have integer kernels.
-fn integer(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q8_0)
-}
-
-/// Whether a `[_, cols]` matrix of `ty` is kept in its blocks: the quantised types whose blocks
-/// tile a row.
+/// Whether a `[_, cols]` matrix of `ty` is kept quantised: the types with integer kernels,
+/// whose blocks tile a row.
 pub fn keeps(ty: GgmlType, cols: usize) -> bool {
-    ty.block_len() > 1 && cols.is_multiple_of(ty.block_len())
+    Layout::of(ty).is_some_and(|l| cols.is_multiple_of(l.block))
 }
 
-/// A weight matrix `[rows, cols]` kept in its GGUF block format.
+/// A weight matrix `[rows, cols]` kept quantised: the file's blocks (for row lookups) and, from
+/// the first product on, their repacked form.
 pub struct QMatrix {
-    ty: GgmlType,
+    layout: Layout,
     cols: usize,
+    rows: usize,
     bytes: BlockBytes,
+    packed: OnceLock<Vec<u8>>,
 }
 
 impl QMatrix {
-    /// `bytes` holds `rows` rows of `cols / block_len` blocks of `ty`, which `keeps`.
+    /// `bytes` holds rows of `cols / block_len` blocks of `ty`, which `keeps`.
     pub fn new(ty: GgmlType, cols: usize, bytes: BlockBytes) -> QMatrix {
         assert!(keeps(ty, cols));
-        assert!(bytes
-            .len()
-            .is_multiple_of(cols / ty.block_len() * ty.block_bytes()));
-        QMatrix { ty, cols, bytes }
+        let row_bytes = cols / ty.block_len() * ty.block_bytes();
+        assert!(bytes.len().is_multiple_of(row_bytes));
+        QMatrix {
+            layout: Layout::of(ty).expect("checked by keeps"),
+            cols,
+            rows: bytes.len() / row_bytes,
+            bytes,
+            packed: OnceLock::new(),
+        }
     }
 
     pub fn rows(&self) -> usize {
-        self.bytes.len() / self.row_bytes()
+        self.rows
     }
 
     /// Row `r` dequantised.
     pub fn row(&self, r: usize) -> Vec<f32> {
         let mut out = vec![0f32; self.cols];
-        dequantize(
-            self.ty,
-            &self.bytes[r * self.row_bytes()..][..self.row_bytes()],
-            &mut out,
-        );
+        let rb = self.row_bytes();
+        dequantize(self.layout.ty, &self.bytes[r * rb..][..rb], &mut out);
         out
     }
 
-    /// The first non-finite weight (its index, row-major, and value), found row by row.
+    /// The first non-finite weight (its index, row-major, and value). Only a non-finite f16
+    /// scale makes one, so only the scales are read, and the row of the first such block is
+    /// dequantised. The file's pages are then handed back to the kernel: the repacked form
+    /// replaces them.
     pub fn first_non_finite(&self) -> Option<(usize, f32)> {
-        (0..self.rows()).into_par_iter().find_map_first(|r| {
-            let row = self.row(r);
-            let c = row.iter().position(|v| !v.is_finite())?;
-            Some((r * self.cols + c, row[c]))
-        })
+        let ty = self.layout.ty;
+        let bb = ty.block_bytes();
+        let fields: &[usize] = match ty {
+            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+            GgmlType::Q6K => &[208],
+            _ => &[0, 2],
+        };
+        let finite = |b: &[u8]| {
+            fields
+                .iter()
+                .all(|&f| f16::from_le_bytes([b[f], b[f + 1]]).is_finite())
+        };
+        let found = self
+            .bytes
+            .par_chunks_exact(bb)
+            .position_first(|b| !finite(b))
+            .and_then(|block| {
+                let r = block * bb / self.row_bytes();
+                let row = self.row(r);
+                let c = row.iter().position(|v| !v.is_finite())?;
+                Some((r * self.cols + c, row[c]))
+            });
+        self.bytes.release();
+        found
     }
 
     fn row_bytes(&self) -> usize {
-        self.cols / self.ty.block_len() * self.ty.block_bytes()
+        self.cols / self.layout.ty.block_len() * self.layout.ty.block_bytes()
     }
-}
 
-/// One block of an activation row: the scale, llama.cpp's `d * Σq` (used by Q4_1), the values.
-#[derive(Clone, Copy)]
-struct ActBlock {
-    d: f32,
-    s: f32,
-    q: [i8; QK],
-}
-
-/// llama.cpp's x86 `quantize_row_q8_0` / `quantize_row_q8_1` (the ones its CPU matmuls run):
-/// scale `amax / 127` stored as f16, values `x * (127 / amax)` rounded half to even.
-fn quantize(x: &[f32]) -> Vec<ActBlock> {
-    x.chunks_exact(QK)
-        .map(|b| {
-            let amax = b.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let d = amax / 127.0;
-            let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
-            let mut q = [0i8; QK];
-            let mut sum = 0i32;
-            for (q, &v) in q.iter_mut().zip(b) {
-                *q = (v * id).round_ties_even() as i8;
-                sum += i32::from(*q);
-            }
-            ActBlock {
-                d: f16::from_f32(d).to_f32(),
-                s: f16::from_f32(sum as f32 * d).to_f32(),
-                q,
-            }
+    fn packed(&self) -> &[u8] {
+        self.packed.get_or_init(|| {
+            let packed = repack::pack(&self.layout, self.cols, self.rows, &self.bytes);
+            self.bytes.release();
+            packed
         })
-        .collect()
-}
-
-/// A weight block unpacked: scale, offset (Q4_1's `m`, else 0) and the 32 integer values.
-struct WBlock {
-    d: f32,
-    m: f32,
-    q: [i8; QK],
-}
-
-fn half(b: &[u8]) -> f32 {
-    f16::from_le_bytes([b[0], b[1]]).to_f32()
-}
-
-/// The integer values of one block, in the layouts of `quant` (low nibbles are values 0..16).
-fn unpack(ty: GgmlType, b: &[u8]) -> WBlock {
-    let mut q = [0i8; QK];
-    match ty {
-        GgmlType::Q8_0 => {
-            for (q, &v) in q.iter_mut().zip(&b[2..34]) {
-                *q = v as i8;
-            }
-            WBlock {
-                d: half(b),
-                m: 0.0,
-                q,
-            }
-        }
-        GgmlType::Q4_1 => {
-            for (j, &v) in b[4..20].iter().enumerate() {
-                q[j] = (v & 0xF) as i8;
-                q[j + 16] = (v >> 4) as i8;
-            }
-            WBlock {
-                d: half(b),
-                m: half(&b[2..]),
-                q,
-            }
-        }
-        GgmlType::Q5_0 => {
-            let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
-            for (j, &v) in b[6..22].iter().enumerate() {
-                let hi0 = ((qh >> j) & 1) << 4;
-                let hi1 = ((qh >> (j + 16)) & 1) << 4;
-                q[j] = ((v & 0xF) as u32 | hi0) as i8 - 16;
-                q[j + 16] = ((v >> 4) as u32 | hi1) as i8 - 16;
-            }
-            WBlock {
-                d: half(b),
-                m: 0.0,
-                q,
-            }
-        }
-        _ => unreachable!("QMatrix::new admits only supported types"),
     }
 }
 
-/// The 8 exact group sums of one block product (module docs).
-fn groups(w: &[i8; QK], x: &[i8; QK]) -> [i32; GROUPS] {
-    std::array::from_fn(|l| {
-        (4 * l..4 * l + 4)
-            .map(|j| i32::from(w[j]) * i32::from(x[j]))
-            .sum()
-    })
+/// One activation row quantised for a layout: its 8-bit values; per block the scale `d` and
+/// Q8_1's `s` (`d · Σx` rounded to f16); per sub-block `Σx` and `zero · Σx`.
+struct ActRow {
+    q: Vec<i8>,
+    d: Vec<f32>,
+    s: Vec<f32>,
+    sums: Vec<i32>,
+    corr: Vec<i32>,
+}
+
+/// Quantises one activation row for `layout` (module docs).
+fn quantize(x: &[f32], layout: &Layout) -> ActRow {
+    let blocks = x.len() / layout.block;
+    let mut row = ActRow {
+        q: vec![0; x.len()],
+        d: Vec::with_capacity(blocks),
+        s: Vec::with_capacity(blocks),
+        sums: Vec::with_capacity(x.len() / layout.sub),
+        corr: Vec::with_capacity(x.len() / layout.sub),
+    };
+    for (b, q) in x
+        .chunks_exact(layout.block)
+        .zip(row.q.chunks_exact_mut(layout.block))
+    {
+        let (d, s) = if layout.block == 256 {
+            (quantize_q8_k(b, q), 0.0)
+        } else {
+            quantize_q8_1(b, q)
+        };
+        row.d.push(d);
+        row.s.push(s);
+        for sub in q.chunks_exact(layout.sub) {
+            let sum: i32 = sub.iter().map(|&v| i32::from(v)).sum();
+            row.sums.push(sum);
+            row.corr.push(layout.zero * sum);
+        }
+    }
+    row
+}
+
+/// llama.cpp's x86 `quantize_row_q8_0` / `quantize_row_q8_1`: scale `amax / 127` stored as f16,
+/// values `x · (127 / amax)` rounded half to even; returns the scale and Q8_1's `s`.
+fn quantize_q8_1(x: &[f32], q: &mut [i8]) -> (f32, f32) {
+    let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let d = amax / 127.0;
+    let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+    let mut sum = 0i32;
+    for (q, &v) in q.iter_mut().zip(x) {
+        *q = nearest(v * id) as i8;
+        sum += i32::from(*q);
+    }
+    (
+        f16::from_f32(d).to_f32(),
+        f16::from_f32(sum as f32 * d).to_f32(),
+    )
+}
+
+/// `v` rounded half to even, for |v| < 2^22, as ggml's `nearest_int` does it: adding 1.5 · 2^23
+/// leaves the integer in the low mantissa bits (and compiles to two instructions, where
+/// `round_ties_even` may call libm).
+fn nearest(v: f32) -> i32 {
+    (v + 12_582_912.0).to_bits() as i32 - 0x4B40_0000
+}
+
+/// llama.cpp's `quantize_row_q8_K_ref`: the scale is `max / −127` for the value `max` of largest
+/// magnitude (the first such), kept in f32; values `x · (−127 / max)` rounded half to even.
+fn quantize_q8_k(x: &[f32], q: &mut [i8]) -> f32 {
+    let (mut max, mut amax) = (0f32, 0f32);
+    for &v in x {
+        if v.abs() > amax {
+            (amax, max) = (v.abs(), v);
+        }
+    }
+    if amax == 0.0 {
+        q.fill(0);
+        return 0.0;
+    }
+    let iscale = -127.0 / max;
+    for (q, &v) in q.iter_mut().zip(x) {
+        *q = nearest(iscale * v).min(127) as i8;
+    }
+    1.0 / iscale
+}
+
+/// The operations of the kernel on 16 outputs at once: one register each for AVX-512, two for
+/// AVX2, arrays for the portable path. Every implementation performs the same roundings.
+trait Simd {
+    /// 64 bytes: one group of a panel.
+    type W: Copy;
+    /// 16 × i32.
+    type I: Copy;
+    /// 16 × f32.
+    type F: Copy;
+    /// Whether 8-bit values are multiplied as stored (offset binary), to be corrected by
+    /// `zero · Σx` (else as signed bytes, which needs no correction).
+    const OFFSET_BYTES: bool;
+
+    unsafe fn load(p: *const u8) -> Self::W;
+    /// `(w >> shift) & mask` in every byte (`shift` < 8).
+    unsafe fn bits(w: Self::W, shift: u32, mask: u8) -> Self::W;
+    /// `low | high << 4` in every byte (`high` < 16).
+    unsafe fn join(low: Self::W, high: Self::W) -> Self::W;
+    /// `acc + Σ_{e<4} w[4l+e] · x[e]` in lane `l` (exact), `x` 4 signed bytes; with `bytes`, `w`
+    /// is offset binary 8-bit values.
+    unsafe fn dot4(acc: Self::I, w: Self::W, x: i32, bytes: bool) -> Self::I;
+    unsafe fn izero() -> Self::I;
+    unsafe fn sub(a: Self::I, s: i32) -> Self::I;
+    /// `acc + scales · v`, `scales` 16 bytes (signed or not).
+    unsafe fn scaled(acc: Self::I, scales: *const u8, signed: bool, v: Self::I) -> Self::I;
+    /// `acc + mins · s`, `mins` 16 unsigned bytes.
+    unsafe fn scaled_by(acc: Self::I, mins: *const u8, s: i32) -> Self::I;
+    unsafe fn fzero() -> Self::F;
+    /// 16 f16 as f32.
+    unsafe fn halves(p: *const u8) -> Self::F;
+    /// `a · s`.
+    unsafe fn mul(a: Self::F, s: f32) -> Self::F;
+    /// `fma(a, i as f32, acc)`.
+    unsafe fn fma(a: Self::F, i: Self::I, acc: Self::F) -> Self::F;
+    /// `fma(−a, i as f32, acc)`.
+    unsafe fn fnma(a: Self::F, i: Self::I, acc: Self::F) -> Self::F;
+    /// `fma(a, s, acc)`.
+    unsafe fn fma_by(a: Self::F, s: f32, acc: Self::F) -> Self::F;
+    unsafe fn store(a: Self::F) -> [f32; PANEL];
+}
+
+struct Portable;
+
+impl Simd for Portable {
+    type W = [u8; GROUP_BYTES];
+    type I = [i32; PANEL];
+    type F = [f32; PANEL];
+    const OFFSET_BYTES: bool = true;
+
+    unsafe fn load(p: *const u8) -> Self::W {
+        std::ptr::read_unaligned(p as *const Self::W)
+    }
+    unsafe fn bits(w: Self::W, shift: u32, mask: u8) -> Self::W {
+        w.map(|b| (b >> shift) & mask)
+    }
+    unsafe fn join(low: Self::W, high: Self::W) -> Self::W {
+        std::array::from_fn(|i| low[i] | (high[i] << 4))
+    }
+    unsafe fn dot4(acc: Self::I, w: Self::W, x: i32, _bytes: bool) -> Self::I {
+        let x = x.to_le_bytes().map(|b| i32::from(b as i8));
+        std::array::from_fn(|l| {
+            acc[l] + (0..4).map(|e| i32::from(w[4 * l + e]) * x[e]).sum::<i32>()
+        })
+    }
+    unsafe fn izero() -> Self::I {
+        [0; PANEL]
+    }
+    unsafe fn sub(a: Self::I, s: i32) -> Self::I {
+        a.map(|v| v - s)
+    }
+    unsafe fn scaled(acc: Self::I, scales: *const u8, signed: bool, v: Self::I) -> Self::I {
+        std::array::from_fn(|l| {
+            let b = *scales.add(l);
+            let sc = if signed {
+                i32::from(b as i8)
+            } else {
+                i32::from(b)
+            };
+            acc[l] + sc * v[l]
+        })
+    }
+    unsafe fn scaled_by(acc: Self::I, mins: *const u8, s: i32) -> Self::I {
+        std::array::from_fn(|l| acc[l] + i32::from(*mins.add(l)) * s)
+    }
+    unsafe fn fzero() -> Self::F {
+        [0.0; PANEL]
+    }
+    unsafe fn halves(p: *const u8) -> Self::F {
+        std::array::from_fn(|l| f16::from_le_bytes([*p.add(2 * l), *p.add(2 * l + 1)]).to_f32())
+    }
+    unsafe fn mul(a: Self::F, s: f32) -> Self::F {
+        a.map(|v| v * s)
+    }
+    unsafe fn fma(a: Self::F, i: Self::I, acc: Self::F) -> Self::F {
+        std::array::from_fn(|l| a[l].mul_add(i[l] as f32, acc[l]))
+    }
+    unsafe fn fnma(a: Self::F, i: Self::I, acc: Self::F) -> Self::F {
+        std::array::from_fn(|l| (-a[l]).mul_add(i[l] as f32, acc[l]))
+    }
+    unsafe fn fma_by(a: Self::F, s: f32, acc: Self::F) -> Self::F {
+        std::array::from_fn(|l| a[l].mul_add(s, acc[l]))
+    }
+    unsafe fn store(a: Self::F) -> [f32; PANEL] {
+        a
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{ActBlock, QMatrix, GROUPS, QK};
-    use crate::model::kernels::tree_sum;
-    use crate::model::quant::GgmlType;
+    use super::{Simd, PANEL};
     use std::arch::x86_64::*;
-    use std::ops::Range;
 
-    /// A weight block's 32 values as signed bytes (`super::unpack`'s layout), with its scale
-    /// and offset.
-    #[inline(always)]
-    unsafe fn weights(ty: GgmlType, b: &[u8]) -> (__m256i, f32, f32) {
-        let nibbles = |qs: *const u8| {
-            let qs = _mm_loadu_si128(qs as *const __m128i);
-            let low = _mm_set1_epi8(0x0F);
-            let lo = _mm_and_si128(qs, low);
-            let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), low);
-            _mm256_set_m128i(hi, lo)
-        };
-        match ty {
-            GgmlType::Q8_0 => (
-                _mm256_loadu_si256(b[2..34].as_ptr() as *const __m256i),
-                super::half(b),
-                0.0,
-            ),
-            GgmlType::Q4_1 => (
-                nibbles(b[4..20].as_ptr()),
-                super::half(b),
-                super::half(&b[2..]),
-            ),
-            GgmlType::Q5_0 => {
-                // Byte j takes bit j of `qh` as its fifth bit: spread each bit to its byte,
-                // then values are `nibble | bit << 4` minus 16, which is `nibble | 0xF0` (as
-                // i8) where the bit is clear and the nibble where it is set.
-                let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
-                let spread = _mm256_shuffle_epi8(
-                    _mm256_set1_epi32(qh as i32),
-                    _mm256_set_epi64x(
-                        0x0303_0303_0303_0303,
-                        0x0202_0202_0202_0202,
-                        0x0101_0101_0101_0101,
-                        0,
-                    ),
-                );
-                let bit = _mm256_set1_epi64x(0x7FBF_DFEF_F7FB_FDFEu64 as i64);
-                let set = _mm256_cmpeq_epi8(_mm256_or_si256(spread, bit), _mm256_set1_epi8(-1));
-                let q = _mm256_or_si256(
-                    nibbles(b[6..22].as_ptr()),
-                    _mm256_andnot_si256(set, _mm256_set1_epi8(0xF0u8 as i8)),
-                );
-                (q, super::half(b), 0.0)
-            }
-            _ => unreachable!("QMatrix::new admits only supported types"),
+    /// AVX-512 with VNNI: a panel in one register.
+    pub struct Vnni;
+
+    impl Simd for Vnni {
+        type W = __m512i;
+        type I = __m512i;
+        type F = __m512;
+        const OFFSET_BYTES: bool = true;
+
+        #[inline(always)]
+        unsafe fn load(p: *const u8) -> __m512i {
+            _mm512_loadu_si512(p as *const __m512i)
+        }
+        #[inline(always)]
+        unsafe fn bits(w: __m512i, shift: u32, mask: u8) -> __m512i {
+            // 16-bit shifts move bits across bytes only into the positions the mask clears.
+            let shifted = _mm512_srl_epi16(w, _mm_cvtsi32_si128(shift as i32));
+            _mm512_and_si512(shifted, _mm512_set1_epi8(mask as i8))
+        }
+        #[inline(always)]
+        unsafe fn join(low: __m512i, high: __m512i) -> __m512i {
+            _mm512_or_si512(low, _mm512_slli_epi16(high, 4))
+        }
+        #[inline(always)]
+        unsafe fn dot4(acc: __m512i, w: __m512i, x: i32, _bytes: bool) -> __m512i {
+            _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x))
+        }
+        #[inline(always)]
+        unsafe fn izero() -> __m512i {
+            _mm512_setzero_si512()
+        }
+        #[inline(always)]
+        unsafe fn sub(a: __m512i, s: i32) -> __m512i {
+            _mm512_sub_epi32(a, _mm512_set1_epi32(s))
+        }
+        #[inline(always)]
+        unsafe fn scaled(acc: __m512i, scales: *const u8, signed: bool, v: __m512i) -> __m512i {
+            let s = _mm_loadu_si128(scales as *const __m128i);
+            let s = if signed {
+                _mm512_cvtepi8_epi32(s)
+            } else {
+                _mm512_cvtepu8_epi32(s)
+            };
+            _mm512_add_epi32(acc, _mm512_mullo_epi32(s, v))
+        }
+        #[inline(always)]
+        unsafe fn scaled_by(acc: __m512i, mins: *const u8, s: i32) -> __m512i {
+            let m = _mm512_cvtepu8_epi32(_mm_loadu_si128(mins as *const __m128i));
+            _mm512_add_epi32(acc, _mm512_mullo_epi32(m, _mm512_set1_epi32(s)))
+        }
+        #[inline(always)]
+        unsafe fn fzero() -> __m512 {
+            _mm512_setzero_ps()
+        }
+        #[inline(always)]
+        unsafe fn halves(p: *const u8) -> __m512 {
+            _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
+        }
+        #[inline(always)]
+        unsafe fn mul(a: __m512, s: f32) -> __m512 {
+            _mm512_mul_ps(a, _mm512_set1_ps(s))
+        }
+        #[inline(always)]
+        unsafe fn fma(a: __m512, i: __m512i, acc: __m512) -> __m512 {
+            _mm512_fmadd_ps(a, _mm512_cvtepi32_ps(i), acc)
+        }
+        #[inline(always)]
+        unsafe fn fnma(a: __m512, i: __m512i, acc: __m512) -> __m512 {
+            _mm512_fnmadd_ps(a, _mm512_cvtepi32_ps(i), acc)
+        }
+        #[inline(always)]
+        unsafe fn fma_by(a: __m512, s: f32, acc: __m512) -> __m512 {
+            _mm512_fmadd_ps(a, _mm512_set1_ps(s), acc)
+        }
+        #[inline(always)]
+        unsafe fn store(a: __m512) -> [f32; PANEL] {
+            std::mem::transmute(a)
         }
     }
 
-    /// The 8 exact group sums of a block product: `|w|` as unsigned bytes and `x` carrying
-    /// `w`'s sign give unsigned-by-signed products equal to `w * x` (|w| ≤ 128, |x| ≤ 127, so
-    /// no pair of products saturates 16 bits); VNNI's `dpbusd` and AVX2's `maddubs` + `madd`
-    /// both sum elements `4l..4l+4` into lane `l`.
+    /// AVX2: a panel in two registers (rows 0..8, 8..16).
+    pub struct Avx2;
+
+    #[derive(Clone, Copy)]
+    pub struct Pair<T>(T, T);
+
+    /// `acc + Σ_{e<4} w[4l+e] · x[e]` per 32-bit lane, by `maddubs` + `madd`: pairs of products
+    /// stay below 2^15 (values below 64, or signed bytes for 8-bit values).
     #[inline(always)]
-    unsafe fn groups<const VNNI: bool>(w: __m256i, x: &[i8; QK]) -> __m256i {
-        let x = _mm256_loadu_si256(x.as_ptr() as *const __m256i);
-        let (u, s) = (_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
-        if VNNI {
-            _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
+    unsafe fn dot4_half(acc: __m256i, w: __m256i, x: __m256i, bytes: bool) -> __m256i {
+        let pairs = if bytes {
+            let w = _mm256_xor_si256(w, _mm256_set1_epi8(-128));
+            _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w))
         } else {
-            _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
+            _mm256_maddubs_epi16(w, x)
+        };
+        _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
+    }
+
+    #[inline(always)]
+    unsafe fn widen(p: *const u8, signed: bool) -> __m256i {
+        let s = _mm_loadl_epi64(p as *const __m128i);
+        if signed {
+            _mm256_cvtepi8_epi32(s)
+        } else {
+            _mm256_cvtepu8_epi32(s)
         }
     }
 
-    /// `super::block`, vectorised: the same operations on the same values in the same order
-    /// (lane `l` += `d_w * d_x * group_l` by one fused multiply-add), so the same bits.
-    #[inline(always)]
-    pub(super) unsafe fn block<const VNNI: bool>(
-        w: &QMatrix,
-        acts: &[ActBlock],
-        out: *mut f32,
-        n: usize,
-        rows: Range<usize>,
-        cols: Range<usize>,
-    ) {
-        let nb = w.cols / QK;
-        let bb = w.ty.block_bytes();
-        let mut lanes = vec![_mm256_setzero_ps(); rows.len()];
-        let mut offsets = vec![0f32; rows.len()];
-        for c in cols {
-            let row = &w.bytes[c * w.row_bytes()..][..w.row_bytes()];
-            lanes.fill(_mm256_setzero_ps());
-            offsets.fill(0.0);
-            for (b, wb) in row.chunks_exact(bb).enumerate() {
-                let (q, d, m) = weights(w.ty, wb);
-                for (r, (lane, off)) in rows.clone().zip(lanes.iter_mut().zip(&mut offsets)) {
-                    let a = acts.get_unchecked(r * nb + b);
-                    let g = _mm256_cvtepi32_ps(groups::<VNNI>(q, &a.q));
-                    *lane = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d), g, *lane);
-                    *off += m * a.s;
-                }
-            }
-            for (r, (lane, off)) in rows.clone().zip(lanes.iter().zip(&offsets)) {
-                let mut l = [0f32; GROUPS];
-                _mm256_storeu_ps(l.as_mut_ptr(), *lane);
-                *out.add(r * n + c) = tree_sum(l) + off;
-            }
+    impl Simd for Avx2 {
+        type W = Pair<__m256i>;
+        type I = Pair<__m256i>;
+        type F = Pair<__m256>;
+        // `maddubs` would saturate offset-binary bytes: 8-bit values are multiplied as signed
+        // bytes instead.
+        const OFFSET_BYTES: bool = false;
+
+        #[inline(always)]
+        unsafe fn load(p: *const u8) -> Self::W {
+            Pair(
+                _mm256_loadu_si256(p as *const __m256i),
+                _mm256_loadu_si256(p.add(32) as *const __m256i),
+            )
+        }
+        #[inline(always)]
+        unsafe fn bits(w: Self::W, shift: u32, mask: u8) -> Self::W {
+            let (count, mask) = (
+                _mm_cvtsi32_si128(shift as i32),
+                _mm256_set1_epi8(mask as i8),
+            );
+            Pair(
+                _mm256_and_si256(_mm256_srl_epi16(w.0, count), mask),
+                _mm256_and_si256(_mm256_srl_epi16(w.1, count), mask),
+            )
+        }
+        #[inline(always)]
+        unsafe fn join(low: Self::W, high: Self::W) -> Self::W {
+            Pair(
+                _mm256_or_si256(low.0, _mm256_slli_epi16(high.0, 4)),
+                _mm256_or_si256(low.1, _mm256_slli_epi16(high.1, 4)),
+            )
+        }
+        #[inline(always)]
+        unsafe fn dot4(acc: Self::I, w: Self::W, x: i32, bytes: bool) -> Self::I {
+            let x = _mm256_set1_epi32(x);
+            Pair(
+                dot4_half(acc.0, w.0, x, bytes),
+                dot4_half(acc.1, w.1, x, bytes),
+            )
+        }
+        #[inline(always)]
+        unsafe fn izero() -> Self::I {
+            Pair(_mm256_setzero_si256(), _mm256_setzero_si256())
+        }
+        #[inline(always)]
+        unsafe fn sub(a: Self::I, s: i32) -> Self::I {
+            let s = _mm256_set1_epi32(s);
+            Pair(_mm256_sub_epi32(a.0, s), _mm256_sub_epi32(a.1, s))
+        }
+        #[inline(always)]
+        unsafe fn scaled(acc: Self::I, scales: *const u8, signed: bool, v: Self::I) -> Self::I {
+            Pair(
+                _mm256_add_epi32(acc.0, _mm256_mullo_epi32(widen(scales, signed), v.0)),
+                _mm256_add_epi32(acc.1, _mm256_mullo_epi32(widen(scales.add(8), signed), v.1)),
+            )
+        }
+        #[inline(always)]
+        unsafe fn scaled_by(acc: Self::I, mins: *const u8, s: i32) -> Self::I {
+            let s = _mm256_set1_epi32(s);
+            Pair(
+                _mm256_add_epi32(acc.0, _mm256_mullo_epi32(widen(mins, false), s)),
+                _mm256_add_epi32(acc.1, _mm256_mullo_epi32(widen(mins.add(8), false), s)),
+            )
+        }
+        #[inline(always)]
+        unsafe fn fzero() -> Self::F {
+            Pair(_mm256_setzero_ps(), _mm256_setzero_ps())
+        }
+        #[inline(always)]
+        unsafe fn halves(p: *const u8) -> Self::F {
+            Pair(
+                _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i)),
+                _mm256_cvtph_ps(_mm_loadu_si128(p.add(16) as *const __m128i)),
+            )
+        }
+        #[inline(always)]
+        unsafe fn mul(a: Self::F, s: f32) -> Self::F {
+            let s = _mm256_set1_ps(s);
+            Pair(_mm256_mul_ps(a.0, s), _mm256_mul_ps(a.1, s))
+        }
+        #[inline(always)]
+        unsafe fn fma(a: Self::F, i: Self::I, acc: Self::F) -> Self::F {
+            Pair(
+                _mm256_fmadd_ps(a.0, _mm256_cvtepi32_ps(i.0), acc.0),
+                _mm256_fmadd_ps(a.1, _mm256_cvtepi32_ps(i.1), acc.1),
+            )
+        }
+        #[inline(always)]
+        unsafe fn fnma(a: Self::F, i: Self::I, acc: Self::F) -> Self::F {
+            Pair(
+                _mm256_fnmadd_ps(a.0, _mm256_cvtepi32_ps(i.0), acc.0),
+                _mm256_fnmadd_ps(a.1, _mm256_cvtepi32_ps(i.1), acc.1),
+            )
+        }
+        #[inline(always)]
+        unsafe fn fma_by(a: Self::F, s: f32, acc: Self::F) -> Self::F {
+            let s = _mm256_set1_ps(s);
+            Pair(
+                _mm256_fmadd_ps(a.0, s, acc.0),
+                _mm256_fmadd_ps(a.1, s, acc.1),
+            )
+        }
+        #[inline(always)]
+        unsafe fn store(a: Self::F) -> [f32; PANEL] {
+            std::mem::transmute((a.0, a.1))
         }
     }
 }
 
-/// Outputs `rows x cols` of `x · wᵀ` into `out` (`n` columns).
+/// Products of one panel (`panel`: its packed blocks) with `R` activation rows: 16 outputs each.
 ///
 /// # Safety
-/// `rows x cols` lies inside `out`, which has `n` columns.
-unsafe fn block(
-    w: &QMatrix,
-    acts: &[ActBlock],
-    out: *mut f32,
-    n: usize,
-    rows: Range<usize>,
-    cols: Range<usize>,
-) {
-    let nb = w.cols / QK;
-    let bb = w.ty.block_bytes();
-    let mut lanes = vec![[0f32; GROUPS]; rows.len()];
-    let mut offsets = vec![0f32; rows.len()];
-    for c in cols {
-        let row = &w.bytes[c * w.row_bytes()..][..w.row_bytes()];
-        lanes.iter_mut().for_each(|l| *l = [0.0; GROUPS]);
-        offsets.iter_mut().for_each(|o| *o = 0.0);
-        for (b, wb) in row.chunks_exact(bb).enumerate() {
-            let wb = unpack(w.ty, wb);
-            for (r, (lane, off)) in rows.clone().zip(lanes.iter_mut().zip(&mut offsets)) {
-                let a = &acts[r * nb + b];
-                let g = groups(&wb.q, &a.q);
-                let scale = wb.d * a.d;
-                for (l, &g) in lane.iter_mut().zip(&g) {
-                    *l = scale.mul_add(g as f32, *l);
+/// The CPU must support `S`'s instructions; `panel` holds whole packed blocks of `layout`, and
+/// each row has as many values as the panel's blocks.
+#[inline(always)]
+unsafe fn panel<S: Simd, const R: usize>(
+    layout: &Layout,
+    off: &Offsets,
+    panel: &[u8],
+    acts: [&ActRow; R],
+) -> [[f32; PANEL]; R] {
+    let (subs, groups_per_sub) = (layout.subs(), layout.sub / 4);
+    let per_plane = layout.groups_per_plane();
+    let width = layout.bits.saturating_sub(4);
+    let bytes = layout.bits == 8;
+    // Offset-binary bytes multiplied as signed need no correction.
+    let correct = layout.zero != 0 && (S::OFFSET_BYTES || !bytes);
+    let mut acc = [S::fzero(); R];
+    for (b, block) in panel.chunks_exact(off.size).enumerate() {
+        let p = block.as_ptr();
+        let mut total = [S::izero(); R];
+        let mut mins = [S::izero(); R];
+        for j in 0..subs {
+            let mut sum = [S::izero(); R];
+            for g in j * groups_per_sub..(j + 1) * groups_per_sub {
+                let w = if bytes {
+                    S::load(p.add(g * GROUP_BYTES))
+                } else {
+                    let low = S::bits(S::load(p.add(g / 2 * GROUP_BYTES)), 4 * (g % 2) as u32, 0xF);
+                    match g.checked_div(per_plane) {
+                        None => low,
+                        Some(plane) => {
+                            let plane = S::load(p.add(off.planes + plane * GROUP_BYTES));
+                            let shift = width * (g % per_plane) as u32;
+                            S::join(low, S::bits(plane, shift, (1 << width) - 1))
+                        }
+                    }
+                };
+                for (sum, a) in sum.iter_mut().zip(&acts) {
+                    let x = a.q.as_ptr().add(b * layout.block + 4 * g) as *const i32;
+                    *sum = S::dot4(*sum, w, x.read_unaligned(), bytes);
                 }
-                *off += wb.m * a.s;
+            }
+            let sub = b * subs + j;
+            for r in 0..R {
+                if correct {
+                    sum[r] = S::sub(sum[r], acts[r].corr[sub]);
+                }
+                match layout.scales {
+                    Scales::None => total[r] = sum[r],
+                    Scales::WithMins => {
+                        total[r] = S::scaled(total[r], p.add(off.sc + j * PANEL), false, sum[r]);
+                        mins[r] =
+                            S::scaled_by(mins[r], p.add(off.min + j * PANEL), acts[r].sums[sub]);
+                    }
+                    Scales::Signed => {
+                        total[r] = S::scaled(total[r], p.add(off.sc + j * PANEL), true, sum[r])
+                    }
+                }
             }
         }
-        for (r, (lane, off)) in rows.clone().zip(lanes.iter().zip(&offsets)) {
-            *out.add(r * n + c) = tree_sum(*lane) + off;
+        let d = S::halves(p.add(off.d));
+        for r in 0..R {
+            acc[r] = S::fma(S::mul(d, acts[r].d[b]), total[r], acc[r]);
+        }
+        match layout.second {
+            Second::None => {}
+            Second::Offset => {
+                let m = S::halves(p.add(off.second));
+                for r in 0..R {
+                    acc[r] = S::fma_by(m, acts[r].s[b], acc[r]);
+                }
+            }
+            Second::Min => {
+                let dmin = S::halves(p.add(off.second));
+                for r in 0..R {
+                    acc[r] = S::fnma(S::mul(dmin, acts[r].d[b]), mins[r], acc[r]);
+                }
+            }
+        }
+    }
+    acc.map(|a| S::store(a))
+}
+
+/// The outputs `rows × cols` of `x · wᵀ` into `out` (`n` columns): panel by panel, `ROWS`
+/// activation rows at a time.
+///
+/// # Safety
+/// As `panel`; `rows × cols` lies inside `out`, `cols.start` is a multiple of `PANEL`.
+#[inline(always)]
+unsafe fn tile<S: Simd>(
+    w: &QMatrix,
+    acts: &[ActRow],
+    out: *mut f32,
+    n: usize,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+) {
+    let off = w.layout.offsets();
+    let panel_bytes = w.cols / w.layout.block * off.size;
+    let packed = w.packed();
+    for p in cols.start / PANEL..cols.end.div_ceil(PANEL) {
+        let bytes = &packed[p * panel_bytes..][..panel_bytes];
+        let lanes = (cols.end - p * PANEL).min(PANEL);
+        let put = |r: usize, v: &[f32; PANEL]| {
+            let dst = out.add(r * n + p * PANEL);
+            std::ptr::copy_nonoverlapping(v.as_ptr(), dst, lanes);
+        };
+        let mut r = rows.start;
+        while r < rows.end {
+            let a = |i: usize| &acts[r + i];
+            match rows.end - r {
+                1 => put(r, &panel::<S, 1>(&w.layout, &off, bytes, [a(0)])[0]),
+                2 => {
+                    let v = panel::<S, 2>(&w.layout, &off, bytes, [a(0), a(1)]);
+                    v.iter().enumerate().for_each(|(i, v)| put(r + i, v));
+                }
+                3 => {
+                    let v = panel::<S, 3>(&w.layout, &off, bytes, [a(0), a(1), a(2)]);
+                    v.iter().enumerate().for_each(|(i, v)| put(r + i, v));
+                }
+                _ => {
+                    let v = panel::<S, ROWS>(&w.layout, &off, bytes, [a(0), a(1), a(2), a(3)]);
+                    v.iter().enumerate().for_each(|(i, v)| put(r + i, v));
+                }
+            }
+            r += (rows.end - r).min(ROWS);
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn block_avx2(
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn tile_vnni(
     w: &QMatrix,
-    acts: &[ActBlock],
+    acts: &[ActRow],
     out: *mut f32,
     n: usize,
-    rows: Range<usize>,
-    cols: Range<usize>,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
 ) {
-    x86::block::<false>(w, acts, out, n, rows, cols)
+    tile::<x86::Vnni>(w, acts, out, n, rows, cols)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,avx512f,avx512vl,avx512vnni")]
-unsafe fn block_vnni(
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile_avx2(
     w: &QMatrix,
-    acts: &[ActBlock],
+    acts: &[ActRow],
     out: *mut f32,
     n: usize,
-    rows: Range<usize>,
-    cols: Range<usize>,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
 ) {
-    x86::block::<true>(w, acts, out, n, rows, cols)
+    tile::<x86::Avx2>(w, acts, out, n, rows, cols)
+}
+
+/// The vector units the integer kernels have a path for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    Vnni,
+    Avx2,
+    Portable,
+}
+
+/// The paths this CPU can run, fastest first (the environment switches of `kernels::isa`
+/// apply).
+fn paths() -> Vec<Path> {
+    let mut out = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        let isa = isa();
+        if isa == Isa::Avx512 && has!("avx512vnni") && has!("avx512bw") && has!("f16c") {
+            out.push(Path::Vnni);
+        }
+        if isa != Isa::Portable && has!("avx2") && has!("fma") && has!("f16c") {
+            out.push(Path::Avx2);
+        }
+    }
+    out.push(Path::Portable);
+    out
 }
 
 /// `x · wᵀ` with `x` quantised per block (module docs): `x` is `[t, cols]`, the result
 /// `[t, rows]`.
 pub fn qmatmul_t(x: &[f32], w: &QMatrix) -> Vec<f32> {
+    static PATH: OnceLock<Path> = OnceLock::new();
+    product(x, w, *PATH.get_or_init(|| paths()[0]))
+}
+
+fn product(x: &[f32], w: &QMatrix, path: Path) -> Vec<f32> {
     assert!(x.len().is_multiple_of(w.cols));
-    let (t, n) = (x.len() / w.cols, w.rows());
-    if !integer(w.ty) {
-        let rb = w.row_bytes();
-        return matmul_t_rows(x, n, w.cols, |rows, buf| {
-            dequantize(w.ty, &w.bytes[rows.start * rb..rows.end * rb], buf)
-        });
-    }
-    let acts: Vec<ActBlock> = x.par_chunks(w.cols).flat_map_iter(quantize).collect();
+    let (t, n) = (x.len() / w.cols, w.rows);
+    let acts: Vec<ActRow> = x
+        .par_chunks(w.cols)
+        .map(|row| quantize(row, &w.layout))
+        .collect();
+    w.packed();
     let mut out = vec![0f32; t * n];
-    let path = isa();
-    #[cfg(target_arch = "x86_64")]
-    let vnni = path == Isa::Avx512 && std::arch::is_x86_feature_detected!("avx512vnni");
     par_tiles(&mut out, n, (TASK_ROWS, TASK_COLS), |out, rows, cols| {
-        // SAFETY: tiles are disjoint and inside `out`; each path runs only where its
-        // instructions were detected.
+        // SAFETY: tiles are disjoint, inside `out` and start at multiples of `TASK_COLS`;
+        // `paths` offers only paths whose instructions were detected.
         unsafe {
             match path {
                 #[cfg(target_arch = "x86_64")]
-                Isa::Avx512 if vnni => block_vnni(w, &acts, out, n, rows, cols),
+                Path::Vnni => tile_vnni(w, &acts, out, n, rows, cols),
                 #[cfg(target_arch = "x86_64")]
-                Isa::Avx512 | Isa::Avx2 => block_avx2(w, &acts, out, n, rows, cols),
-                _ => block(w, &acts, out, n, rows, cols),
+                Path::Avx2 => tile_avx2(w, &acts, out, n, rows, cols),
+                _ => tile::<Portable>(w, &acts, out, n, rows, cols),
             }
         }
     });
@@ -385,24 +754,38 @@ pub fn qmatmul_t(x: &[f32], w: &QMatrix) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::quant::{integers, IntBlock};
 
+    const TYPES: [GgmlType; 8] = [
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
+        GgmlType::Q8_0,
+        GgmlType::Q4K,
+        GgmlType::Q5K,
+        GgmlType::Q6K,
+    ];
+
+    /// Random blocks with small positive f16 scales (and offsets or mins where the type has
+    /// them), so that products stay finite.
     fn blocks(ty: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
         let mut s = 12345u32;
         let mut next = || {
             s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
             (s >> 16) as u8
         };
-        let nb = rows * cols / ty.block_len();
         let mut out = Vec::new();
-        for _ in 0..nb {
+        for _ in 0..rows * cols / ty.block_len() {
             let mut b: Vec<u8> = (0..ty.block_bytes()).map(|_| next()).collect();
-            // Small positive f16 scales (0x2000..0x27FF) and, for Q4_1 and the k-quants with
-            // one, offsets; Q6_K keeps its scale last.
             match ty {
-                GgmlType::Q6K => b[ty.block_bytes() - 1] = 0x20 | (b[ty.block_bytes() - 1] & 0x07),
+                GgmlType::Q6K => b[209] = 0x20 | (b[209] & 0x07),
                 _ => b[1] = 0x20 | (b[1] & 0x07),
             }
-            if matches!(ty, GgmlType::Q4_1 | GgmlType::Q4K | GgmlType::Q5K) {
+            if matches!(
+                ty,
+                GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4K | GgmlType::Q5K
+            ) {
                 b[3] = 0xA0 | (b[3] & 0x07);
             }
             out.extend(b);
@@ -410,76 +793,136 @@ mod tests {
         out
     }
 
-    /// The integer product against the definition, written out with scalar operations, and
+    fn half(b: [u8; 2]) -> f32 {
+        f16::from_le_bytes(b).to_f32()
+    }
+
+    /// The module docs' definition, written out from the file's blocks (not the packed form).
+    fn definition(ty: GgmlType, bytes: &[u8], cols: usize, x: &[f32], c: usize) -> f32 {
+        let layout = Layout::of(ty).unwrap();
+        let a = quantize(x, &layout);
+        let (nb, bb) = (cols / layout.block, ty.block_bytes());
+        let mut int = IntBlock::default();
+        let mut acc = 0f32;
+        for b in 0..nb {
+            integers(ty, &bytes[(c * nb + b) * bb..][..bb], &mut int);
+            let (mut total, mut mins) = (0i32, 0i32);
+            for j in 0..layout.subs() {
+                let e0 = b * layout.block + j * layout.sub;
+                let sum: i32 = (0..layout.sub)
+                    .map(|e| i32::from(int.u[j * layout.sub + e]) * i32::from(a.q[e0 + e]))
+                    .sum::<i32>()
+                    - layout.zero * a.sums[b * layout.subs() + j];
+                match layout.scales {
+                    Scales::None => total = sum,
+                    Scales::WithMins => {
+                        total += i32::from(int.sc[j]) * sum;
+                        mins += i32::from(int.min[j]) * a.sums[b * layout.subs() + j];
+                    }
+                    Scales::Signed => total += i32::from(int.sc[j] as i8) * sum,
+                }
+            }
+            acc = (half(int.d) * a.d[b]).mul_add(total as f32, acc);
+            match layout.second {
+                Second::None => {}
+                Second::Offset => acc = half(int.second).mul_add(a.s[b], acc),
+                Second::Min => acc = (-(half(int.second) * a.d[b])).mul_add(mins as f32, acc),
+            }
+        }
+        acc
+    }
+
+    /// Every path against the definition, to the bit, for a row count that leaves a partial
+    /// panel and activation row counts that take every kernel width; and the definition
     /// against f32 arithmetic on the dequantised weights (close, not equal: 8-bit activations).
     #[test]
-    fn integer_products_follow_the_definition() {
-        for ty in [GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0] {
-            let (rows, cols, t) = (37, 96, 5);
-            let w = QMatrix::new(ty, cols, BlockBytes::Owned(blocks(ty, rows, cols)));
+    fn integer_products_follow_the_definition_on_every_path() {
+        for ty in TYPES {
+            let block = Layout::of(ty).unwrap().block;
+            let (rows, cols, t) = (37, 2 * block, 7);
+            let bytes = blocks(ty, rows, cols);
+            let w = QMatrix::new(ty, cols, BlockBytes::Owned(bytes.clone()));
             let x: Vec<f32> = (0..t * cols)
                 .map(|i| ((i * 31 % 97) as f32 - 48.0) / 13.0)
                 .collect();
-            let got = qmatmul_t(&x, &w);
             let mut deq = vec![0f32; rows * cols];
-            dequantize(ty, &w.bytes, &mut deq);
-            for r in 0..t {
-                let acts = quantize(&x[r * cols..][..cols]);
-                for c in 0..rows {
-                    let mut lanes = [0f32; GROUPS];
-                    let mut off = 0f32;
-                    for (b, a) in acts.iter().enumerate() {
-                        let wb = unpack(ty, &w.bytes[(c * cols / QK + b) * ty.block_bytes()..]);
-                        for (l, lane) in lanes.iter_mut().enumerate() {
-                            let g: i32 = (4 * l..4 * l + 4)
-                                .map(|j| i32::from(wb.q[j]) * i32::from(a.q[j]))
-                                .sum();
-                            *lane = (wb.d * a.d).mul_add(g as f32, *lane);
-                        }
-                        off += wb.m * a.s;
+            dequantize(ty, &bytes, &mut deq);
+            for path in paths() {
+                let got = product(&x, &w, path);
+                for r in 0..t {
+                    let xr = &x[r * cols..][..cols];
+                    for c in 0..rows {
+                        let want = definition(ty, &bytes, cols, xr, c);
+                        assert_eq!(
+                            got[r * rows + c].to_bits(),
+                            want.to_bits(),
+                            "{ty:?} {path:?} row {r} col {c}: {} vs {want}",
+                            got[r * rows + c]
+                        );
+                        let wr = &deq[c * cols..][..cols];
+                        let exact: f32 = xr.iter().zip(wr).map(|(a, b)| a * b).sum();
+                        // Rounding moves each activation by at most half its block's step
+                        // (amax / 254); twice that bound also covers the f16 scales.
+                        let bound: f32 = (0..cols)
+                            .map(|j| {
+                                let xb = &xr[j / block * block..][..block];
+                                let amax = xb.iter().fold(0f32, |m, v| m.max(v.abs()));
+                                wr[j].abs() * amax / 127.0
+                            })
+                            .sum();
+                        assert!(
+                            (want - exact).abs() <= bound + 1e-3,
+                            "{ty:?}: {want} vs {exact} (bound {bound})"
+                        );
                     }
-                    let want = tree_sum(lanes) + off;
-                    assert_eq!(got[r * rows + c].to_bits(), want.to_bits(), "{ty:?}");
-                    let (xr, wr) = (&x[r * cols..][..cols], &deq[c * cols..][..cols]);
-                    let exact: f32 = xr.iter().zip(wr).map(|(a, b)| a * b).sum();
-                    // Rounding moves each activation by at most half its block's step
-                    // (amax / 254); twice that bound also covers the f16 scales.
-                    let bound: f32 = (0..cols)
-                        .map(|j| {
-                            let block = &xr[j / QK * QK..][..QK];
-                            let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
-                            wr[j].abs() * amax / 127.0
-                        })
-                        .sum();
-                    assert!(
-                        (want - exact).abs() <= bound,
-                        "{ty:?}: {want} vs {exact} (bound {bound})"
-                    );
                 }
             }
+            assert_eq!(w.row(5), deq[5 * cols..6 * cols], "{ty:?}");
         }
     }
 
-    /// K-quant weights kept in their blocks multiply as f32, a tile at a time: the same bits as
-    /// the f32 product of the whole dequantised matrix (the route they took before), for a
-    /// number of rows that leaves a partial tile.
+    /// A non-finite scale is found where the dequantised weights first turn non-finite.
     #[test]
-    fn kept_k_quants_give_the_bits_of_the_f32_product() {
-        for ty in [GgmlType::Q4K, GgmlType::Q5K, GgmlType::Q6K] {
-            let (rows, cols, t) = (37, 512, 3);
-            let w = QMatrix::new(ty, cols, BlockBytes::Owned(blocks(ty, rows, cols)));
-            let x: Vec<f32> = (0..t * cols)
-                .map(|i| ((i * 31 % 97) as f32 - 48.0) / 13.0)
-                .collect();
+    fn a_non_finite_scale_is_found_at_its_first_weight() {
+        for ty in TYPES {
+            let block = Layout::of(ty).unwrap().block;
+            let (rows, cols) = (5, 2 * block);
+            let mut bytes = blocks(ty, rows, cols);
+            let at = 3 * ty.block_bytes() + if ty == GgmlType::Q6K { 208 } else { 0 };
+            bytes[at..at + 2].copy_from_slice(&f16::INFINITY.to_le_bytes());
+            let w = QMatrix::new(ty, cols, BlockBytes::Owned(bytes.clone()));
             let mut deq = vec![0f32; rows * cols];
-            dequantize(ty, &w.bytes, &mut deq);
-            let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
-            assert_eq!(
-                bits(qmatmul_t(&x, &w)),
-                bits(crate::model::kernels::matmul_t(&x, &deq, cols)),
-                "{ty:?}"
-            );
-            assert_eq!(w.row(5), deq[5 * cols..6 * cols], "{ty:?}");
+            dequantize(ty, &bytes, &mut deq);
+            let first = deq.iter().position(|v| !v.is_finite()).unwrap();
+            let found = w.first_non_finite().unwrap();
+            assert_eq!(found.0, first, "{ty:?}");
+            assert_eq!(found.1.to_bits(), deq[first].to_bits(), "{ty:?}");
+            let clean = QMatrix::new(ty, cols, BlockBytes::Owned(blocks(ty, rows, cols)));
+            assert_eq!(clean.first_non_finite(), None, "{ty:?}");
+        }
+    }
+
+    /// The rounding trick is round-half-to-even over the activations' range, halves included.
+    #[test]
+    fn nearest_rounds_half_to_even() {
+        for i in -40_000..=40_000 {
+            let v = i as f32 / 128.0;
+            assert_eq!(nearest(v), v.round_ties_even() as i32, "{v}");
+        }
+    }
+
+    /// llama.cpp's Q8_K on a block with a negative extreme: scale `max / −127`, values in
+    /// −127..=127, the extreme itself at −127.
+    #[test]
+    fn q8_k_follows_llama_cpp() {
+        let x: Vec<f32> = (0..256).map(|i| (i as f32 - 200.0) / 7.0).collect();
+        let mut q = [0i8; 256];
+        let d = quantize_q8_k(&x, &mut q);
+        assert_eq!(d, 1.0 / (-127.0 / x[0]));
+        assert_eq!(q[0], -127);
+        assert!(q.iter().all(|&v| v >= -127));
+        for (&q, &v) in q.iter().zip(&x) {
+            assert_eq!(q, ((-127.0 / x[0]) * v).round_ties_even() as i8);
         }
     }
 }

@@ -121,6 +121,100 @@ fn half16(b: &[u8]) -> f32 {
     f16::from_le_bytes([b[0], b[1]]).to_f32()
 }
 
+/// A quantised block as integers, the form the integer kernels multiply (`qmatmul`): value `e`
+/// is `d * sc[e / sub] * (u[e] - zero) - second * min[e / sub]` for the k-quants and
+/// `d * (u[e] - zero) + second` for the legacy types, where `sub`, `zero` and the meaning of
+/// `sc` (signed for Q6_K) come from the type. `d` and `second` are the block's f16 fields as
+/// stored (`second` is Q4_1/Q5_1's `m` or a k-quant's `dmin`, else 0).
+pub struct IntBlock {
+    pub u: [u8; QK_K],
+    pub sc: [u8; 16],
+    pub min: [u8; 16],
+    pub d: [u8; 2],
+    pub second: [u8; 2],
+}
+
+impl Default for IntBlock {
+    fn default() -> IntBlock {
+        IntBlock {
+            u: [0; QK_K],
+            sc: [0; 16],
+            min: [0; 16],
+            d: [0; 2],
+            second: [0; 2],
+        }
+    }
+}
+
+/// Writes block `b` of a quantised type `ty` as integers into `out` (the first
+/// `ty.block_len()` values of `out.u`); the layouts are those of the f32 functions below.
+pub fn integers(ty: GgmlType, b: &[u8], out: &mut IntBlock) {
+    let (d, second) = match ty {
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => ([b[0], b[1]], [0, 0]),
+        GgmlType::Q6K => ([b[208], b[209]], [0, 0]),
+        _ => ([b[0], b[1]], [b[2], b[3]]),
+    };
+    (out.d, out.second) = (d, second);
+    let u = &mut out.u;
+    match ty {
+        GgmlType::Q4_0 | GgmlType::Q4_1 => {
+            let qs = if ty == GgmlType::Q4_0 {
+                &b[2..18]
+            } else {
+                &b[4..20]
+            };
+            for (j, &q) in qs.iter().enumerate() {
+                (u[j], u[j + 16]) = (q & 0xF, q >> 4);
+            }
+        }
+        GgmlType::Q5_0 => q5_values(&b[2..6], &b[6..22]).for_each(|(j, lo, hi)| {
+            (u[j], u[j + 16]) = (lo, hi);
+        }),
+        GgmlType::Q5_1 => q5_values(&b[4..8], &b[8..24]).for_each(|(j, lo, hi)| {
+            (u[j], u[j + 16]) = (lo, hi);
+        }),
+        // Offset binary, so that every type's values are unsigned: `u - 128` is the weight.
+        GgmlType::Q8_0 => u[..QK]
+            .iter_mut()
+            .zip(&b[2..34])
+            .for_each(|(u, &q)| *u = q ^ 0x80),
+        GgmlType::Q4K | GgmlType::Q5K => {
+            let (qh, qs) = if ty == GgmlType::Q4K {
+                (None, &b[16..144])
+            } else {
+                (Some(&b[16..48]), &b[48..176])
+            };
+            for j in 0..8 {
+                (out.sc[j], out.min[j]) = scale_min_k4(j, &b[4..16]);
+            }
+            for (chunk, qs) in qs.chunks_exact(32).enumerate() {
+                for (l, &q) in qs.iter().enumerate() {
+                    let bit = |s: usize| qh.map_or(0, |qh| ((qh[l] >> s) & 1) << 4);
+                    u[64 * chunk + l] = (q & 0xF) | bit(2 * chunk);
+                    u[64 * chunk + l + 32] = (q >> 4) | bit(2 * chunk + 1);
+                }
+            }
+        }
+        GgmlType::Q6K => {
+            out.sc.copy_from_slice(&b[192..208]);
+            for half in 0..2 {
+                let ql = &b[64 * half..64 * half + 64];
+                let qh = &b[128 + 32 * half..128 + 32 * half + 32];
+                let u = &mut u[128 * half..128 * half + 128];
+                for l in 0..32 {
+                    u[l] = (ql[l] & 0xF) | ((qh[l] & 3) << 4);
+                    u[l + 32] = (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4);
+                    u[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+                    u[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+                }
+            }
+        }
+        GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => {
+            unreachable!("float types have no integer form")
+        }
+    }
+}
+
 /// block_q4_0 { half d; u8 qs[16] }: x = (nibble - 8) * d; low nibbles are the first 16 values.
 fn q4_0(b: &[u8], y: &mut [f32]) {
     let d = half16(b);
@@ -178,15 +272,20 @@ fn q8_0(b: &[u8], y: &mut [f32]) {
 
 /// The 6-bit scale and min of sub-block `j` (0..8) packed in the 12 `scales` bytes of Q4_K/Q5_K
 /// (ggml's `get_scale_min_k4`).
-fn scale_min_k4(j: usize, s: &[u8]) -> (f32, f32) {
-    let (sc, m) = if j < 4 {
+fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
+    if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
     } else {
         (
             (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4),
             (s[j + 4] >> 4) | ((s[j] >> 6) << 4),
         )
-    };
+    }
+}
+
+/// `scale_min_k4` as f32.
+fn scale_min_k4_f32(j: usize, s: &[u8]) -> (f32, f32) {
+    let (sc, m) = scale_min_k4(j, s);
     (sc as f32, m as f32)
 }
 
@@ -201,8 +300,8 @@ fn q4_k(b: &[u8], y: &mut [f32]) {
         .zip(y.chunks_exact_mut(64))
         .enumerate()
     {
-        let (sc1, m1) = scale_min_k4(2 * chunk, scales);
-        let (sc2, m2) = scale_min_k4(2 * chunk + 1, scales);
+        let (sc1, m1) = scale_min_k4_f32(2 * chunk, scales);
+        let (sc2, m2) = scale_min_k4_f32(2 * chunk + 1, scales);
         for (l, &q) in qs.iter().enumerate() {
             y[l] = d * sc1 * (q & 0xF) as f32 - dmin * m1;
             y[l + 32] = d * sc2 * (q >> 4) as f32 - dmin * m2;
@@ -221,8 +320,8 @@ fn q5_k(b: &[u8], y: &mut [f32]) {
         .zip(y.chunks_exact_mut(64))
         .enumerate()
     {
-        let (sc1, m1) = scale_min_k4(2 * chunk, scales);
-        let (sc2, m2) = scale_min_k4(2 * chunk + 1, scales);
+        let (sc1, m1) = scale_min_k4_f32(2 * chunk, scales);
+        let (sc2, m2) = scale_min_k4_f32(2 * chunk + 1, scales);
         let (bit1, bit2) = (1u8 << (2 * chunk), 1u8 << (2 * chunk + 1));
         for (l, &q) in qs.iter().enumerate() {
             let hi1 = if qh[l] & bit1 != 0 { 16 } else { 0 };
@@ -433,5 +532,48 @@ mod tests {
         }
         assert_eq!(GgmlType::Q4K.bytes_for(512), Some(288));
         assert_eq!(GgmlType::Q4K.bytes_for(100), None);
+    }
+
+    /// The integer form gives back every dequantised value, by the formula of `IntBlock` in the
+    /// f32 functions' order of operations.
+    #[test]
+    fn integers_rebuild_every_value() {
+        let mut s = 99u32;
+        for ty in [
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+            GgmlType::Q5_0,
+            GgmlType::Q5_1,
+            GgmlType::Q8_0,
+            GgmlType::Q4K,
+            GgmlType::Q5K,
+            GgmlType::Q6K,
+        ] {
+            let b: Vec<u8> = (0..ty.block_bytes())
+                .map(|_| {
+                    s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (s >> 16) as u8 & 0x3F
+                })
+                .collect();
+            let want = run(ty, &b);
+            let mut int = IntBlock::default();
+            integers(ty, &b, &mut int);
+            let (d, second) = (half16(&int.d), half16(&int.second));
+            for (e, &want) in want.iter().enumerate() {
+                let u = i32::from(int.u[e]);
+                let got = match ty {
+                    GgmlType::Q4_0 => (u - 8) as f32 * d,
+                    GgmlType::Q5_0 => (u - 16) as f32 * d,
+                    GgmlType::Q8_0 => (u - 128) as f32 * d,
+                    GgmlType::Q4_1 | GgmlType::Q5_1 => u as f32 * d + second,
+                    GgmlType::Q4K | GgmlType::Q5K => {
+                        let j = e / 32;
+                        d * f32::from(int.sc[j]) * u as f32 - second * f32::from(int.min[j])
+                    }
+                    _ => d * f32::from(int.sc[e / 16] as i8) * (u - 32) as f32,
+                };
+                assert_eq!(got.to_bits(), want.to_bits(), "{ty:?} value {e}");
+            }
+        }
     }
 }

@@ -42,10 +42,9 @@ pub enum Backend {
     /// every path, thread count and vector unit. (Named after burn's flex backend, which ran
     /// this arithmetic before and whose reductions chose their order by shape and CPU.)
     Flex,
-    /// GGUF weights of types with an integer kernel (Q4_1, Q5_0, Q8_0) stay in their blocks and
-    /// multiply activations quantised to 8 bits as llama.cpp does (`model::qmatmul`), with the
-    /// same bits on every path; k-quant weights stay in their blocks too and multiply as `Flex`
-    /// does (a tile dequantised at a time); float weights as `Flex`.
+    /// Quantised GGUF weights (Q4_0 to Q8_0 and the k-quants Q4_K, Q5_K, Q6_K) stay quantised,
+    /// repacked, and multiply activations quantised to 8 bits as llama.cpp does
+    /// (`model::qmatmul`), with the same bits on every path; float weights multiply as `Flex`.
     Int8,
 }
 

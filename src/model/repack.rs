@@ -1,0 +1,316 @@
+//! Quantised weights repacked for the integer kernels (`qmatmul`): the same bits of information
+//! as the GGUF blocks, laid out so that one vector instruction multiplies 16 weight rows at once.
+//!
+//! Rows are taken 16 at a time (a *panel*; the last is padded with zero rows). Within a panel,
+//! block by block, the values are stored as unsigned integers in *groups* of 4 consecutive
+//! values: group `g` of a block is 64 bytes, row `r`'s values `4g..4g+4` at bytes `4r..4r+4`.
+//! A `dpbusd` of that against 4 activation bytes broadcast to every lane adds one group to 16
+//! rows' sums at once, and the per-row scales then apply lane by lane. Bits are packed as the
+//! file packs them:
+//! - 8-bit values (Q8_0, as offset binary) take 64 bytes per group;
+//! - lower nibbles of narrower values take 64 bytes per *pair* of groups (`2i` in the low
+//!   nibbles, `2i + 1` in the high ones);
+//! - a fifth bit takes a plane of 64 bytes per 8 groups (bit `k` for group `8i + k`), a fifth
+//!   and sixth bit a plane per 4 groups (bits `2k, 2k + 1` for group `4i + k`).
+//!
+//! Then come the 16 rows' f16 scales `d`, their second f16 (Q4_1's `m`, a k-quant's `dmin`),
+//! and a k-quant's sub-block scales and mins, sub-block by sub-block, 16 bytes each.
+//! The only growth over the file is Q4_K/Q5_K's 6-bit scales stored as bytes (3%).
+
+use rayon::prelude::*;
+
+use super::quant::{integers, GgmlType, IntBlock};
+
+/// Rows per panel: the lanes of a 512-bit register of f32 or i32.
+pub const PANEL: usize = 16;
+/// Bytes of one group of a panel.
+pub const GROUP_BYTES: usize = 4 * PANEL;
+
+/// How a sub-block's integer scale is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scales {
+    /// Legacy types: one block, no sub-block scale.
+    None,
+    /// Q4_K, Q5_K: 6-bit scales and mins.
+    WithMins,
+    /// Q6_K: signed 8-bit scales.
+    Signed,
+}
+
+/// What the block's second f16 does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Second {
+    None,
+    /// Q4_1/Q5_1's `m`: added once per block, times the activation block's sum (`s`).
+    Offset,
+    /// A k-quant's `dmin`: subtracted times the sub-blocks' mins against activation sums.
+    Min,
+}
+
+/// The integer form of a quantised type (`quant::IntBlock`) and its packed sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub ty: GgmlType,
+    /// Values per block (32, or 256 for the k-quants): activations are quantised per block.
+    pub block: usize,
+    /// Values per sub-block (one integer scale each).
+    pub sub: usize,
+    /// Bits per value.
+    pub bits: u32,
+    /// Subtracted from every value.
+    pub zero: i32,
+    pub scales: Scales,
+    pub second: Second,
+}
+
+impl Layout {
+    /// The layout of `ty`, when it has integer kernels.
+    pub fn of(ty: GgmlType) -> Option<Layout> {
+        let legacy = |bits, zero, second| Layout {
+            ty,
+            block: 32,
+            sub: 32,
+            bits,
+            zero,
+            scales: Scales::None,
+            second,
+        };
+        let k = |sub, bits, zero, scales, second| Layout {
+            ty,
+            block: 256,
+            sub,
+            bits,
+            zero,
+            scales,
+            second,
+        };
+        Some(match ty {
+            GgmlType::Q4_0 => legacy(4, 8, Second::None),
+            GgmlType::Q4_1 => legacy(4, 0, Second::Offset),
+            GgmlType::Q5_0 => legacy(5, 16, Second::None),
+            GgmlType::Q5_1 => legacy(5, 0, Second::Offset),
+            GgmlType::Q8_0 => legacy(8, 128, Second::None),
+            GgmlType::Q4K => k(32, 4, 0, Scales::WithMins, Second::Min),
+            GgmlType::Q5K => k(32, 5, 0, Scales::WithMins, Second::Min),
+            GgmlType::Q6K => k(16, 6, 32, Scales::Signed, Second::None),
+            GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => return None,
+        })
+    }
+
+    /// Groups of 4 values per block.
+    pub fn groups(&self) -> usize {
+        self.block / 4
+    }
+
+    /// Sub-blocks per block.
+    pub fn subs(&self) -> usize {
+        self.block / self.sub
+    }
+
+    /// Bytes of the values' lower bits (all 8, or the nibbles) of one block of a panel.
+    pub fn low_bytes(&self) -> usize {
+        if self.bits == 8 {
+            self.groups() * GROUP_BYTES
+        } else {
+            self.groups() / 2 * GROUP_BYTES
+        }
+    }
+
+    /// Groups whose high bits share one 64-byte plane (0: no plane).
+    pub fn groups_per_plane(&self) -> usize {
+        match self.bits {
+            5 => 8,
+            6 => 4,
+            _ => 0,
+        }
+    }
+
+    pub fn plane_bytes(&self) -> usize {
+        match self.groups_per_plane() {
+            0 => 0,
+            n => self.groups() / n * GROUP_BYTES,
+        }
+    }
+
+    /// Offsets within a packed block of a panel: the planes, `d`, the second f16, the scales
+    /// and the mins, then the size.
+    pub fn offsets(&self) -> Offsets {
+        let planes = self.low_bytes();
+        let d = planes + self.plane_bytes();
+        let second = d + 2 * PANEL;
+        let sc = second
+            + match self.second {
+                Second::None => 0,
+                _ => 2 * PANEL,
+            };
+        let min = sc
+            + match self.scales {
+                Scales::None => 0,
+                _ => self.subs() * PANEL,
+            };
+        let size = min
+            + match self.scales {
+                Scales::WithMins => self.subs() * PANEL,
+                _ => 0,
+            };
+        Offsets {
+            planes,
+            d,
+            second,
+            sc,
+            min,
+            size,
+        }
+    }
+}
+
+/// Byte offsets within one packed block of a panel (`Layout::offsets`).
+#[derive(Clone, Copy, Debug)]
+pub struct Offsets {
+    pub planes: usize,
+    pub d: usize,
+    pub second: usize,
+    pub sc: usize,
+    pub min: usize,
+    pub size: usize,
+}
+
+/// Repacks `rows` rows of `bytes` (GGUF blocks of `layout.ty`, `cols` values a row): panel by
+/// panel, block by block.
+pub fn pack(layout: &Layout, cols: usize, rows: usize, bytes: &[u8]) -> Vec<u8> {
+    let nb = cols / layout.block;
+    let bb = layout.ty.block_bytes();
+    let off = layout.offsets();
+    let panels = rows.div_ceil(PANEL);
+    let mut out = vec![0u8; panels * nb * off.size];
+    out.par_chunks_exact_mut(nb * off.size)
+        .enumerate()
+        .for_each(|(p, panel)| {
+            let mut ints: Vec<IntBlock> = (0..PANEL).map(|_| IntBlock::default()).collect();
+            for (b, dst) in panel.chunks_exact_mut(off.size).enumerate() {
+                for (r, int) in ints.iter_mut().enumerate() {
+                    let row = p * PANEL + r;
+                    if row < rows {
+                        integers(layout.ty, &bytes[(row * nb + b) * bb..][..bb], int);
+                    } else {
+                        // Padding: zero scales, so the padded lanes are 0 and never read.
+                        *int = IntBlock::default();
+                    }
+                }
+                pack_block(layout, &off, &ints, dst);
+            }
+        });
+    out
+}
+
+fn pack_block(layout: &Layout, off: &Offsets, ints: &[IntBlock], dst: &mut [u8]) {
+    for (r, int) in ints.iter().enumerate() {
+        for g in 0..layout.groups() {
+            for e in 0..4 {
+                let u = int.u[4 * g + e];
+                let at = 4 * r + e;
+                if layout.bits == 8 {
+                    dst[g * GROUP_BYTES + at] = u;
+                } else {
+                    dst[g / 2 * GROUP_BYTES + at] |= (u & 0xF) << (4 * (g % 2));
+                }
+                let per_plane = layout.groups_per_plane();
+                if per_plane > 0 {
+                    let high = u32::from(u >> 4);
+                    let width = layout.bits - 4;
+                    let shift = width * (g % per_plane) as u32;
+                    dst[off.planes + g / per_plane * GROUP_BYTES + at] |= (high << shift) as u8;
+                }
+            }
+        }
+        dst[off.d + 2 * r..][..2].copy_from_slice(&int.d);
+        if layout.second != Second::None {
+            dst[off.second + 2 * r..][..2].copy_from_slice(&int.second);
+        }
+        if layout.scales != Scales::None {
+            for j in 0..layout.subs() {
+                dst[off.sc + j * PANEL + r] = int.sc[j];
+                if layout.scales == Scales::WithMins {
+                    dst[off.min + j * PANEL + r] = int.min[j];
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Value `e` (0..block) of row `r` (0..16) of a packed block: the unsigned integer.
+    fn value(layout: &Layout, off: &Offsets, block: &[u8], r: usize, e: usize) -> u8 {
+        let (g, at) = (e / 4, 4 * r + e % 4);
+        let low = if layout.bits == 8 {
+            block[g * GROUP_BYTES + at]
+        } else {
+            (block[g / 2 * GROUP_BYTES + at] >> (4 * (g % 2))) & 0xF
+        };
+        let per_plane = layout.groups_per_plane();
+        if per_plane == 0 {
+            return low;
+        }
+        let width = layout.bits - 4;
+        let plane = block[off.planes + g / per_plane * GROUP_BYTES + at];
+        let high = (plane >> (width * (g % per_plane) as u32)) & ((1 << width) - 1);
+        low | (high << 4)
+    }
+
+    /// Every value, scale and min of every row comes back from the packed form.
+    #[test]
+    fn packing_keeps_every_integer() {
+        let types = [
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+            GgmlType::Q5_0,
+            GgmlType::Q5_1,
+            GgmlType::Q8_0,
+            GgmlType::Q4K,
+            GgmlType::Q5K,
+            GgmlType::Q6K,
+        ];
+        let mut s = 7u32;
+        for ty in types {
+            let layout = Layout::of(ty).unwrap();
+            let (rows, cols) = (21, 2 * layout.block);
+            let bytes: Vec<u8> = (0..rows * cols / ty.block_len() * ty.block_bytes())
+                .map(|_| {
+                    s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (s >> 16) as u8
+                })
+                .collect();
+            let packed = pack(&layout, cols, rows, &bytes);
+            let off = layout.offsets();
+            let nb = cols / layout.block;
+            assert_eq!(packed.len(), rows.div_ceil(PANEL) * nb * off.size);
+            let mut int = IntBlock::default();
+            for row in 0..rows {
+                for b in 0..nb {
+                    let bb = ty.block_bytes();
+                    integers(ty, &bytes[(row * nb + b) * bb..][..bb], &mut int);
+                    let block = &packed[((row / PANEL) * nb + b) * off.size..][..off.size];
+                    let r = row % PANEL;
+                    for e in 0..layout.block {
+                        assert_eq!(value(&layout, &off, block, r, e), int.u[e], "{ty:?}");
+                    }
+                    assert_eq!(block[off.d + 2 * r..][..2], int.d);
+                    if layout.second != Second::None {
+                        assert_eq!(block[off.second + 2 * r..][..2], int.second);
+                    }
+                    for j in 0..layout.subs() {
+                        if layout.scales != Scales::None {
+                            assert_eq!(block[off.sc + j * PANEL + r], int.sc[j], "{ty:?}");
+                        }
+                        if layout.scales == Scales::WithMins {
+                            assert_eq!(block[off.min + j * PANEL + r], int.min[j], "{ty:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -16,6 +16,7 @@
 //! so the width of the vector unit changes how many outputs run at once, never an output's own
 //! operations.
 
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use half::f16;
@@ -30,7 +31,7 @@ use super::repack::{self, Layout, Offsets, Scales, Second, GROUP_BYTES, PANEL};
 const TASK_ROWS: usize = 64;
 const TASK_COLS: usize = 64;
 /// Activation rows multiplied against one panel at a time (registers: accumulators and sums).
-const ROWS: usize = 4;
+const ROWS: usize = 8;
 
 /// Whether a `[_, cols]` matrix of `ty` is kept quantised: the types with integer kernels,
 /// whose blocks tile a row.
@@ -619,8 +620,9 @@ unsafe fn panel<S: Simd, const R: usize>(
     acc.map(|a| S::store(a))
 }
 
-/// The outputs `rows × cols` of `x · wᵀ` into `out` (`n` columns): panel by panel, `ROWS`
-/// activation rows at a time.
+/// The outputs `rows × cols` of `x · wᵀ` into `out` (`n` columns), with the layout of `w`'s
+/// type as compile-time constants (one copy of the kernel per type and path: shifts and loop
+/// bounds become immediates).
 ///
 /// # Safety
 /// As `panel`; `rows × cols` lies inside `out`, `cols.start` is a multiple of `PANEL`.
@@ -630,38 +632,74 @@ unsafe fn tile<S: Simd>(
     acts: &[ActRow],
     out: *mut f32,
     n: usize,
-    rows: std::ops::Range<usize>,
-    cols: std::ops::Range<usize>,
+    rows: Range<usize>,
+    cols: Range<usize>,
 ) {
-    let off = w.layout.offsets();
-    let panel_bytes = w.cols / w.layout.block * off.size;
+    macro_rules! by_type {
+        ($($ty:ident),*) => {
+            match w.layout.ty {
+                $(GgmlType::$ty => {
+                    const LAYOUT: Layout = Layout::of(GgmlType::$ty).unwrap();
+                    tile_of::<S>(&LAYOUT, w, acts, out, n, rows, cols)
+                })*
+                GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => {
+                    unreachable!("QMatrix::new admits only quantised types")
+                }
+            }
+        };
+    }
+    by_type!(Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4K, Q5K, Q6K)
+}
+
+/// `tile` for one layout: panel by panel, up to `ROWS` activation rows at a time.
+///
+/// # Safety
+/// As `tile`.
+#[inline(always)]
+unsafe fn tile_of<S: Simd>(
+    layout: &Layout,
+    w: &QMatrix,
+    acts: &[ActRow],
+    out: *mut f32,
+    n: usize,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) {
+    let off = layout.offsets();
+    let panel_bytes = w.cols / layout.block * off.size;
     let packed = w.packed();
     for p in cols.start / PANEL..cols.end.div_ceil(PANEL) {
         let bytes = &packed[p * panel_bytes..][..panel_bytes];
         let lanes = (cols.end - p * PANEL).min(PANEL);
-        let put = |r: usize, v: &[f32; PANEL]| {
-            let dst = out.add(r * n + p * PANEL);
-            std::ptr::copy_nonoverlapping(v.as_ptr(), dst, lanes);
-        };
         let mut r = rows.start;
         while r < rows.end {
-            let a = |i: usize| &acts[r + i];
-            match rows.end - r {
-                1 => put(r, &panel::<S, 1>(&w.layout, &off, bytes, [a(0)])[0]),
-                2 => {
-                    let v = panel::<S, 2>(&w.layout, &off, bytes, [a(0), a(1)]);
-                    v.iter().enumerate().for_each(|(i, v)| put(r + i, v));
-                }
-                3 => {
-                    let v = panel::<S, 3>(&w.layout, &off, bytes, [a(0), a(1), a(2)]);
-                    v.iter().enumerate().for_each(|(i, v)| put(r + i, v));
-                }
-                _ => {
-                    let v = panel::<S, ROWS>(&w.layout, &off, bytes, [a(0), a(1), a(2), a(3)]);
-                    v.iter().enumerate().for_each(|(i, v)| put(r + i, v));
-                }
-            }
-            r += (rows.end - r).min(ROWS);
+            let left = rows.end - r;
+            let put = |i: usize, v: &[f32; PANEL]| {
+                std::ptr::copy_nonoverlapping(v.as_ptr(), out.add((r + i) * n + p * PANEL), lanes);
+            };
+            let take = if left >= ROWS {
+                panel::<S, ROWS>(layout, &off, bytes, std::array::from_fn(|i| &acts[r + i]))
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, v)| put(i, v));
+                ROWS
+            } else if left >= 4 {
+                panel::<S, 4>(layout, &off, bytes, std::array::from_fn(|i| &acts[r + i]))
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, v)| put(i, v));
+                4
+            } else if left >= 2 {
+                panel::<S, 2>(layout, &off, bytes, std::array::from_fn(|i| &acts[r + i]))
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, v)| put(i, v));
+                2
+            } else {
+                put(0, &panel::<S, 1>(layout, &off, bytes, [&acts[r]])[0]);
+                1
+            };
+            r += take;
         }
     }
 }
@@ -673,8 +711,8 @@ unsafe fn tile_vnni(
     acts: &[ActRow],
     out: *mut f32,
     n: usize,
-    rows: std::ops::Range<usize>,
-    cols: std::ops::Range<usize>,
+    rows: Range<usize>,
+    cols: Range<usize>,
 ) {
     tile::<x86::Vnni>(w, acts, out, n, rows, cols)
 }
@@ -686,8 +724,8 @@ unsafe fn tile_avx2(
     acts: &[ActRow],
     out: *mut f32,
     n: usize,
-    rows: std::ops::Range<usize>,
-    cols: std::ops::Range<usize>,
+    rows: Range<usize>,
+    cols: Range<usize>,
 ) {
     tile::<x86::Avx2>(w, acts, out, n, rows, cols)
 }

@@ -64,51 +64,60 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The layout of `ty`, when it has integer kernels.
-    pub fn of(ty: GgmlType) -> Option<Layout> {
-        let legacy = |bits, zero, second| Layout {
-            ty,
-            block: 32,
-            sub: 32,
-            bits,
-            zero,
-            scales: Scales::None,
-            second,
-        };
-        let k = |sub, bits, zero, scales, second| Layout {
-            ty,
-            block: 256,
-            sub,
-            bits,
-            zero,
-            scales,
-            second,
-        };
+    /// The layout of `ty`, when it has integer kernels. A `const fn`, so that the kernels can
+    /// be compiled once per type with the layout's numbers as constants.
+    pub const fn of(ty: GgmlType) -> Option<Layout> {
+        const fn legacy(ty: GgmlType, bits: u32, zero: i32, second: Second) -> Layout {
+            Layout {
+                ty,
+                block: 32,
+                sub: 32,
+                bits,
+                zero,
+                scales: Scales::None,
+                second,
+            }
+        }
+        const fn k(ty: GgmlType, sub: usize, bits: u32, zero: i32, scales: Scales) -> Layout {
+            let second = match scales {
+                Scales::WithMins => Second::Min,
+                _ => Second::None,
+            };
+            Layout {
+                ty,
+                block: 256,
+                sub,
+                bits,
+                zero,
+                scales,
+                second,
+            }
+        }
         Some(match ty {
-            GgmlType::Q4_0 => legacy(4, 8, Second::None),
-            GgmlType::Q4_1 => legacy(4, 0, Second::Offset),
-            GgmlType::Q5_0 => legacy(5, 16, Second::None),
-            GgmlType::Q5_1 => legacy(5, 0, Second::Offset),
-            GgmlType::Q8_0 => legacy(8, 128, Second::None),
-            GgmlType::Q4K => k(32, 4, 0, Scales::WithMins, Second::Min),
-            GgmlType::Q5K => k(32, 5, 0, Scales::WithMins, Second::Min),
-            GgmlType::Q6K => k(16, 6, 32, Scales::Signed, Second::None),
+            GgmlType::Q4_0 => legacy(ty, 4, 8, Second::None),
+            GgmlType::Q4_1 => legacy(ty, 4, 0, Second::Offset),
+            GgmlType::Q5_0 => legacy(ty, 5, 16, Second::None),
+            GgmlType::Q5_1 => legacy(ty, 5, 0, Second::Offset),
+            GgmlType::Q8_0 => legacy(ty, 8, 128, Second::None),
+            GgmlType::Q4K => k(ty, 32, 4, 0, Scales::WithMins),
+            GgmlType::Q5K => k(ty, 32, 5, 0, Scales::WithMins),
+            GgmlType::Q6K => k(ty, 16, 6, 32, Scales::Signed),
             GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => return None,
         })
     }
 
     /// Groups of 4 values per block.
-    pub fn groups(&self) -> usize {
+    pub const fn groups(&self) -> usize {
         self.block / 4
     }
 
     /// Sub-blocks per block.
-    pub fn subs(&self) -> usize {
+    pub const fn subs(&self) -> usize {
         self.block / self.sub
     }
 
     /// Bytes of the values' lower bits (all 8, or the nibbles) of one block of a panel.
-    pub fn low_bytes(&self) -> usize {
+    pub const fn low_bytes(&self) -> usize {
         if self.bits == 8 {
             self.groups() * GROUP_BYTES
         } else {
@@ -117,7 +126,7 @@ impl Layout {
     }
 
     /// Groups whose high bits share one 64-byte plane (0: no plane).
-    pub fn groups_per_plane(&self) -> usize {
+    pub const fn groups_per_plane(&self) -> usize {
         match self.bits {
             5 => 8,
             6 => 4,
@@ -125,7 +134,7 @@ impl Layout {
         }
     }
 
-    pub fn plane_bytes(&self) -> usize {
+    pub const fn plane_bytes(&self) -> usize {
         match self.groups_per_plane() {
             0 => 0,
             n => self.groups() / n * GROUP_BYTES,
@@ -134,7 +143,7 @@ impl Layout {
 
     /// Offsets within a packed block of a panel: the planes, `d`, the second f16, the scales
     /// and the mins, then the size.
-    pub fn offsets(&self) -> Offsets {
+    pub const fn offsets(&self) -> Offsets {
         let planes = self.low_bytes();
         let d = planes + self.plane_bytes();
         let second = d + 2 * PANEL;

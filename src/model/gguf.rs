@@ -113,10 +113,12 @@ pub enum BlockBytes {
 }
 
 impl BlockBytes {
-    /// Hands mapped pages back to the kernel, for bytes that will not be read again soon (a
-    /// repacked copy replaces them). Reading them later faults them back in from the file.
-    pub fn release(&self) {
+    /// Hands the mapped pages of `within` (a range of these bytes) back to the kernel, for
+    /// bytes that will not be read again soon (a repacked copy replaces them). Reading them
+    /// later faults them back in from the file.
+    pub fn release(&self, within: Range<usize>) {
         if let BlockBytes::Mapped { map, range } = self {
+            let range = range.start + within.start..range.start + within.end;
             // SAFETY: the map is read-only and private, so dropped pages come back unchanged
             // from the file on the next read. The advice is only a hint: ignoring an error
             // leaves the pages resident.

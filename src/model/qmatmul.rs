@@ -93,18 +93,24 @@ impl QMatrix {
                 .iter()
                 .all(|&f| f16::from_le_bytes([b[f], b[f + 1]]).is_finite())
         };
-        let found = self
-            .bytes
-            .par_chunks_exact(bb)
-            .position_first(|b| !finite(b))
-            .and_then(|block| {
-                let r = block * bb / self.row_bytes();
+        // Row by row in chunks, each let go of once read: only a chunk of the file is resident
+        // at a time.
+        let rows_per_chunk = 1024;
+        let rb = self.row_bytes();
+        for first in (0..self.rows).step_by(rows_per_chunk) {
+            let range = first * rb..(first + rows_per_chunk).min(self.rows) * rb;
+            let bad = self.bytes[range.clone()]
+                .par_chunks_exact(bb)
+                .position_first(|b| !finite(b));
+            self.bytes.release(range.clone());
+            if let Some(block) = bad {
+                let r = (range.start + block * bb) / rb;
                 let row = self.row(r);
                 let c = row.iter().position(|v| !v.is_finite())?;
-                Some((r * self.cols + c, row[c]))
-            });
-        self.bytes.release();
-        found
+                return Some((r * self.cols + c, row[c]));
+            }
+        }
+        None
     }
 
     fn row_bytes(&self) -> usize {
@@ -113,9 +119,9 @@ impl QMatrix {
 
     fn packed(&self) -> &[u8] {
         self.packed.get_or_init(|| {
-            let packed = repack::pack(&self.layout, self.cols, self.rows, &self.bytes);
-            self.bytes.release();
-            packed
+            repack::pack(&self.layout, self.cols, self.rows, &self.bytes, |read| {
+                self.bytes.release(read)
+            })
         })
     }
 }

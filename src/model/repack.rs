@@ -17,6 +17,8 @@
 //! and a k-quant's sub-block scales and mins, sub-block by sub-block, 16 bytes each.
 //! The only growth over the file is Q4_K/Q5_K's 6-bit scales stored as bytes (3%).
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use super::quant::{integers, GgmlType, IntBlock};
@@ -184,31 +186,49 @@ pub struct Offsets {
     pub size: usize,
 }
 
+/// Panels repacked between two calls of `pack`'s `done` (1,024 rows).
+const CHUNK_PANELS: usize = 64;
+
 /// Repacks `rows` rows of `bytes` (GGUF blocks of `layout.ty`, `cols` values a row): panel by
-/// panel, block by block.
-pub fn pack(layout: &Layout, cols: usize, rows: usize, bytes: &[u8]) -> Vec<u8> {
+/// panel, block by block. After each chunk of rows, `done` gets the range of `bytes` it read,
+/// so that the caller can let go of it while the rest is packed.
+pub fn pack(
+    layout: &Layout,
+    cols: usize,
+    rows: usize,
+    bytes: &[u8],
+    done: impl Fn(Range<usize>),
+) -> Vec<u8> {
     let nb = cols / layout.block;
     let bb = layout.ty.block_bytes();
     let off = layout.offsets();
-    let panels = rows.div_ceil(PANEL);
-    let mut out = vec![0u8; panels * nb * off.size];
-    out.par_chunks_exact_mut(nb * off.size)
-        .enumerate()
-        .for_each(|(p, panel)| {
-            let mut ints: Vec<IntBlock> = (0..PANEL).map(|_| IntBlock::default()).collect();
-            for (b, dst) in panel.chunks_exact_mut(off.size).enumerate() {
-                for (r, int) in ints.iter_mut().enumerate() {
-                    let row = p * PANEL + r;
-                    if row < rows {
-                        integers(layout.ty, &bytes[(row * nb + b) * bb..][..bb], int);
-                    } else {
-                        // Padding: zero scales, so the padded lanes are 0 and never read.
-                        *int = IntBlock::default();
+    let panel_bytes = nb * off.size;
+    let mut out = vec![0u8; rows.div_ceil(PANEL) * panel_bytes];
+    for (chunk, panels) in out.chunks_mut(CHUNK_PANELS * panel_bytes).enumerate() {
+        let first = chunk * CHUNK_PANELS;
+        panels
+            .par_chunks_exact_mut(panel_bytes)
+            .enumerate()
+            .for_each(|(i, panel)| {
+                let p = first + i;
+                let mut ints: Vec<IntBlock> = (0..PANEL).map(|_| IntBlock::default()).collect();
+                for (b, dst) in panel.chunks_exact_mut(off.size).enumerate() {
+                    for (r, int) in ints.iter_mut().enumerate() {
+                        let row = p * PANEL + r;
+                        if row < rows {
+                            integers(layout.ty, &bytes[(row * nb + b) * bb..][..bb], int);
+                        } else {
+                            // Padding: zero scales, so the padded lanes are 0 and never read.
+                            *int = IntBlock::default();
+                        }
                     }
+                    pack_block(layout, &off, &ints, dst);
                 }
-                pack_block(layout, &off, &ints, dst);
-            }
-        });
+            });
+        let row_bytes = nb * bb;
+        let end = ((first + CHUNK_PANELS) * PANEL).min(rows);
+        done(first * PANEL * row_bytes..end * row_bytes);
+    }
     out
 }
 
@@ -292,7 +312,7 @@ mod tests {
                     (s >> 16) as u8
                 })
                 .collect();
-            let packed = pack(&layout, cols, rows, &bytes);
+            let packed = pack(&layout, cols, rows, &bytes, |_| {});
             let off = layout.offsets();
             let nb = cols / layout.block;
             assert_eq!(packed.len(), rows.div_ceil(PANEL) * nb * off.size);

@@ -3,6 +3,9 @@
 //! block of 32 for the legacy types (Q8_0, or Q8_1 for Q4_1/Q5_1), per 256 for the k-quants
 //! (Q8_K).
 //!
+//! In the f32 mode the same matrices stay quantised too and multiply as f32, dequantised a tile
+//! (or a chunk of rows) at a time: the bits of the f32 product, without an f32 copy.
+//!
 //! Every output has one order of operations on every path. For each weight block, in order:
 //! - the integer sums are exact: per sub-block `Σ u·x − zero·Σx` (unsigned weight values `u`
 //!   against signed activations; `dpbusd` on VNNI, `maddubs` + `madd` on AVX2, plain integers
@@ -23,13 +26,15 @@ use half::f16;
 use rayon::prelude::*;
 
 use super::gguf::BlockBytes;
-use super::kernels::{isa, par_tiles, Isa};
+use super::kernels::{isa, matmul_t, matmul_t_rows, par_tiles, Isa};
 use super::quant::{dequantize, GgmlType};
 use super::repack::{self, Layout, Offsets, Scales, Second, GROUP_BYTES, PANEL};
 
 /// Activation rows handed to one task, and weight rows (a multiple of `PANEL`).
 const TASK_ROWS: usize = 64;
 const TASK_COLS: usize = 64;
+/// Weight rows dequantised at a time by the f32 mode's longer products.
+const F32_CHUNK: usize = 256;
 /// Activation rows multiplied against one panel at a time (registers: accumulators and sums).
 const ROWS: usize = 8;
 
@@ -39,19 +44,21 @@ pub fn keeps(ty: GgmlType, cols: usize) -> bool {
     Layout::of(ty).is_some_and(|l| cols.is_multiple_of(l.block))
 }
 
-/// A weight matrix `[rows, cols]` kept quantised: the file's blocks (for row lookups) and, from
-/// the first product on, their repacked form.
+/// A weight matrix `[rows, cols]` kept quantised: the file's blocks (for row lookups and the f32
+/// mode) and, in the integer mode from the first product on, their repacked form.
 pub struct QMatrix {
     layout: Layout,
     cols: usize,
     rows: usize,
+    /// Multiply in integers (else as f32, a tile of rows dequantised at a time).
+    integer: bool,
     bytes: BlockBytes,
     packed: OnceLock<Vec<u8>>,
 }
 
 impl QMatrix {
     /// `bytes` holds rows of `cols / block_len` blocks of `ty`, which `keeps`.
-    pub fn new(ty: GgmlType, cols: usize, bytes: BlockBytes) -> QMatrix {
+    pub fn new(ty: GgmlType, cols: usize, bytes: BlockBytes, integer: bool) -> QMatrix {
         assert!(keeps(ty, cols));
         let row_bytes = cols / ty.block_len() * ty.block_bytes();
         assert!(bytes.len().is_multiple_of(row_bytes));
@@ -59,6 +66,7 @@ impl QMatrix {
             layout: Layout::of(ty).expect("checked by keeps"),
             cols,
             rows: bytes.len() / row_bytes,
+            integer,
             bytes,
             packed: OnceLock::new(),
         }
@@ -766,8 +774,40 @@ fn paths() -> Vec<Path> {
 /// `x · wᵀ` with `x` quantised per block (module docs): `x` is `[t, cols]`, the result
 /// `[t, rows]`.
 pub fn qmatmul_t(x: &[f32], w: &QMatrix) -> Vec<f32> {
+    if !w.integer {
+        return f32_product(x, w);
+    }
     static PATH: OnceLock<Path> = OnceLock::new();
     product(x, w, *PATH.get_or_init(|| paths()[0]))
+}
+
+/// `x · wᵀ` in the f32 mode: every output is `kernels::matmul_t`'s canonical dot product of
+/// `x`'s row and `w`'s dequantised row, so the bits are those of the f32 product, without an f32
+/// copy of the matrix. Short runs (decode) dequantise a tile per task; longer ones dequantise
+/// `F32_CHUNK` rows at a time, once, and multiply every activation row against them.
+fn f32_product(x: &[f32], w: &QMatrix) -> Vec<f32> {
+    let (t, n, k) = (x.len() / w.cols, w.rows, w.cols);
+    let rb = w.row_bytes();
+    let rows_of = |rows: Range<usize>, buf: &mut [f32]| {
+        dequantize(w.layout.ty, &w.bytes[rows.start * rb..rows.end * rb], buf)
+    };
+    if t <= TASK_ROWS {
+        return matmul_t_rows(x, n, k, rows_of);
+    }
+    let mut out = vec![0f32; t * n];
+    let mut buf = vec![0f32; F32_CHUNK * k];
+    for first in (0..n).step_by(F32_CHUNK) {
+        let m = F32_CHUNK.min(n - first);
+        buf[..m * k]
+            .par_chunks_mut(k)
+            .enumerate()
+            .for_each(|(i, row)| rows_of(first + i..first + i + 1, row));
+        let part = matmul_t(x, &buf[..m * k], k);
+        for (o, p) in out.chunks_exact_mut(n).zip(part.chunks_exact(m)) {
+            o[first..first + m].copy_from_slice(p);
+        }
+    }
+    out
 }
 
 fn product(x: &[f32], w: &QMatrix, path: Path) -> Vec<f32> {
@@ -885,7 +925,7 @@ mod tests {
             let block = Layout::of(ty).unwrap().block;
             let (rows, cols, t) = (37, 2 * block, 7);
             let bytes = blocks(ty, rows, cols);
-            let w = QMatrix::new(ty, cols, BlockBytes::Owned(bytes.clone()));
+            let w = QMatrix::new(ty, cols, BlockBytes::Owned(bytes.clone()), true);
             let x: Vec<f32> = (0..t * cols)
                 .map(|i| ((i * 31 % 97) as f32 - 48.0) / 13.0)
                 .collect();
@@ -925,6 +965,31 @@ mod tests {
         }
     }
 
+    /// In the f32 mode, both ways of multiplying (a tile per task for short runs, a chunk of
+    /// rows once for long ones) give the bits of the f32 product of the dequantised matrix.
+    #[test]
+    fn f32_products_give_the_bits_of_the_dequantised_product() {
+        for ty in TYPES {
+            let block = Layout::of(ty).unwrap().block;
+            let (rows, cols) = (F32_CHUNK + 37, block);
+            let bytes = blocks(ty, rows, cols);
+            let w = QMatrix::new(ty, cols, BlockBytes::Owned(bytes.clone()), false);
+            let mut deq = vec![0f32; rows * cols];
+            dequantize(ty, &bytes, &mut deq);
+            for t in [1, TASK_ROWS + 3] {
+                let x: Vec<f32> = (0..t * cols)
+                    .map(|i| ((i * 31 % 97) as f32 - 48.0) / 13.0)
+                    .collect();
+                let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(qmatmul_t(&x, &w)),
+                    bits(matmul_t(&x, &deq, cols)),
+                    "{ty:?}, {t} rows"
+                );
+            }
+        }
+    }
+
     /// A non-finite scale is found where the dequantised weights first turn non-finite.
     #[test]
     fn a_non_finite_scale_is_found_at_its_first_weight() {
@@ -934,14 +999,14 @@ mod tests {
             let mut bytes = blocks(ty, rows, cols);
             let at = 3 * ty.block_bytes() + if ty == GgmlType::Q6K { 208 } else { 0 };
             bytes[at..at + 2].copy_from_slice(&f16::INFINITY.to_le_bytes());
-            let w = QMatrix::new(ty, cols, BlockBytes::Owned(bytes.clone()));
+            let w = QMatrix::new(ty, cols, BlockBytes::Owned(bytes.clone()), true);
             let mut deq = vec![0f32; rows * cols];
             dequantize(ty, &bytes, &mut deq);
             let first = deq.iter().position(|v| !v.is_finite()).unwrap();
             let found = w.first_non_finite().unwrap();
             assert_eq!(found.0, first, "{ty:?}");
             assert_eq!(found.1.to_bits(), deq[first].to_bits(), "{ty:?}");
-            let clean = QMatrix::new(ty, cols, BlockBytes::Owned(blocks(ty, rows, cols)));
+            let clean = QMatrix::new(ty, cols, BlockBytes::Owned(blocks(ty, rows, cols)), true);
             assert_eq!(clean.first_non_finite(), None, "{ty:?}");
         }
     }

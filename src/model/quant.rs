@@ -93,30 +93,70 @@ pub fn type_name(id: u32) -> String {
 }
 
 /// Expands `data`, which must hold exactly `ty.bytes_for(out.len())` bytes, into `out`.
+///
+/// The f32 mode multiplies quantised weights a dequantised tile at a time, so this runs once per
+/// weight and token: it is compiled a second time for AVX-512 (or AVX2) to let the compiler use
+/// wide vectors. Rust never fuses a multiply and an add, so every path computes the same
+/// roundings and the values are the same bits.
 pub fn dequantize(ty: GgmlType, data: &[u8], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    match super::kernels::isa() {
+        // SAFETY: `isa` chose the path from the features this CPU has.
+        super::kernels::Isa::Avx512 => return unsafe { dequantize_avx512(ty, data, out) },
+        super::kernels::Isa::Avx2 => return unsafe { dequantize_avx2(ty, data, out) },
+        super::kernels::Isa::Portable => {}
+    }
+    dequantize_portable(ty, data, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
+unsafe fn dequantize_avx512(ty: GgmlType, data: &[u8], out: &mut [f32]) {
+    dequantize_portable(ty, data, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn dequantize_avx2(ty: GgmlType, data: &[u8], out: &mut [f32]) {
+    dequantize_portable(ty, data, out)
+}
+
+#[inline(always)]
+fn dequantize_portable(ty: GgmlType, data: &[u8], out: &mut [f32]) {
     debug_assert_eq!(Some(data.len()), ty.bytes_for(out.len()));
-    let blocks = data
-        .chunks_exact(ty.block_bytes())
-        .zip(out.chunks_exact_mut(ty.block_len()));
+    // Plain `for` loops: an iterator's `for_each` may be compiled out of line, without the
+    // caller's vector features.
+    macro_rules! each {
+        ($block:expr) => {
+            for (b, y) in data
+                .chunks_exact(ty.block_bytes())
+                .zip(out.chunks_exact_mut(ty.block_len()))
+            {
+                #[allow(clippy::redundant_closure_call)]
+                $block(b, y)
+            }
+        };
+    }
     match ty {
         GgmlType::F32 => {
-            blocks.for_each(|(b, y)| y[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            each!(|b: &[u8], y: &mut [f32]| y[0] = f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         }
-        GgmlType::F16 => blocks.for_each(|(b, y)| y[0] = half16(b)),
+        GgmlType::F16 => each!(|b: &[u8], y: &mut [f32]| y[0] = half16(b)),
         GgmlType::Bf16 => {
-            blocks.for_each(|(b, y)| y[0] = bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            each!(|b: &[u8], y: &mut [f32]| y[0] = bf16::from_le_bytes([b[0], b[1]]).to_f32())
         }
-        GgmlType::Q4_0 => blocks.for_each(|(b, y)| q4_0(b, y)),
-        GgmlType::Q4_1 => blocks.for_each(|(b, y)| q4_1(b, y)),
-        GgmlType::Q5_0 => blocks.for_each(|(b, y)| q5_0(b, y)),
-        GgmlType::Q5_1 => blocks.for_each(|(b, y)| q5_1(b, y)),
-        GgmlType::Q8_0 => blocks.for_each(|(b, y)| q8_0(b, y)),
-        GgmlType::Q4K => blocks.for_each(|(b, y)| q4_k(b, y)),
-        GgmlType::Q5K => blocks.for_each(|(b, y)| q5_k(b, y)),
-        GgmlType::Q6K => blocks.for_each(|(b, y)| q6_k(b, y)),
+        GgmlType::Q4_0 => each!(q4_0),
+        GgmlType::Q4_1 => each!(q4_1),
+        GgmlType::Q5_0 => each!(q5_0),
+        GgmlType::Q5_1 => each!(q5_1),
+        GgmlType::Q8_0 => each!(q8_0),
+        GgmlType::Q4K => each!(q4_k),
+        GgmlType::Q5K => each!(q5_k),
+        GgmlType::Q6K => each!(q6_k),
     }
 }
 
+#[inline(always)]
 fn half16(b: &[u8]) -> f32 {
     f16::from_le_bytes([b[0], b[1]]).to_f32()
 }
@@ -216,6 +256,7 @@ pub fn integers(ty: GgmlType, b: &[u8], out: &mut IntBlock) {
 }
 
 /// block_q4_0 { half d; u8 qs[16] }: x = (nibble - 8) * d; low nibbles are the first 16 values.
+#[inline(always)]
 fn q4_0(b: &[u8], y: &mut [f32]) {
     let d = half16(b);
     for (j, &q) in b[2..18].iter().enumerate() {
@@ -225,6 +266,7 @@ fn q4_0(b: &[u8], y: &mut [f32]) {
 }
 
 /// block_q4_1 { half d; half m; u8 qs[16] }: x = nibble * d + m.
+#[inline(always)]
 fn q4_1(b: &[u8], y: &mut [f32]) {
     let (d, m) = (half16(b), half16(&b[2..]));
     for (j, &q) in b[4..20].iter().enumerate() {
@@ -235,6 +277,7 @@ fn q4_1(b: &[u8], y: &mut [f32]) {
 
 /// The 5-bit values of a Q5 block: low nibbles from `qs`, fifth bits from the 32-bit `qh`
 /// (bit j for value j).
+#[inline(always)]
 fn q5_values<'a>(qh: &[u8], qs: &'a [u8]) -> impl Iterator<Item = (usize, u8, u8)> + 'a {
     let qh = u32::from_le_bytes([qh[0], qh[1], qh[2], qh[3]]);
     qs.iter().enumerate().map(move |(j, &q)| {
@@ -245,6 +288,7 @@ fn q5_values<'a>(qh: &[u8], qs: &'a [u8]) -> impl Iterator<Item = (usize, u8, u8
 }
 
 /// block_q5_0 { half d; u8 qh[4]; u8 qs[16] }: x = (q5 - 16) * d.
+#[inline(always)]
 fn q5_0(b: &[u8], y: &mut [f32]) {
     let d = half16(b);
     for (j, lo, hi) in q5_values(&b[2..6], &b[6..22]) {
@@ -254,6 +298,7 @@ fn q5_0(b: &[u8], y: &mut [f32]) {
 }
 
 /// block_q5_1 { half d; half m; u8 qh[4]; u8 qs[16] }: x = q5 * d + m.
+#[inline(always)]
 fn q5_1(b: &[u8], y: &mut [f32]) {
     let (d, m) = (half16(b), half16(&b[2..]));
     for (j, lo, hi) in q5_values(&b[4..8], &b[8..24]) {
@@ -263,6 +308,7 @@ fn q5_1(b: &[u8], y: &mut [f32]) {
 }
 
 /// block_q8_0 { half d; i8 qs[32] }: x = q * d.
+#[inline(always)]
 fn q8_0(b: &[u8], y: &mut [f32]) {
     let d = half16(b);
     for (y, &q) in y.iter_mut().zip(&b[2..34]) {
@@ -272,6 +318,7 @@ fn q8_0(b: &[u8], y: &mut [f32]) {
 
 /// The 6-bit scale and min of sub-block `j` (0..8) packed in the 12 `scales` bytes of Q4_K/Q5_K
 /// (ggml's `get_scale_min_k4`).
+#[inline(always)]
 fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
     if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
@@ -284,6 +331,7 @@ fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
 }
 
 /// `scale_min_k4` as f32.
+#[inline(always)]
 fn scale_min_k4_f32(j: usize, s: &[u8]) -> (f32, f32) {
     let (sc, m) = scale_min_k4(j, s);
     (sc as f32, m as f32)
@@ -292,6 +340,7 @@ fn scale_min_k4_f32(j: usize, s: &[u8]) -> (f32, f32) {
 /// block_q4_K { half d; half dmin; u8 scales[12]; u8 qs[128] }: eight sub-blocks of 32;
 /// each 32 bytes of `qs` give two sub-blocks (low nibbles, then high nibbles);
 /// x = d * scale * q - dmin * min.
+#[inline(always)]
 fn q4_k(b: &[u8], y: &mut [f32]) {
     let (d, dmin) = (half16(b), half16(&b[2..]));
     let scales = &b[4..16];
@@ -311,6 +360,7 @@ fn q4_k(b: &[u8], y: &mut [f32]) {
 
 /// block_q5_K { half d; half dmin; u8 scales[12]; u8 qh[32]; u8 qs[128] }: as Q4_K, with the fifth
 /// bit of value l of sub-block s at bit s of qh[l].
+#[inline(always)]
 fn q5_k(b: &[u8], y: &mut [f32]) {
     let (d, dmin) = (half16(b), half16(&b[2..]));
     let scales = &b[4..16];
@@ -334,6 +384,7 @@ fn q5_k(b: &[u8], y: &mut [f32]) {
 
 /// block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; half d }: two halves of 128 values, each
 /// from 64 bytes of `ql`, 32 of `qh` and 8 scales (one per 16 values); x = d * scale * (q6 - 32).
+#[inline(always)]
 fn q6_k(b: &[u8], y: &mut [f32]) {
     let d = half16(&b[208..]);
     for half in 0..2 {

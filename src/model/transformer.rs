@@ -66,7 +66,7 @@ pub enum Part {
 /// Maps a canonical part to the name a file format uses for it.
 pub type Naming = fn(Part) -> String;
 
-/// Rows of a weight matrix: f32, or GGUF blocks kept in the file's map (the integer mode).
+/// Rows of a weight matrix: f32, or quantised GGUF blocks (`qmatmul`, in either mode).
 enum Rows {
     F32(Vec<f32>),
     Quant(QMatrix),
@@ -184,8 +184,8 @@ impl State {
 impl Transformer {
     /// Builds the model from `file`, checking every tensor's shape against `cfg` and refusing
     /// non-finite weights.
-    /// With `integer`, quantised weights stay in their blocks (`qmatmul`: integer kernels with
-    /// 8-bit activations where the type has one); otherwise every weight is f32.
+    /// Quantised weights stay quantised (`qmatmul`): with `integer` they multiply 8-bit
+    /// activations in integers, otherwise as f32, dequantised a tile at a time.
     pub fn load(
         cfg: Config,
         file: &dyn TensorFile,
@@ -553,7 +553,7 @@ fn non_finite(what: String, value: f32) -> ModelError {
 struct Loader<'a> {
     file: &'a dyn TensorFile,
     naming: Naming,
-    /// Keep quantised blocks (the integer numerics mode).
+    /// Multiply quantised weights in integers (the integer numerics mode).
     integer: bool,
 }
 
@@ -590,8 +590,8 @@ impl Loader<'_> {
         Ok(raw.data)
     }
 
-    /// The matrix of `parts` (each with its row count) stacked, `cols` wide. In the integer
-    /// mode a part in quantised blocks stays in those blocks.
+    /// The matrix of `parts` (each with its row count) stacked, `cols` wide. A part in
+    /// quantised blocks stays in those blocks.
     fn matrix(&self, cols: usize, parts: &[(Part, usize)]) -> Result<Matrix, ModelError> {
         let mut out = Matrix {
             cols,
@@ -612,16 +612,13 @@ impl Loader<'_> {
         Ok(out)
     }
 
-    /// `part` kept in its blocks, when the mode is integer and the file's type is quantised.
+    /// `part` kept in its blocks, when the file's type is quantised.
     fn quantised(
         &self,
         part: Part,
         rows: usize,
         cols: usize,
     ) -> Result<Option<QMatrix>, ModelError> {
-        if !self.integer {
-            return Ok(None);
-        }
         let tensor = (self.naming)(part);
         let Some((shape, ty, bytes)) = self.file.blocks(&tensor)? else {
             return Ok(None);
@@ -630,7 +627,7 @@ impl Loader<'_> {
             // Float types, and wrong shapes (reported by `data`), take the f32 route.
             return Ok(None);
         }
-        let q = QMatrix::new(ty, cols, bytes);
+        let q = QMatrix::new(ty, cols, bytes, self.integer);
         if let Some((i, v)) = q.first_non_finite() {
             return Err(ModelError::Invalid {
                 path: self.file.path().to_path_buf(),

@@ -11,25 +11,21 @@ use std::path::{Path, PathBuf};
 
 /// Names the numerics that produce scores; part of every fingerprint, so a change to how
 /// scores are computed gives new model ids (old scores stay, attributed to the old ones).
-pub const SCORER_VERSION: &str = "fixed-order-f32-scorer-2";
+/// Version 4: attention sums its softmax in lanes by position and every `exp` is our own
+/// (`model::kernels::exp32`, the same bits whatever the libm), for every model and format (HF
+/// llama, at version 3 since its q/k rows load in GGUF's order, joins the others).
+pub const SCORER_VERSION: &str = "fixed-order-f32-scorer-4";
 
-/// The scorer version of Hugging Face llama checkpoints since their q/k rows are loaded in
-/// GGUF's order (`model::llama::GgufOrder`), so that both formats of a model give the same bits:
-/// their attention now sums head dimensions in another order than version 2 did. Every other
-/// model's scores are unchanged, and so are their ids.
-const HF_LLAMA_SCORER_VERSION: &str = "fixed-order-f32-scorer-3";
+/// The scorer version of the integer mode: version 4 as above, with weights repacked into
+/// panels and an integer kernel for every quantised type (`model::qmatmul`), where an output
+/// accumulates one float per block and k-quant weights multiply 8-bit activations.
+const INTEGER_SCORER_VERSION: &str = "integer-scorer-4";
 
-/// The scorer version of the integer mode since its weights are repacked into panels and every
-/// quantised type has an integer kernel (`model::qmatmul`): an output now accumulates one float
-/// per block (not 8 lanes), and k-quant weights multiply 8-bit activations (not f32 ones).
-const INTEGER_SCORER_VERSION: &str = "integer-scorer-3";
-
-/// The scorer version that names a model's numerics, by file format, architecture and mode.
-fn scorer_version(format: &str, arch: &str, backend: Backend) -> &'static str {
-    match (backend, format, arch) {
-        (Backend::Int8, _, _) => INTEGER_SCORER_VERSION,
-        (_, "hf", "LlamaForCausalLM" | "llama") => HF_LLAMA_SCORER_VERSION,
-        _ => SCORER_VERSION,
+/// The scorer version that names a model's numerics, by mode.
+fn scorer_version(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Int8 => INTEGER_SCORER_VERSION,
+        Backend::Flex => SCORER_VERSION,
     }
 }
 
@@ -214,7 +210,7 @@ pub fn add(
             Backend::Int8 => "q8",
         }
         .into(),
-        scorer_version: scorer_version(&format, &arch, backend).into(),
+        scorer_version: scorer_version(backend).into(),
         format,
         architecture: arch,
         path: location.clone(),

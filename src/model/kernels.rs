@@ -11,10 +11,11 @@
 //!   array; all three perform the same roundings, so they agree to the bit.
 //! * Matrix products split the *outputs* among threads, never a sum, and tile them without
 //!   changing any output's own order.
-//! * Attention visits keys in position order; softmax sums in f64 in position order.
-//! * Transcendentals (`exp`, `ln`) run in f64 and round once to f32, so the platform's libm
-//!   variant (FMA or not) would have to differ by a full f64 ulp at an f32 rounding boundary to
-//!   show.
+//! * Attention (`attention`) visits keys in position order and sums its softmax in lanes by
+//!   position, so the chunking of the cache changes nothing.
+//! * `exp` is our own (`exp32`: additions, multiplications and fused multiply-adds), the same on
+//!   every path and independent of the platform's libm. The one libm call left is the f64 `ln`
+//!   of a softmax total, once per scored token.
 //!
 //! `DELTALOGIC_NO_AVX512=1` selects the AVX2 path and `DELTALOGIC_PORTABLE=1` the portable one,
 //! for tests and for checking that a machine without them gives the same bits.
@@ -25,7 +26,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 
 /// Lanes of the canonical dot product.
-const LANES: usize = 16;
+pub(crate) const LANES: usize = 16;
 /// Output rows (activations) and columns (weight rows) handed to one task.
 const TASK_ROWS: usize = 64;
 const TASK_COLS: usize = 32;
@@ -62,22 +63,83 @@ fn detect() -> Isa {
     Isa::Portable
 }
 
-/// 16 f32 lanes and the few operations the canonical dot product needs.
-trait Lanes: Copy {
+/// 16 f32 lanes and the operations the kernels need; every implementation rounds the same way.
+pub(crate) trait Lanes: Copy {
     /// # Safety
-    /// The CPU must support the implementation's instructions.
+    /// The CPU must support the implementation's instructions (as for every method).
     unsafe fn zero() -> Self;
+    unsafe fn splat(v: f32) -> Self;
     /// # Safety
-    /// `p` must point to 16 readable f32s; CPU support as for `zero`.
+    /// `p` must point to 16 readable f32s.
     unsafe fn load(p: *const f32) -> Self;
-    /// `self + a * b`, rounded once. # Safety: CPU support as for `zero`.
+    /// # Safety
+    /// `p` must point to 16 writable f32s.
+    unsafe fn store(self, p: *mut f32);
+    /// `self + a * b`, rounded once.
     unsafe fn fma(self, a: Self, b: Self) -> Self;
-    /// The fixed tree sum of the lanes. # Safety: CPU support as for `zero`.
+    unsafe fn add(self, a: Self) -> Self;
+    unsafe fn sub(self, a: Self) -> Self;
+    unsafe fn mul(self, a: Self) -> Self;
+    unsafe fn div(self, a: Self) -> Self;
+    /// Lane-wise maximum (`a` where either is NaN, as `maxps`).
+    unsafe fn max(self, a: Self) -> Self;
+    /// `exp32` in every lane.
+    unsafe fn exp(self) -> Self;
+    /// The fixed tree sum of the lanes.
     unsafe fn sum(self) -> f32;
 }
 
+/// `exp32`'s constants: inputs below `EXP_LO` give 0 and above `EXP_HI` infinity (so that
+/// `2^n` stays a normal number); `ln 2` in two parts (Cody and Waite); the polynomial of Cephes'
+/// `expf` for `e^r` on `|r| ≤ ln 2 / 2`.
+const EXP_LO: f32 = -87.0;
+const EXP_HI: f32 = 88.0;
+const LOG2E: f32 = std::f32::consts::LOG2_E;
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
+const EXP_POLY: [f32; 6] = [
+    1.987_569_1e-4,
+    1.398_199_9e-3,
+    8.333_452e-3,
+    4.166_579_6e-2,
+    1.666_666_5e-1,
+    0.5,
+];
+/// 1.5 · 2^23: adding and subtracting it rounds an f32 below 2^22 to an integer, half to even.
+const ROUND: f32 = 12_582_912.0;
+
+/// `e^x` in f32 from additions, multiplications and fused multiply-adds only, so that every
+/// vector unit (`Lanes::exp`) computes the same bits, whatever the machine's libm: `n = round(x
+/// log2 e)`, `r = x − n ln 2`, `e^r` by polynomial, times `2^n`. Within 2 ulp of the exact value
+/// on `[EXP_LO, EXP_HI]` (test `exp32_is_within_two_ulp`).
+pub fn exp32(x: f32) -> f32 {
+    if x < EXP_LO {
+        return 0.0;
+    }
+    if x > EXP_HI {
+        return f32::INFINITY;
+    }
+    // Not `clamp`: a NaN becomes `EXP_LO` here, as `maxps` makes it in the vector paths.
+    #[allow(clippy::manual_clamp)]
+    let x = x.max(EXP_LO).min(EXP_HI);
+    let n = (x * LOG2E + ROUND) - ROUND;
+    let r = n.mul_add(-LN2_LO, n.mul_add(-LN2_HI, x));
+    let p = EXP_POLY[1..]
+        .iter()
+        .fold(EXP_POLY[0], |p, &c| p.mul_add(r, c));
+    let y = p.mul_add(r * r, r) + 1.0;
+    y * f32::from_bits(((n as i32 + 127) as u32) << 23)
+}
+
 #[derive(Clone, Copy)]
-struct Portable([f32; LANES]);
+pub(crate) struct Portable([f32; LANES]);
+
+impl Portable {
+    #[inline(always)]
+    fn zip(self, a: Self, f: impl Fn(f32, f32) -> f32) -> Self {
+        Portable(std::array::from_fn(|l| f(self.0[l], a.0[l])))
+    }
+}
 
 impl Lanes for Portable {
     #[inline(always)]
@@ -85,12 +147,44 @@ impl Lanes for Portable {
         Portable([0.0; LANES])
     }
     #[inline(always)]
+    unsafe fn splat(v: f32) -> Self {
+        Portable([v; LANES])
+    }
+    #[inline(always)]
     unsafe fn load(p: *const f32) -> Self {
         Portable(std::ptr::read_unaligned(p as *const [f32; LANES]))
     }
     #[inline(always)]
+    unsafe fn store(self, p: *mut f32) {
+        std::ptr::write_unaligned(p as *mut [f32; LANES], self.0)
+    }
+    #[inline(always)]
     unsafe fn fma(self, a: Self, b: Self) -> Self {
         Portable(std::array::from_fn(|l| a.0[l].mul_add(b.0[l], self.0[l])))
+    }
+    #[inline(always)]
+    unsafe fn add(self, a: Self) -> Self {
+        self.zip(a, |x, y| x + y)
+    }
+    #[inline(always)]
+    unsafe fn sub(self, a: Self) -> Self {
+        self.zip(a, |x, y| x - y)
+    }
+    #[inline(always)]
+    unsafe fn mul(self, a: Self) -> Self {
+        self.zip(a, |x, y| x * y)
+    }
+    #[inline(always)]
+    unsafe fn div(self, a: Self) -> Self {
+        self.zip(a, |x, y| x / y)
+    }
+    #[inline(always)]
+    unsafe fn max(self, a: Self) -> Self {
+        self.zip(a, |x, y| if x > y { x } else { y })
+    }
+    #[inline(always)]
+    unsafe fn exp(self) -> Self {
+        Portable(self.0.map(exp32))
     }
     #[inline(always)]
     unsafe fn sum(self) -> f32 {
@@ -112,8 +206,8 @@ pub(crate) fn tree_sum<const N: usize>(mut a: [f32; N]) -> f32 {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
-    use super::Lanes;
+pub(crate) mod x86 {
+    use super::{Lanes, EXP_HI, EXP_LO, EXP_POLY, LN2_HI, LN2_LO, LOG2E, ROUND};
     use std::arch::x86_64::*;
 
     /// Sums the 8 lanes of `s` as the tree does (`l + 4`, `l + 2`, `l + 1`).
@@ -134,18 +228,105 @@ mod x86 {
             Avx512(_mm512_setzero_ps())
         }
         #[inline(always)]
+        unsafe fn splat(v: f32) -> Self {
+            Avx512(_mm512_set1_ps(v))
+        }
+        #[inline(always)]
         unsafe fn load(p: *const f32) -> Self {
             Avx512(_mm512_loadu_ps(p))
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            _mm512_storeu_ps(p, self.0)
         }
         #[inline(always)]
         unsafe fn fma(self, a: Self, b: Self) -> Self {
             Avx512(_mm512_fmadd_ps(a.0, b.0, self.0))
         }
         #[inline(always)]
+        unsafe fn add(self, a: Self) -> Self {
+            Avx512(_mm512_add_ps(self.0, a.0))
+        }
+        #[inline(always)]
+        unsafe fn sub(self, a: Self) -> Self {
+            Avx512(_mm512_sub_ps(self.0, a.0))
+        }
+        #[inline(always)]
+        unsafe fn mul(self, a: Self) -> Self {
+            Avx512(_mm512_mul_ps(self.0, a.0))
+        }
+        #[inline(always)]
+        unsafe fn div(self, a: Self) -> Self {
+            Avx512(_mm512_div_ps(self.0, a.0))
+        }
+        #[inline(always)]
+        unsafe fn max(self, a: Self) -> Self {
+            Avx512(_mm512_max_ps(self.0, a.0))
+        }
+        #[inline(always)]
+        unsafe fn exp(self) -> Self {
+            let x = self.0;
+            let lo = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_LO), _CMP_LT_OQ);
+            let hi = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_HI), _CMP_GT_OQ);
+            let x = _mm512_min_ps(
+                _mm512_max_ps(x, _mm512_set1_ps(EXP_LO)),
+                _mm512_set1_ps(EXP_HI),
+            );
+            let round = _mm512_set1_ps(ROUND);
+            let n = _mm512_sub_ps(
+                _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)), round),
+                round,
+            );
+            let r = _mm512_fmadd_ps(n, _mm512_set1_ps(-LN2_HI), x);
+            let r = _mm512_fmadd_ps(n, _mm512_set1_ps(-LN2_LO), r);
+            let mut p = _mm512_set1_ps(EXP_POLY[0]);
+            for &c in &EXP_POLY[1..] {
+                p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+            }
+            let y = _mm512_add_ps(
+                _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r),
+                _mm512_set1_ps(1.0),
+            );
+            let e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+            let y = _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(e, 23)));
+            let y = _mm512_mask_mov_ps(y, hi, _mm512_set1_ps(f32::INFINITY));
+            Avx512(_mm512_maskz_mov_ps(!lo, y))
+        }
+        #[inline(always)]
         unsafe fn sum(self) -> f32 {
             let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(self.0), 1));
             sum8(_mm256_add_ps(_mm512_castps512_ps256(self.0), hi))
         }
+    }
+
+    /// `super::exp32` on 8 lanes.
+    #[inline(always)]
+    unsafe fn exp8(x: __m256) -> __m256 {
+        let lo = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_LO), _CMP_LT_OQ);
+        let hi = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_HI), _CMP_GT_OQ);
+        let x = _mm256_min_ps(
+            _mm256_max_ps(x, _mm256_set1_ps(EXP_LO)),
+            _mm256_set1_ps(EXP_HI),
+        );
+        let round = _mm256_set1_ps(ROUND);
+        let n = _mm256_sub_ps(
+            _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), round),
+            round,
+        );
+        let r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_HI), x);
+        let r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_LO), r);
+        let mut p = _mm256_set1_ps(EXP_POLY[0]);
+        for &c in &EXP_POLY[1..] {
+            p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+        }
+        let y = _mm256_add_ps(
+            _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r),
+            _mm256_set1_ps(1.0),
+        );
+        let e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+        let y = _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
+        let y = _mm256_blendv_ps(y, _mm256_set1_ps(f32::INFINITY), hi);
+        _mm256_andnot_ps(lo, y)
     }
 
     /// Lanes 0..8 and 8..16.
@@ -158,8 +339,17 @@ mod x86 {
             Avx2(_mm256_setzero_ps(), _mm256_setzero_ps())
         }
         #[inline(always)]
+        unsafe fn splat(v: f32) -> Self {
+            Avx2(_mm256_set1_ps(v), _mm256_set1_ps(v))
+        }
+        #[inline(always)]
         unsafe fn load(p: *const f32) -> Self {
             Avx2(_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)))
+        }
+        #[inline(always)]
+        unsafe fn store(self, p: *mut f32) {
+            _mm256_storeu_ps(p, self.0);
+            _mm256_storeu_ps(p.add(8), self.1);
         }
         #[inline(always)]
         unsafe fn fma(self, a: Self, b: Self) -> Self {
@@ -167,6 +357,30 @@ mod x86 {
                 _mm256_fmadd_ps(a.0, b.0, self.0),
                 _mm256_fmadd_ps(a.1, b.1, self.1),
             )
+        }
+        #[inline(always)]
+        unsafe fn add(self, a: Self) -> Self {
+            Avx2(_mm256_add_ps(self.0, a.0), _mm256_add_ps(self.1, a.1))
+        }
+        #[inline(always)]
+        unsafe fn sub(self, a: Self) -> Self {
+            Avx2(_mm256_sub_ps(self.0, a.0), _mm256_sub_ps(self.1, a.1))
+        }
+        #[inline(always)]
+        unsafe fn mul(self, a: Self) -> Self {
+            Avx2(_mm256_mul_ps(self.0, a.0), _mm256_mul_ps(self.1, a.1))
+        }
+        #[inline(always)]
+        unsafe fn div(self, a: Self) -> Self {
+            Avx2(_mm256_div_ps(self.0, a.0), _mm256_div_ps(self.1, a.1))
+        }
+        #[inline(always)]
+        unsafe fn max(self, a: Self) -> Self {
+            Avx2(_mm256_max_ps(self.0, a.0), _mm256_max_ps(self.1, a.1))
+        }
+        #[inline(always)]
+        unsafe fn exp(self) -> Self {
+            Avx2(exp8(self.0), exp8(self.1))
         }
         #[inline(always)]
         unsafe fn sum(self) -> f32 {
@@ -225,7 +439,7 @@ unsafe fn tile<L: Lanes, const R: usize, const C: usize>(
 
 /// The products of rows `rows` of `x` with rows `cols` of `w` into `out` (`n` columns).
 #[inline(always)]
-unsafe fn block<L: Lanes>(
+pub(crate) unsafe fn block<L: Lanes>(
     x: &[f32],
     w: &[f32],
     k: usize,
@@ -399,29 +613,117 @@ pub fn rms_norm(x: &[f32], weight: &[f32], eps: f32) -> Vec<f32> {
     out
 }
 
-/// `silu(gate) * up`, with the sigmoid in f64.
+/// Calls `$f::<L>(args)` with the `Lanes` of the path `isa()` chose, compiled for its vector
+/// unit; the arguments are variables in scope, listed with their types.
+macro_rules! on_lanes {
+    ($f:ident($($arg:ident: $ty:ty),*) -> $ret:ty) => {{
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn avx512($($arg: $ty),*) -> $ret {
+            $f::<$crate::model::kernels::x86::Avx512>($($arg),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2($($arg: $ty),*) -> $ret {
+            $f::<$crate::model::kernels::x86::Avx2>($($arg),*)
+        }
+        // SAFETY: each path runs only where `isa` detected its instructions.
+        unsafe {
+            match $crate::model::kernels::isa() {
+                #[cfg(target_arch = "x86_64")]
+                $crate::model::kernels::Isa::Avx512 => avx512($($arg),*),
+                #[cfg(target_arch = "x86_64")]
+                $crate::model::kernels::Isa::Avx2 => avx2($($arg),*),
+                _ => $f::<$crate::model::kernels::Portable>($($arg),*),
+            }
+        }
+    }};
+}
+pub(crate) use on_lanes;
+
+/// `silu(gate) * up` in f32: `g / (1 + exp32(−g)) * u`, the same operations on every path.
 pub fn silu_mul(gate: &[f32], up: &[f32]) -> Vec<f32> {
-    gate.iter()
-        .zip(up)
-        .map(|(&g, &u)| {
-            let g64 = f64::from(g);
-            (g64 / (1.0 + (-g64).exp())) as f32 * u
-        })
-        .collect()
+    let mut out = vec![0f32; gate.len()];
+    let out_ = &mut out;
+    on_lanes!(silu_mul_on(gate: &[f32], up: &[f32], out_: &mut [f32]) -> ());
+    out
 }
 
-/// `exp(x)` rounded once from f64 (module docs).
-pub fn exp(x: f32) -> f32 {
-    f64::from(x).exp() as f32
+#[inline(always)]
+unsafe fn silu_mul_on<L: Lanes>(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    let one = L::splat(1.0);
+    let lanes = |g: &[f32], u: &[f32], o: &mut [f32]| {
+        let g = L::load(g.as_ptr());
+        let s = g.div(one.add(L::zero().sub(g).exp()));
+        s.mul(L::load(u.as_ptr())).store(o.as_mut_ptr());
+    };
+    let full = gate.len() / LANES * LANES;
+    for ((g, u), o) in gate[..full]
+        .chunks_exact(LANES)
+        .zip(up[..full].chunks_exact(LANES))
+        .zip(out[..full].chunks_exact_mut(LANES))
+    {
+        lanes(g, u, o);
+    }
+    if full < gate.len() {
+        // The tail, zero-padded: the same operations on each element as a full block.
+        let pad = |x: &[f32]| {
+            let mut b = [0f32; LANES];
+            b[..x.len()].copy_from_slice(x);
+            b
+        };
+        let mut o = [0f32; LANES];
+        lanes(&pad(&gate[full..]), &pad(&up[full..]), &mut o);
+        let n = gate.len() - full;
+        out[full..].copy_from_slice(&o[..n]);
+    }
 }
 
-/// Natural-log softmax of `logits` at `target`: `logits[target] - (max + ln Σ exp(l - max))`, the
-/// sum in f64 in index order.
+/// The largest of `x` (the first operand where one is NaN, as the vector paths do).
+#[inline(always)]
+pub(crate) unsafe fn max_on<L: Lanes>(x: &[f32]) -> f32 {
+    let mut m = L::splat(f32::NEG_INFINITY);
+    let full = x.len() / LANES * LANES;
+    for c in x[..full].chunks_exact(LANES) {
+        m = m.max(L::load(c.as_ptr()));
+    }
+    let mut lanes = [0f32; LANES];
+    m.store(lanes.as_mut_ptr());
+    x[full..]
+        .iter()
+        .chain(&lanes)
+        .fold(f32::NEG_INFINITY, |m, &v| if m > v { m } else { v })
+}
+
+/// Natural-log softmax of `logits` at `target`: `logits[target] − (max + ln Σ exp32(l − max))`;
+/// the terms are summed in f32 lanes over blocks of 256 (16 to a lane), the blocks' sums in f64
+/// in index order, so the sum keeps f64's accuracy where it matters.
 pub fn log_softmax_at(logits: &[f32], target: usize) -> f64 {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let max64 = f64::from(max);
-    let sum: f64 = logits.iter().map(|&l| (f64::from(l) - max64).exp()).sum();
-    f64::from(logits[target]) - (max64 + sum.ln())
+    on_lanes!(log_softmax_on(logits: &[f32], target: usize) -> f64)
+}
+
+#[inline(always)]
+unsafe fn log_softmax_on<L: Lanes>(logits: &[f32], target: usize) -> f64 {
+    const BLOCK: usize = 16 * LANES;
+    let max = max_on::<L>(logits);
+    let m = L::splat(max);
+    let mut total = 0f64;
+    let mut buf = [f32::NEG_INFINITY; BLOCK];
+    for block in logits.chunks(BLOCK) {
+        let b: &[f32] = if block.len() == BLOCK {
+            block
+        } else {
+            // The last block padded with −∞, whose terms are exactly 0.
+            buf[..block.len()].copy_from_slice(block);
+            &buf
+        };
+        let mut acc = L::zero();
+        for c in b.chunks_exact(LANES) {
+            acc = acc.add(L::load(c.as_ptr()).sub(m).exp());
+        }
+        total += f64::from(acc.sum());
+    }
+    f64::from(logits[target]) - (f64::from(max) + total.ln())
 }
 
 #[cfg(test)]
@@ -484,6 +786,95 @@ mod tests {
         let total: f64 = (0..logits.len())
             .map(|i| log_softmax_at(&logits, i).exp())
             .sum();
-        assert!((total - 1.0).abs() < 1e-9, "{total}");
+        // The terms are `exp32`'s, each within 2 ulp (about 1e-7) of the exact value.
+        assert!((total - 1.0).abs() < 1e-6, "{total}");
+    }
+
+    fn ulps(a: f32, b: f32) -> u32 {
+        (a.to_bits() as i32 - b.to_bits() as i32).unsigned_abs()
+    }
+
+    /// `exp32` against f64's `exp` rounded to f32, over its whole range: at most 2 ulp apart
+    /// (the largest distance seen is printed), and the ends of the range as documented.
+    #[test]
+    fn exp32_is_within_two_ulp() {
+        let mut worst = (0, 0f32);
+        let mut x = EXP_LO;
+        while x <= EXP_HI {
+            let want = f64::from(x).exp() as f32;
+            let d = ulps(exp32(x), want);
+            if d > worst.0 {
+                worst = (d, x);
+            }
+            x += 1.0 / 1024.0;
+        }
+        eprintln!("exp32: at most {} ulp (at {})", worst.0, worst.1);
+        assert!(worst.0 <= 2, "{} ulp at {}", worst.0, worst.1);
+        assert_eq!(exp32(0.0), 1.0);
+        assert_eq!(exp32(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp32(EXP_LO - 0.01), 0.0);
+        assert_eq!(exp32(EXP_HI + 0.01), f32::INFINITY);
+    }
+
+    /// Every vector path computes `exp32`, `silu_mul`'s and the softmax's operations to the bit
+    /// (the lanes are used directly, whatever path this process chose).
+    #[test]
+    fn every_path_computes_the_same_exp() {
+        let mut x = awkward(4096, 5);
+        x.iter_mut().for_each(|v| *v *= 100.0);
+        x.extend([
+            f32::NEG_INFINITY,
+            EXP_LO,
+            EXP_HI,
+            -0.0,
+            0.0,
+            88.5,
+            -87.5,
+            1e-30,
+        ]);
+        x.resize(x.len().next_multiple_of(LANES), 0.5);
+        let want: Vec<u32> = x.iter().map(|&v| exp32(v).to_bits()).collect();
+        unsafe fn run<L: Lanes>(x: &[f32]) -> Vec<u32> {
+            let mut out = vec![0f32; x.len()];
+            for (i, o) in x.chunks_exact(LANES).zip(out.chunks_exact_mut(LANES)) {
+                L::load(i.as_ptr()).exp().store(o.as_mut_ptr());
+            }
+            out.iter().map(|v| v.to_bits()).collect()
+        }
+        assert_eq!(unsafe { run::<Portable>(&x) }, want);
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx512f")]
+            unsafe fn avx512(x: &[f32]) -> Vec<u32> {
+                run::<x86::Avx512>(x)
+            }
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn avx2(x: &[f32]) -> Vec<u32> {
+                run::<x86::Avx2>(x)
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                assert_eq!(unsafe { avx512(&x) }, want, "AVX-512");
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                assert_eq!(unsafe { avx2(&x) }, want, "AVX2");
+            }
+        }
+    }
+
+    /// `silu_mul` against its definition in f64: within a few f32 ulp; its tail (a length that
+    /// is not a multiple of 16) as a full block.
+    #[test]
+    fn silu_mul_follows_its_definition() {
+        let g: Vec<f32> = awkward(1000, 3).iter().map(|v| v * 20.0).collect();
+        let u = awkward(1000, 4);
+        let got = silu_mul(&g, &u);
+        for ((&g, &u), &o) in g.iter().zip(&u).zip(&got) {
+            let want = f64::from(g) / (1.0 + (-f64::from(g)).exp()) * f64::from(u);
+            assert!(
+                (f64::from(o) - want).abs() <= 1e-6 * want.abs().max(1e-3),
+                "{g} {u}"
+            );
+        }
+        assert_eq!(silu_mul(&g[..999], &u[..999]), got[..999]);
     }
 }

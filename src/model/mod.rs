@@ -4,6 +4,7 @@ pub mod gguf;
 pub mod quant;
 pub mod tokenizer;
 
+pub mod attention;
 pub mod config;
 pub mod fixtures;
 pub mod hf;

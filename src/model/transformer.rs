@@ -10,8 +10,7 @@ use std::path::Path;
 
 use std::sync::Arc;
 
-use rayon::prelude::*;
-
+use super::attention::{self, Heads};
 use super::config::{Config, RopeLayout};
 use super::gguf::BlockBytes;
 use super::kernels;
@@ -454,9 +453,8 @@ impl Transformer {
     }
 
     /// Causal grouped-query attention of `q: [t, h, hd]` (positions `p0..`) over the past
-    /// chunks' keys of `layer` and this run's `k`, `v: [t, kvh, hd]`. Each output row visits its
-    /// keys in position order (module docs of `kernels`), so neither the chunking of the past
-    /// nor `t` changes it; the rows are computed in parallel.
+    /// chunks' keys and values of `layer` and this run's `k`, `v: [t, kvh, hd]` (`attention`:
+    /// the same bits however the past is chunked).
     fn attention(
         &self,
         past: &[Arc<KvChunk>],
@@ -467,37 +465,17 @@ impl Transformer {
         p0: usize,
     ) -> Vec<f32> {
         let c = &self.cfg;
-        let (hd, h, kvh) = (c.head_dim, c.heads, c.kv_heads);
-        let (group, kv_row) = (h / kvh, kvh * hd);
         let spans: Vec<(&[f32], &[f32])> = past
             .iter()
             .map(|ch| (ch.k[layer].as_slice(), ch.v[layer].as_slice()))
             .chain([(k, v)])
             .collect();
-        let scale = 1.0 / (hd as f32).sqrt();
-        let mut out = vec![0f32; q.len()];
-        out.par_chunks_mut(hd).enumerate().for_each(|(row, o)| {
-            let (i, head) = (row / h, row % h);
-            let g = head / group;
-            let qrow = &q[row * hd..][..hd];
-            let visible = p0 + i + 1;
-            let keys = spans
-                .iter()
-                .flat_map(|(ks, vs)| ks.chunks_exact(kv_row).zip(vs.chunks_exact(kv_row)))
-                .take(visible)
-                .map(|(kr, vr)| (&kr[g * hd..][..hd], &vr[g * hd..][..hd]));
-            let scores: Vec<(f32, &[f32])> = keys
-                .map(|(kr, vr)| (kernels::dot(qrow, kr) * scale, vr))
-                .collect();
-            let max = scores.iter().fold(f32::NEG_INFINITY, |m, s| m.max(s.0));
-            let weights: Vec<f64> = scores.iter().map(|s| f64::from(s.0 - max).exp()).collect();
-            let total: f64 = weights.iter().sum();
-            for ((_, vr), wt) in scores.iter().zip(&weights) {
-                let p = (wt / total) as f32;
-                o.iter_mut().zip(*vr).for_each(|(o, v)| *o += p * v);
-            }
-        });
-        out
+        let shape = Heads {
+            heads: c.heads,
+            kv_heads: c.kv_heads,
+            head_dim: c.head_dim,
+        };
+        attention::attention(&spans, q, shape, p0)
     }
 
     /// cos and sin `[t, rotary/2]` for positions `p0..p0+t`, times the longrope factor.

@@ -651,19 +651,21 @@ pub fn silu_mul(gate: &[f32], up: &[f32]) -> Vec<f32> {
 
 #[inline(always)]
 unsafe fn silu_mul_on<L: Lanes>(gate: &[f32], up: &[f32], out: &mut [f32]) {
-    let one = L::splat(1.0);
-    let lanes = |g: &[f32], u: &[f32], o: &mut [f32]| {
+    // A function, not a closure: a closure may be compiled out of line, without the caller's
+    // vector features.
+    #[inline(always)]
+    unsafe fn lanes<L: Lanes>(g: &[f32], u: &[f32], o: &mut [f32]) {
         let g = L::load(g.as_ptr());
-        let s = g.div(one.add(L::zero().sub(g).exp()));
+        let s = g.div(L::splat(1.0).add(L::zero().sub(g).exp()));
         s.mul(L::load(u.as_ptr())).store(o.as_mut_ptr());
-    };
+    }
     let full = gate.len() / LANES * LANES;
     for ((g, u), o) in gate[..full]
         .chunks_exact(LANES)
         .zip(up[..full].chunks_exact(LANES))
         .zip(out[..full].chunks_exact_mut(LANES))
     {
-        lanes(g, u, o);
+        lanes::<L>(g, u, o);
     }
     if full < gate.len() {
         // The tail, zero-padded: the same operations on each element as a full block.
@@ -673,7 +675,7 @@ unsafe fn silu_mul_on<L: Lanes>(gate: &[f32], up: &[f32], out: &mut [f32]) {
             b
         };
         let mut o = [0f32; LANES];
-        lanes(&pad(&gate[full..]), &pad(&up[full..]), &mut o);
+        lanes::<L>(&pad(&gate[full..]), &pad(&up[full..]), &mut o);
         let n = gate.len() - full;
         out[full..].copy_from_slice(&o[..n]);
     }

@@ -18,6 +18,9 @@ use super::qmatmul::{self, QMatrix};
 use super::quant::GgmlType;
 use super::ModelError;
 
+/// Rows of a prefill that go through the MLP together.
+const MLP_ROWS: usize = 256;
+
 /// A tensor as read from a file: PyTorch-order shape, row-major f32 data.
 pub struct RawTensor {
     pub shape: Vec<usize>,
@@ -440,15 +443,20 @@ impl Transformer {
         let out = w.wo.matmul(&attn);
         x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
 
-        let hn = kernels::rms_norm(x, &w.mlp_norm, c.norm_eps);
-        let gu = w.w_gate_up.matmul(&hn);
+        // The MLP, whose activations are the widest, a bounded number of rows at a time: every
+        // step is row by row, so the bits are those of one pass, and long prompts do not hold
+        // `t × 2I` floats at once.
         let i = c.intermediate;
-        let act: Vec<f32> = gu
-            .chunks_exact(2 * i)
-            .flat_map(|row| kernels::silu_mul(&row[..i], &row[i..]))
-            .collect();
-        let out = w.w_down.matmul(&act);
-        x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
+        for x in x.chunks_mut(MLP_ROWS * c.hidden) {
+            let hn = kernels::rms_norm(x, &w.mlp_norm, c.norm_eps);
+            let gu = w.w_gate_up.matmul(&hn);
+            let act: Vec<f32> = gu
+                .chunks_exact(2 * i)
+                .flat_map(|row| kernels::silu_mul(&row[..i], &row[i..]))
+                .collect();
+            let out = w.w_down.matmul(&act);
+            x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
+        }
         (k, v)
     }
 

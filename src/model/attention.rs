@@ -173,12 +173,9 @@ mod tests {
     use super::*;
 
     fn values(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                (s >> 8) as f32 / (1u32 << 24) as f32 * 4.0 - 2.0
-            })
+        crate::model::kernels::awkward(n, seed)
+            .iter()
+            .map(|v| v * 2.0)
             .collect()
     }
 

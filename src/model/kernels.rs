@@ -728,20 +728,22 @@ unsafe fn log_softmax_on<L: Lanes>(logits: &[f32], target: usize) -> f64 {
     f64::from(logits[target]) - (f64::from(max) + total.ln())
 }
 
+/// Test inputs in [−1, 1) whose products and sums round at every step, so a different order
+/// shows.
+#[cfg(test)]
+pub(crate) fn awkward(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Inputs whose products and sums round at every step, so a different order shows.
-    fn awkward(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
-            })
-            .collect()
-    }
 
     /// The canonical order written out with scalar operations only.
     fn reference_dot(a: &[f32], b: &[f32]) -> f32 {

@@ -840,16 +840,7 @@ mod tests {
     use super::*;
     use crate::model::quant::{integers, IntBlock};
 
-    const TYPES: [GgmlType; 8] = [
-        GgmlType::Q4_0,
-        GgmlType::Q4_1,
-        GgmlType::Q5_0,
-        GgmlType::Q5_1,
-        GgmlType::Q8_0,
-        GgmlType::Q4K,
-        GgmlType::Q5K,
-        GgmlType::Q6K,
-    ];
+    const TYPES: [GgmlType; 8] = GgmlType::QUANTISED;
 
     /// Random blocks with small positive f16 scales (and offsets or mins where the type has
     /// them), so that products stay finite.

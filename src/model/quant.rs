@@ -27,6 +27,18 @@ pub enum GgmlType {
 }
 
 impl GgmlType {
+    /// The quantised types, in ggml's order.
+    pub const QUANTISED: [GgmlType; 8] = [
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
+        GgmlType::Q8_0,
+        GgmlType::Q4K,
+        GgmlType::Q5K,
+        GgmlType::Q6K,
+    ];
+
     /// The type for a ggml type id (`enum ggml_type`), if supported.
     pub fn from_id(id: u32) -> Option<GgmlType> {
         Some(match id {
@@ -590,16 +602,7 @@ mod tests {
     #[test]
     fn integers_rebuild_every_value() {
         let mut s = 99u32;
-        for ty in [
-            GgmlType::Q4_0,
-            GgmlType::Q4_1,
-            GgmlType::Q5_0,
-            GgmlType::Q5_1,
-            GgmlType::Q8_0,
-            GgmlType::Q4K,
-            GgmlType::Q5K,
-            GgmlType::Q6K,
-        ] {
+        for ty in GgmlType::QUANTISED {
             let b: Vec<u8> = (0..ty.block_bytes())
                 .map(|_| {
                     s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);

@@ -292,18 +292,8 @@ mod tests {
     /// Every value, scale and min of every row comes back from the packed form.
     #[test]
     fn packing_keeps_every_integer() {
-        let types = [
-            GgmlType::Q4_0,
-            GgmlType::Q4_1,
-            GgmlType::Q5_0,
-            GgmlType::Q5_1,
-            GgmlType::Q8_0,
-            GgmlType::Q4K,
-            GgmlType::Q5K,
-            GgmlType::Q6K,
-        ];
         let mut s = 7u32;
-        for ty in types {
+        for ty in GgmlType::QUANTISED {
             let layout = Layout::of(ty).unwrap();
             let (rows, cols) = (21, 2 * layout.block);
             let bytes: Vec<u8> = (0..rows * cols / ty.block_len() * ty.block_bytes())

@@ -29,10 +29,12 @@ fn best(sums: &[f32]) -> usize {
     (0..sums.len()).fold(0, |b, i| if sums[i] > sums[b] { i } else { b })
 }
 
-/// Not yet met: the integer mode lands about as far from llama.cpp (mean |dlogprob| 0.11, best
-/// label 46/50) as the f32 mode does, so some step of llama.cpp's pipeline still differs.
+/// Not met: the integer mode lands about as far from llama.cpp (mean |dlogprob| 0.12, best
+/// label 45/50 at `integer-scorer-4`) as the f32 mode does. Both quantise activations to 8 bits,
+/// but one ulp of difference upstream (llama.cpp's RoPE angles and approximate `expf`, summed in
+/// its ISA's order) moves a value across a rounding step of the 8-bit grid, and that spreads.
 #[test]
-#[ignore = "fails today: mean |dlogprob| 0.11 against the 0.01 target"]
+#[ignore = "fails today: mean |dlogprob| 0.12 against the 0.01 target"]
 fn smollm2_int8_agrees_with_llama_cpp_on_the_q4_1_file() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir =

@@ -6,6 +6,10 @@ difference to the reference and the best-label agreement.
 Usage: llamacpp_golden.py --model M.gguf --golden fixtures/golden/smollm2.json \
            --llama-bin .tools/llama.cpp-build/bin --out fixtures/golden/smollm2-llamacpp.json
 Builds scripts/llamacpp_logprobs.cpp against the llama.cpp tree next to --llama-bin first.
+
+The goldens of tests/numerics_llamacpp.rs come from two builds (scripts/llamacpp.sh, and with
+--avx2): the native one (AVX-512 here) as `<model>-llamacpp.json` and the AVX2 one as
+`<model>-llamacpp-avx2.json`; their distance is llama.cpp's own spread across vector units.
 """
 
 import argparse
@@ -49,7 +53,8 @@ for c in g["cases"]:
 for c in g["cases"]:
     for l in c["labels"]:
         del l["reference_logprobs"]
-g["source"] = "llama.cpp (llama-cpp-python 0.3.36 vendor tree), f32 KV cache"
+build = os.path.basename(os.path.dirname(os.path.abspath(a.llama_bin)))
+g["source"] = f"llama.cpp (llama-cpp-python 0.3.36 vendor tree, build {build}), f32 KV cache"
 with open(a.out, "w") as f:
     json.dump(g, f, indent=1)
     f.write("\n")

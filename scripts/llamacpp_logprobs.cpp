@@ -21,9 +21,11 @@ int main(int argc, char ** argv) {
     }
     llama_backend_init();
     llama_model_params mp = llama_model_default_params();
-    // The AMX repacked matmul of this llama.cpp crashes on this machine's CPUs; the plain CPU
-    // kernels compute the same function.
-    mp.use_extra_bufts = false;
+    // The repacked matmuls (AVX-512 / AMX interleaved blocks) are off unless LLAMACPP_REPACK=1:
+    // the AMX one faults on CPUs whose tiles the kernel does not enable. Both compute the same
+    // function in another order of float operations.
+    const char * repack = getenv("LLAMACPP_REPACK");
+    mp.use_extra_bufts = repack && std::string(repack) == "1";
     llama_model * model = llama_model_load_from_file(argv[1], mp);
     if (!model) { fprintf(stderr, "cannot load %s\n", argv[1]); return 1; }
     llama_context_params cp = llama_context_default_params();

@@ -14,12 +14,14 @@ use std::path::{Path, PathBuf};
 /// Version 4: attention sums its softmax in lanes by position and every `exp` is our own
 /// (`model::kernels::exp32`, the same bits whatever the libm), for every model and format (HF
 /// llama, at version 3 since its q/k rows load in GGUF's order, joins the others).
-pub const SCORER_VERSION: &str = "fixed-order-f32-scorer-4";
+/// Version 5: an attention score is one chain of fused multiply-adds in dimension order, keys as
+/// vector lanes (`model::attention`), no longer the 16-lane dot product.
+pub const SCORER_VERSION: &str = "fixed-order-f32-scorer-5";
 
-/// The scorer version of the integer mode: version 4 as above, with weights repacked into
+/// The scorer version of the integer mode: version 5 as above, with weights repacked into
 /// panels and an integer kernel for every quantised type (`model::qmatmul`), where an output
 /// accumulates one float per block and k-quant weights multiply 8-bit activations.
-const INTEGER_SCORER_VERSION: &str = "integer-scorer-4";
+const INTEGER_SCORER_VERSION: &str = "integer-scorer-5";
 
 /// The scorer version that names a model's numerics, by mode.
 fn scorer_version(backend: Backend) -> &'static str {

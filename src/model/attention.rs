@@ -3,8 +3,10 @@
 //!
 //! For query row `i` (position `p0 + i`) of head `h`, over the keys and values of positions
 //! `0..=p0 + i` of its kv head:
-//! - scores `s_j = dot(q, k_j) · scale`, each the canonical dot product (`kernels`), computed for
-//!   a block of query rows at a time as a small matrix product;
+//! - scores `s_j = dot(q, k_j) · scale`, the dot product one chain of fused multiply-adds in
+//!   dimension order (`0 + q_0 k_0`, then `+ q_1 k_1`, …). Keys are the vector lanes (the cache
+//!   is transposed per call), so a block of 16 keys costs `head_dim` vector multiply-adds per
+//!   query row and no horizontal sums;
 //! - `w_j = exp32(s_j − max s)`;
 //! - `total = Σ w_j` in 16 f32 lanes by position (`j mod 16`, in order), then the fixed tree;
 //! - `p_j = w_j / total`;
@@ -15,10 +17,12 @@
 
 use rayon::prelude::*;
 
-use super::kernels::{block, max_on, on_lanes, Lanes, LANES};
+use super::kernels::{max_on, on_lanes, Lanes, LANES};
 
 /// Query rows handed to one task (per head).
 const ROWS: usize = 16;
+/// Query rows scored against a block of keys at once (one accumulator register each).
+const SCORE_ROWS: usize = 8;
 
 /// The shape of the attention.
 #[derive(Clone, Copy, Debug)]
@@ -41,31 +45,31 @@ pub fn attention(spans: &[(&[f32], &[f32])], q: &[f32], shape: Heads, p0: usize)
     let kv_row = kv_heads * hd;
     let positions: usize = spans.iter().map(|(k, _)| k.len() / kv_row).sum();
     assert_eq!(positions, p0 + t, "the cache holds every earlier position");
-    // Values padded to whole lanes: a padded column only ever adds 0 · v to 0.
-    let hdp = hd.next_multiple_of(LANES);
-    let gather = |g: usize, values: bool, width: usize| -> Vec<f32> {
-        let mut out = vec![0f32; positions * width];
-        let rows = spans.iter().flat_map(|(k, v)| {
+    // Keys transposed, `[hd, ldk]` (positions as lanes, zero-padded to whole lanes), and values
+    // `[positions, hdp]` padded to whole lanes: a padded column only ever adds 0 · v to 0.
+    let (ldk, hdp) = (positions.next_multiple_of(LANES), hd.next_multiple_of(LANES));
+    let cache_rows = |g: usize, values: bool| {
+        spans.iter().flat_map(move |(k, v)| {
             let src = if values { v } else { k };
             src.chunks_exact(kv_row).map(move |r| &r[g * hd..][..hd])
-        });
-        for (dst, src) in out.chunks_exact_mut(width).zip(rows) {
-            dst[..hd].copy_from_slice(src);
-        }
-        out
+        })
     };
     let (keys, values): (Vec<Vec<f32>>, Vec<Vec<f32>>) = (0..kv_heads)
         .into_par_iter()
-        .map(|g| (gather(g, false, hd), gather(g, true, hdp)))
-        .unzip();
-    let queries: Vec<Vec<f32>> = (0..heads)
-        .map(|h| {
-            q.chunks_exact(heads * hd)
-                .flat_map(|row| &row[h * hd..][..hd])
-                .copied()
-                .collect()
+        .map(|g| {
+            let mut keys = vec![0f32; hd * ldk];
+            for (j, row) in cache_rows(g, false).enumerate() {
+                for (d, &v) in row.iter().enumerate() {
+                    keys[d * ldk + j] = v;
+                }
+            }
+            let mut values = vec![0f32; positions * hdp];
+            for (dst, src) in values.chunks_exact_mut(hdp).zip(cache_rows(g, true)) {
+                dst[..hd].copy_from_slice(src);
+            }
+            (keys, values)
         })
-        .collect();
+        .unzip();
     let scale = 1.0 / (hd as f32).sqrt();
     let group = heads / kv_heads;
     let blocks = t.div_ceil(ROWS);
@@ -74,9 +78,15 @@ pub fn attention(spans: &[(&[f32], &[f32])], q: &[f32], shape: Heads, p0: usize)
         .map(|task| {
             let (h, b) = (task / blocks, task % blocks);
             let rows = b * ROWS..((b + 1) * ROWS).min(t);
+            let q: Vec<f32> = rows
+                .clone()
+                .flat_map(|r| &q[(r * heads + h) * hd..][..hd])
+                .copied()
+                .collect();
             let task = &Task {
-                q: &queries[h][rows.start * hd..rows.end * hd],
+                q: &q,
                 keys: &keys[h / group],
+                ldk,
                 values: &values[h / group],
                 hd,
                 hdp,
@@ -101,8 +111,9 @@ pub fn attention(spans: &[(&[f32], &[f32])], q: &[f32], shape: Heads, p0: usize)
 struct Task<'a> {
     /// `[rows, hd]`.
     q: &'a [f32],
-    /// `[positions, hd]`.
+    /// `[hd, ldk]`: keys transposed.
     keys: &'a [f32],
+    ldk: usize,
     /// `[positions, hdp]`.
     values: &'a [f32],
     hd: usize,
@@ -118,6 +129,7 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
     let Task {
         q,
         keys,
+        ldk,
         values,
         hd,
         hdp,
@@ -129,7 +141,17 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
     let visible = first + rows;
     let ld = visible.next_multiple_of(LANES);
     let mut scores = vec![f32::NEG_INFINITY; rows * ld];
-    block::<L>(q, keys, hd, scores.as_mut_ptr(), ld, 0..rows, 0..visible);
+    let mut r = 0;
+    while r < rows {
+        let (q, out) = (q[r * hd..].as_ptr(), scores[r * ld..].as_mut_ptr());
+        if rows - r >= SCORE_ROWS {
+            score_rows::<L, SCORE_ROWS>(q, hd, keys.as_ptr(), ldk, out, ld);
+            r += SCORE_ROWS;
+        } else {
+            score_rows::<L, 1>(q, hd, keys.as_ptr(), ldk, out, ld);
+            r += 1;
+        }
+    }
     let mut out = vec![0f32; rows * hd];
     let mut acc = vec![L::zero(); hdp / LANES];
     for (i, (s, o)) in scores
@@ -166,6 +188,32 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
         o.copy_from_slice(&row[..hd]);
     }
     out
+}
+
+/// `out[r * ld + j] = Σ_d q[r][d] · k_j[d]` for `R` query rows (`hd` apart from `q`) and the keys
+/// `0..ld` of the transposed `keys` (`ldk` apart): one fused multiply-add chain per score, in
+/// dimension order, a block of 16 keys per vector.
+#[inline(always)]
+unsafe fn score_rows<L: Lanes, const R: usize>(
+    q: *const f32,
+    hd: usize,
+    keys: *const f32,
+    ldk: usize,
+    out: *mut f32,
+    ld: usize,
+) {
+    for j in (0..ld).step_by(LANES) {
+        let mut acc = [L::zero(); R];
+        for d in 0..hd {
+            let k = L::load(keys.add(d * ldk + j));
+            for (r, a) in acc.iter_mut().enumerate() {
+                *a = a.fma(L::splat(*q.add(r * hd + d)), k);
+            }
+        }
+        for (r, a) in acc.iter().enumerate() {
+            a.store(out.add(r * ld + j));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -439,7 +439,7 @@ unsafe fn tile<L: Lanes, const R: usize, const C: usize>(
 
 /// The products of rows `rows` of `x` with rows `cols` of `w` into `out` (`n` columns).
 #[inline(always)]
-pub(crate) unsafe fn block<L: Lanes>(
+unsafe fn block<L: Lanes>(
     x: &[f32],
     w: &[f32],
     k: usize,

@@ -23,6 +23,8 @@ use super::kernels::{max_on, on_lanes, Lanes, LANES};
 const ROWS: usize = 16;
 /// Query rows scored against a block of keys at once (one accumulator register each).
 const SCORE_ROWS: usize = 8;
+/// Vectors of value columns accumulated at once (registers; fma latency over throughput).
+const PV_VECTORS: usize = 4;
 
 /// The shape of the attention.
 #[derive(Clone, Copy, Debug)]
@@ -45,8 +47,10 @@ pub fn attention(spans: &[(&[f32], &[f32])], q: &[f32], shape: Heads, p0: usize)
     let kv_row = kv_heads * hd;
     let positions: usize = spans.iter().map(|(k, _)| k.len() / kv_row).sum();
     assert_eq!(positions, p0 + t, "the cache holds every earlier position");
-    // Keys transposed, `[hd, ldk]` (positions as lanes, zero-padded to whole lanes), and values
-    // `[positions, hdp]` padded to whole lanes: a padded column only ever adds 0 · v to 0.
+    // Keys transposed by blocks of 16 positions, `[ldk / 16, hd, 16]` (positions as lanes,
+    // zero-padded to whole lanes; a block is contiguous, so scoring it walks memory in order),
+    // and values `[positions, hdp]` padded to whole lanes: a padded column only ever adds 0 · v
+    // to 0.
     let (ldk, hdp) = (positions.next_multiple_of(LANES), hd.next_multiple_of(LANES));
     let cache_rows = |g: usize, values: bool| {
         spans.iter().flat_map(move |(k, v)| {
@@ -59,8 +63,9 @@ pub fn attention(spans: &[(&[f32], &[f32])], q: &[f32], shape: Heads, p0: usize)
         .map(|g| {
             let mut keys = vec![0f32; hd * ldk];
             for (j, row) in cache_rows(g, false).enumerate() {
+                let block = &mut keys[(j / LANES) * hd * LANES..][..hd * LANES];
                 for (d, &v) in row.iter().enumerate() {
-                    keys[d * ldk + j] = v;
+                    block[d * LANES + j % LANES] = v;
                 }
             }
             let mut values = vec![0f32; positions * hdp];
@@ -86,7 +91,6 @@ pub fn attention(spans: &[(&[f32], &[f32])], q: &[f32], shape: Heads, p0: usize)
             let task = &Task {
                 q: &q,
                 keys: &keys[h / group],
-                ldk,
                 values: &values[h / group],
                 hd,
                 hdp,
@@ -111,9 +115,8 @@ pub fn attention(spans: &[(&[f32], &[f32])], q: &[f32], shape: Heads, p0: usize)
 struct Task<'a> {
     /// `[rows, hd]`.
     q: &'a [f32],
-    /// `[hd, ldk]`: keys transposed.
+    /// `[ldk / 16, hd, 16]`: keys transposed by blocks of 16.
     keys: &'a [f32],
-    ldk: usize,
     /// `[positions, hdp]`.
     values: &'a [f32],
     hd: usize,
@@ -129,7 +132,6 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
     let Task {
         q,
         keys,
-        ldk,
         values,
         hd,
         hdp,
@@ -145,15 +147,14 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
     while r < rows {
         let (q, out) = (q[r * hd..].as_ptr(), scores[r * ld..].as_mut_ptr());
         if rows - r >= SCORE_ROWS {
-            score_rows::<L, SCORE_ROWS>(q, hd, keys.as_ptr(), ldk, out, ld);
+            score_rows::<L, SCORE_ROWS>(q, hd, keys.as_ptr(), out, ld);
             r += SCORE_ROWS;
         } else {
-            score_rows::<L, 1>(q, hd, keys.as_ptr(), ldk, out, ld);
+            score_rows::<L, 1>(q, hd, keys.as_ptr(), out, ld);
             r += 1;
         }
     }
     let mut out = vec![0f32; rows * hd];
-    let mut acc = vec![L::zero(); hdp / LANES];
     for (i, (s, o)) in scores
         .chunks_exact_mut(ld)
         .zip(out.chunks_exact_mut(hd))
@@ -174,38 +175,62 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
         for c in s.chunks_exact_mut(LANES) {
             L::load(c.as_ptr()).div(total).store(c.as_mut_ptr());
         }
-        acc.fill(L::zero());
-        for (&p, v) in s[..seen].iter().zip(values.chunks_exact(hdp)) {
-            let p = L::splat(p);
-            for (a, v) in acc.iter_mut().zip(v.chunks_exact(LANES)) {
-                *a = a.fma(p, L::load(v.as_ptr()));
-            }
-        }
         let mut row = vec![0f32; hdp];
-        for (a, r) in acc.iter().zip(row.chunks_exact_mut(LANES)) {
-            a.store(r.as_mut_ptr());
+        let mut col = 0;
+        while col < hdp {
+            let (p, v, r) = (s[..seen].as_ptr(), values.as_ptr().add(col), row.as_mut_ptr().add(col));
+            if hdp - col >= PV_VECTORS * LANES {
+                weigh_values::<L, PV_VECTORS>(p, seen, v, hdp, r);
+                col += PV_VECTORS * LANES;
+            } else {
+                weigh_values::<L, 1>(p, seen, v, hdp, r);
+                col += LANES;
+            }
         }
         o.copy_from_slice(&row[..hd]);
     }
     out
 }
 
+/// `out[c] = Σ_j p_j · v_j[c]` over the keys `0..n` in position order, for the `N · 16` columns
+/// from `values` (rows `hdp` apart): one fused multiply-add per key and column, the accumulators
+/// held in registers.
+#[inline(always)]
+unsafe fn weigh_values<L: Lanes, const N: usize>(
+    p: *const f32,
+    n: usize,
+    values: *const f32,
+    hdp: usize,
+    out: *mut f32,
+) {
+    let mut acc = [L::zero(); N];
+    for j in 0..n {
+        let (p, v) = (L::splat(*p.add(j)), values.add(j * hdp));
+        for (c, a) in acc.iter_mut().enumerate() {
+            *a = a.fma(p, L::load(v.add(c * LANES)));
+        }
+    }
+    for (c, a) in acc.iter().enumerate() {
+        a.store(out.add(c * LANES));
+    }
+}
+
 /// `out[r * ld + j] = Σ_d q[r][d] · k_j[d]` for `R` query rows (`hd` apart from `q`) and the keys
-/// `0..ld` of the transposed `keys` (`ldk` apart): one fused multiply-add chain per score, in
-/// dimension order, a block of 16 keys per vector.
+/// `0..ld` of the block-transposed `keys`: one fused multiply-add chain per score, in dimension
+/// order, a block of 16 keys per vector.
 #[inline(always)]
 unsafe fn score_rows<L: Lanes, const R: usize>(
     q: *const f32,
     hd: usize,
     keys: *const f32,
-    ldk: usize,
     out: *mut f32,
     ld: usize,
 ) {
     for j in (0..ld).step_by(LANES) {
         let mut acc = [L::zero(); R];
+        let block = keys.add(j * hd);
         for d in 0..hd {
-            let k = L::load(keys.add(d * ldk + j));
+            let k = L::load(block.add(d * LANES));
             for (r, a) in acc.iter_mut().enumerate() {
                 *a = a.fma(L::splat(*q.add(r * hd + d)), k);
             }

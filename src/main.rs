@@ -6,6 +6,7 @@ fn main() -> std::process::ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    keep_freed_memory();
     let cli = deltalogic::cli::Cli::parse();
     match deltalogic::cli::run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -17,6 +18,24 @@ fn main() -> std::process::ExitCode {
             }
             eprintln!("error: {e:#}");
             std::process::ExitCode::from(deltalogic::cli::exit_status(&e))
+        }
+    }
+}
+
+/// glibc hands a freed block above its mmap threshold straight back to the kernel, and trims the
+/// top of a heap once 128 KiB are free there. The model's per-call buffers (matmul outputs,
+/// dequantised tiles, attention scratch) are that size, so every call took freshly zeroed pages
+/// again: the main job made 19.8 million minor page faults and spent 75 of its 494 CPU seconds in
+/// the kernel. Fixed thresholds of 32 MiB (glibc's largest mmap threshold) keep such blocks for
+/// reuse; the peak RSS of `bench` stays where it was (see the closing note of issue 11).
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const KEEP: libc::c_int = 32 << 20;
+        // SAFETY: mallopt only sets allocator parameters; called before any thread starts.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, KEEP);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, KEEP);
         }
     }
 }

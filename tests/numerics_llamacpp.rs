@@ -47,8 +47,8 @@ fn root() -> PathBuf {
 }
 
 fn model(file: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("DELTALOGIC_MODELS")
-        .map_or_else(|| root().join("models"), PathBuf::from);
+    let dir =
+        std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root().join("models"), PathBuf::from);
     let model = dir.join(file);
     if model.exists() {
         return Some(model);

@@ -51,7 +51,10 @@ pub fn attention(spans: &[(&[f32], &[f32])], q: &[f32], shape: Heads, p0: usize)
     // zero-padded to whole lanes; a block is contiguous, so scoring it walks memory in order),
     // and values `[positions, hdp]` padded to whole lanes: a padded column only ever adds 0 · v
     // to 0.
-    let (ldk, hdp) = (positions.next_multiple_of(LANES), hd.next_multiple_of(LANES));
+    let (ldk, hdp) = (
+        positions.next_multiple_of(LANES),
+        hd.next_multiple_of(LANES),
+    );
     let cache_rows = |g: usize, values: bool| {
         spans.iter().flat_map(move |(k, v)| {
             let src = if values { v } else { k };
@@ -178,7 +181,11 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
         let mut row = vec![0f32; hdp];
         let mut col = 0;
         while col < hdp {
-            let (p, v, r) = (s[..seen].as_ptr(), values.as_ptr().add(col), row.as_mut_ptr().add(col));
+            let (p, v, r) = (
+                s[..seen].as_ptr(),
+                values.as_ptr().add(col),
+                row.as_mut_ptr().add(col),
+            );
             if hdp - col >= PV_VECTORS * LANES {
                 weigh_values::<L, PV_VECTORS>(p, seen, v, hdp, r);
                 col += PV_VECTORS * LANES;

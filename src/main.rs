@@ -27,7 +27,8 @@ fn main() -> std::process::ExitCode {
 /// dequantised tiles, attention scratch) are that size, so every call took freshly zeroed pages
 /// again: the main job made 19.8 million minor page faults and spent 75 of its 494 CPU seconds in
 /// the kernel. Fixed thresholds of 32 MiB (glibc's largest mmap threshold) keep such blocks for
-/// reuse; the peak RSS of `bench` stays where it was (see the closing note of issue 11).
+/// reuse: 1.1 million faults, 29 s in the kernel. The price is memory kept for reuse: the main
+/// job's peak RSS rose from 203 to 239 MB, while `bench`'s stayed where it was.
 fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

@@ -6,6 +6,8 @@
 //! child process (this test binary, re-run on `child_report`) that prints the bits it computed;
 //! within a child every path must already agree, and across children the bits must be equal.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -219,25 +221,13 @@ fn tiny_models_give_the_same_bits_on_every_path_thread_count_and_vector_unit() {
     }
 }
 
-fn smollm2() -> Option<PathBuf> {
-    let dir =
-        std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root().join("models"), PathBuf::from);
-    let model = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    if !model.exists() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{} is missing under CI", model.display());
-        }
-        eprintln!("SKIP: {} not found", model.display());
-        return None;
-    }
-    Some(model)
-}
-
 /// The real model when fetched (scripts/fetch_models.sh). The f32 portable path is left to the
 /// tiny models: without vector units it is too slow for CI here.
 #[test]
 fn smollm2_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
-    let Some(model) = smollm2() else { return };
+    let Some(model) = common::smollm2() else {
+        return;
+    };
     check_configurations(
         &model,
         "smollm2.json",
@@ -248,7 +238,9 @@ fn smollm2_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
 /// The integer mode on the quantised file: VNNI, AVX2 and portable integer products.
 #[test]
 fn smollm2_int8_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
-    let Some(model) = smollm2() else { return };
+    let Some(model) = common::smollm2() else {
+        return;
+    };
     check_configurations(
         &model,
         "smollm2.json",

@@ -1,6 +1,8 @@
 //! The transformer scorer against the independent numpy reference (scripts/reference.py) and
 //! llama.cpp, on the tiny fixtures of every architecture and on the real SmolLM2 model.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use deltalogic::model::fixtures;
@@ -43,27 +45,6 @@ fn golden(name: &str) -> Golden {
 fn open(path: &Path) -> Scorer {
     set_threads(THREADS).expect("thread pool");
     Scorer::open(path, Backend::Flex).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// The real model if fetched (scripts/fetch_models.sh); under CI its absence is a failure.
-fn real_model(file: &str) -> Option<PathBuf> {
-    let dir =
-        std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root().join("models"), PathBuf::from);
-    let path = dir.join(file);
-    if path.exists() {
-        return Some(path);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!(
-            "{} is missing under CI: run scripts/fetch_models.sh",
-            path.display()
-        );
-    }
-    eprintln!(
-        "SKIP: {} not found (run scripts/fetch_models.sh)",
-        path.display()
-    );
-    None
 }
 
 /// Our scores for every case of a golden, with tokens checked exactly against it.
@@ -186,7 +167,7 @@ fn prefix_reuse_and_full_recompute_and_reruns_are_bit_identical() {
 
 #[test]
 fn smollm2_matches_reference_and_llama_cpp() {
-    let Some(path) = real_model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
+    let Some(path) = common::fetched_model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
         return;
     };
     let scorer = open(&path);

@@ -177,20 +177,20 @@ pub fn dl(store: &std::path::Path, args: &[&str]) -> std::process::Output {
     out
 }
 
-/// The fetched SmolLM2 file (`DELTALOGIC_MODELS` or `models/`); `None`, with a printed reason,
-/// when it is missing outside CI, where it must be there.
-pub fn smollm2() -> Option<std::path::PathBuf> {
+/// A model file fetched by scripts/fetch_models.sh (into `DELTALOGIC_MODELS` or `models/`);
+/// `None`, with a printed reason, when it is missing outside CI, where it must be there.
+pub fn fetched_model(file: &str) -> Option<std::path::PathBuf> {
     let dir = std::env::var_os("DELTALOGIC_MODELS").map_or_else(
         || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models"),
         std::path::PathBuf::from,
     );
-    let p = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let p = dir.join(file);
     if p.exists() {
         return Some(p);
     }
     assert!(
         std::env::var("CI").map_or(true, |v| v != "true"),
-        "{} is missing under CI",
+        "{} is missing under CI: run scripts/fetch_models.sh",
         p.display()
     );
     eprintln!(
@@ -198,4 +198,9 @@ pub fn smollm2() -> Option<std::path::PathBuf> {
         p.display()
     );
     None
+}
+
+/// The fetched SmolLM2 file (`fetched_model`).
+pub fn smollm2() -> Option<std::path::PathBuf> {
+    fetched_model("SmolLM2-135M-Instruct.Q4_1.gguf")
 }

@@ -407,7 +407,13 @@ fn full_set_tokens() {
                 tags: label_tokens,
             });
         }
-        let stats = tree::run(&counter, jobs, |tokens, _, _| Ok(tokens as u64)).unwrap();
+        let stats = tree::run(
+            &counter,
+            jobs,
+            |tokens, _| Ok(((), tokens as u64)),
+            |_, (), _| Ok(()),
+        )
+        .unwrap();
         println!(
             "{name} ({}, template {template}): {} items × 1 turn, {labels} scores, {prompt_tokens} prompt tokens, {} tree tokens",
             stored.benchmark,

@@ -27,9 +27,10 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// What the scorer needs of a causal language model.
-pub trait LanguageModel {
-    type State;
+/// What the scorer needs of a causal language model. The prefix tree walks branches on several
+/// threads at once (`tree`), so a model is shared between them and its states move across them.
+pub trait LanguageModel: Sync {
+    type State: Clone + Send + Sync;
     /// The backend name recorded with every score.
     fn backend(&self) -> &str;
     /// The context's tokens and each label's tokens, such that the context's tokens are a
@@ -395,6 +396,12 @@ enum Work {
     },
 }
 
+/// What one piece of work computed, on its way from a lane of the tree to the batch.
+enum Computed {
+    Score(ScoreRecord),
+    Generation(GenerationRecord),
+}
+
 /// Records computed and not yet committed.
 #[derive(Default)]
 struct Batch {
@@ -495,80 +502,93 @@ fn compute<M: LanguageModel>(
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let mut own_tokens = 0;
     let mut reported_tokens = 0;
-    let stats = tree::run(model, jobs, |tag, state, prefilled| {
-        let t = Instant::now();
-        let ran = match &work[tag] {
-            Work::Score { req, slot, tokens } => {
-                let Pending::Score {
-                    labels, prompt_id, ..
-                } = &reqs[*req]
-                else {
-                    unreachable!("score work comes from score requests")
-                };
-                let label = &labels[*slot];
-                let logprobs = model.score_continuation(state, tokens)?;
-                finite(&logprobs, &format!("label {label:?}"), *prompt_id)?;
-                batch.scores.push(ScoreRecord {
-                    model: model_id.0,
-                    prompt: prompt_id.0,
-                    label: label.clone(),
-                    tokens: tokens.clone(),
-                    logprobs,
-                    chars: label.chars().count() as u32,
-                    bytes: label.len() as u32,
-                    backend: model.backend().to_string(),
-                    tool_version: env!("CARGO_PKG_VERSION").to_string(),
-                    compute_micros: t.elapsed().as_micros() as u64,
-                    computed_at: now,
-                });
-                report.scores_computed += 1;
-                tokens.len() as u64
+    let stats = tree::run(
+        model,
+        jobs,
+        |tag, state| -> Result<(Computed, u64)> {
+            let t = Instant::now();
+            Ok(match &work[tag] {
+                Work::Score { req, slot, tokens } => {
+                    let Pending::Score {
+                        labels, prompt_id, ..
+                    } = &reqs[*req]
+                    else {
+                        unreachable!("score work comes from score requests")
+                    };
+                    let label = &labels[*slot];
+                    let logprobs = model.score_continuation(state, tokens)?;
+                    finite(&logprobs, &format!("label {label:?}"), *prompt_id)?;
+                    let score = ScoreRecord {
+                        model: model_id.0,
+                        prompt: prompt_id.0,
+                        label: label.clone(),
+                        tokens: tokens.clone(),
+                        logprobs,
+                        chars: label.chars().count() as u32,
+                        bytes: label.len() as u32,
+                        backend: model.backend().to_string(),
+                        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                        compute_micros: t.elapsed().as_micros() as u64,
+                        computed_at: now,
+                    };
+                    (Computed::Score(score), tokens.len() as u64)
+                }
+                Work::Generate { req } => {
+                    let Pending::Generate {
+                        prompt_id,
+                        decoding,
+                        ..
+                    } = &reqs[*req]
+                    else {
+                        unreachable!("generation work comes from generation requests")
+                    };
+                    let g = generate::greedy(model, state, decoding).with_context(|| {
+                        format!("generating after prompt {}", prompt_id.short())
+                    })?;
+                    finite(&g.logprobs, "a generated token", *prompt_id)?;
+                    let generation = GenerationRecord {
+                        model: model_id.0,
+                        prompt: prompt_id.0,
+                        decoding: decoding.clone(),
+                        tokens: g.tokens,
+                        logprobs: g.logprobs,
+                        text: g.text,
+                        stop: g.stop,
+                        backend: model.backend().to_string(),
+                        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                        compute_micros: t.elapsed().as_micros() as u64,
+                        computed_at: now,
+                    };
+                    (Computed::Generation(generation), g.forward_tokens)
+                }
+            })
+        },
+        |tag, record, forward| {
+            match record {
+                Computed::Score(s) => {
+                    report.scores_computed += 1;
+                    batch.scores.push(s);
+                }
+                Computed::Generation(g) => {
+                    report.generations_computed += 1;
+                    report.generated_tokens += g.tokens.len() as u64;
+                    batch.generations.push(g);
+                }
             }
-            Work::Generate { req } => {
-                let Pending::Generate {
-                    prompt_id,
-                    decoding,
-                    ..
-                } = &reqs[*req]
-                else {
-                    unreachable!("generation work comes from generation requests")
-                };
-                let g = generate::greedy(model, state, decoding)
-                    .with_context(|| format!("generating after prompt {}", prompt_id.short()))?;
-                finite(&g.logprobs, "a generated token", *prompt_id)?;
-                report.generations_computed += 1;
-                report.generated_tokens += g.tokens.len() as u64;
-                batch.generations.push(GenerationRecord {
-                    model: model_id.0,
-                    prompt: prompt_id.0,
-                    decoding: decoding.clone(),
-                    tokens: g.tokens,
-                    logprobs: g.logprobs,
-                    text: g.text,
-                    stop: g.stop,
-                    backend: model.backend().to_string(),
-                    tool_version: env!("CARGO_PKG_VERSION").to_string(),
-                    compute_micros: t.elapsed().as_micros() as u64,
-                    computed_at: now,
-                });
-                g.forward_tokens
+            let (text, id) = reqs[match &work[tag] {
+                Work::Score { req, .. } | Work::Generate { req } => *req,
+            }]
+            .prompt();
+            batch.prompts.entry(id).or_insert_with(|| text.to_string());
+            progress.advance(1, forward - reported_tokens);
+            reported_tokens = forward;
+            if batch.len() >= BATCH {
+                batch.flush(reg)?;
             }
-        };
-        let (text, id) = reqs[match &work[tag] {
-            Work::Score { req, .. } | Work::Generate { req } => *req,
-        }]
-        .prompt();
-        batch.prompts.entry(id).or_insert_with(|| text.to_string());
-        own_tokens += ran;
-        progress.advance(1, prefilled + own_tokens - reported_tokens);
-        reported_tokens = prefilled + own_tokens;
-        if batch.len() >= BATCH {
-            batch.flush(reg)?;
-        }
-        Ok(ran)
-    })?;
+            Ok(())
+        },
+    )?;
     batch.flush(reg)?;
     progress.finish();
     report.forward_tokens += stats.forward_tokens;

@@ -1,23 +1,17 @@
 #![allow(dead_code)] // each test binary uses its own part of these helpers
 //! A deterministic stand-in language model for testing the cache and the prefix tree without
 //! model weights: tokens are bytes, and a token's log-prob is a hash of everything before it.
-//! It counts the tokens it is asked to run, so tests can check what was computed.
 
 use anyhow::{bail, Result};
 use deltalogic::eval::LanguageModel;
-use std::cell::Cell;
 
 pub struct ByteModel {
     pub name: &'static str,
-    pub forward_tokens: Cell<u64>,
 }
 
 impl ByteModel {
     pub fn new(name: &'static str) -> ByteModel {
-        ByteModel {
-            name,
-            forward_tokens: Cell::new(0),
-        }
+        ByteModel { name }
     }
 
     fn logprob(&self, before: &[u32], token: u32) -> f32 {
@@ -51,14 +45,10 @@ impl LanguageModel for ByteModel {
     }
 
     fn prefill(&self, state: &Vec<u32>, tokens: &[u32]) -> Result<Vec<u32>> {
-        self.forward_tokens
-            .set(self.forward_tokens.get() + tokens.len() as u64);
         Ok(state.iter().chain(tokens).copied().collect())
     }
 
     fn score_continuation(&self, state: &Vec<u32>, tokens: &[u32]) -> Result<Vec<f32>> {
-        self.forward_tokens
-            .set(self.forward_tokens.get() + tokens.len() as u64);
         let mut seen = state.clone();
         let mut out = Vec::new();
         for &t in tokens {

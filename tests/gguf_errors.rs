@@ -450,3 +450,32 @@ fn a_non_finite_log_prob_is_an_error_not_a_score() {
     let err = scorer.next_logits(&state).unwrap_err().to_string();
     assert!(err.contains("non-finite"), "{err}");
 }
+
+/// Without `--backend`, a file with quantised matrices runs in the integer mode (llama.cpp's
+/// arithmetic) and one of float weights in f32, as does a Hugging Face directory; an explicit
+/// choice is kept, and a file that cannot be read is an error naming it.
+#[test]
+fn the_default_numerics_follow_the_file() {
+    use deltalogic::eval::models::backend_for;
+    let dir = tempfile::tempdir().unwrap();
+    let quantised = write(dir.path(), "q.gguf", &tiny_llama(1.0).bytes());
+    assert_eq!(backend_for(&quantised, None).unwrap(), Backend::Int8);
+    assert_eq!(
+        backend_for(&quantised, Some(Backend::Flex)).unwrap(),
+        Backend::Flex
+    );
+    let mut float = tiny_llama(1.0);
+    let down = float
+        .tensors
+        .iter_mut()
+        .find(|t| t.name == "blk.0.ffn_down.weight")
+        .unwrap();
+    (down.ty, down.data) = (F32, f32_bytes(&[0.125; 32 * 32]));
+    let float = write(dir.path(), "f.gguf", &float.bytes());
+    assert_eq!(backend_for(&float, None).unwrap(), Backend::Flex);
+    let hf = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hf/llama");
+    assert_eq!(backend_for(&hf, None).unwrap(), Backend::Flex);
+    let missing = dir.path().join("missing.gguf");
+    let err = backend_for(&missing, None).unwrap_err();
+    assert!(format!("{err:#}").contains("missing.gguf"), "{err:#}");
+}

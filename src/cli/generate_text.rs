@@ -27,14 +27,16 @@ pub struct GenerateTextArgs {
     /// Threads for the tensor kernels.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    #[arg(long, value_enum, default_value_t = Backend::Flex)]
-    pub backend: Backend,
+    /// Numerics [default: int8 for a GGUF file with quantised weights, flex otherwise].
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
 }
 
 /// Prints each generated token's id, text and log-prob, then the text and why it stopped.
 pub fn generate_text(args: &GenerateTextArgs, json: bool) -> anyhow::Result<()> {
     set_threads(args.threads)?;
-    let model = Loaded::file(&args.model, args.backend)?;
+    let backend = eval::models::backend_for(&args.model, args.backend)?;
+    let model = Loaded::file(&args.model, backend)?;
     let decoding = Decoding {
         max_tokens: args.max_tokens,
         stop: args.stop.clone(),

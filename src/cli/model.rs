@@ -15,8 +15,9 @@ pub enum Command {
         /// An alias [default: the file name without extension].
         #[arg(long)]
         name: Option<String>,
-        #[arg(long, value_enum, default_value_t = Backend::Flex)]
-        backend: Backend,
+        /// Numerics [default: int8 for a GGUF file with quantised weights, flex otherwise].
+        #[arg(long, value_enum)]
+        backend: Option<Backend>,
     },
     /// Registered models and their names.
     List,
@@ -66,6 +67,7 @@ pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {
             name,
             backend,
         } => {
+            let backend = models::backend_for(&path, backend)?;
             let (id, added) = models::add(reg, &path, name.as_deref(), backend)?;
             let out = serde_json::json!({"fingerprint": id, "added": added});
             emit(json, &out, || {

@@ -82,6 +82,10 @@ pub struct RunArgs {
     /// Threads for the tensor kernels.
     #[arg(long, default_value = "2", value_parser = threads)]
     threads: usize,
+    /// Numerics of the default model [default: int8, as for every GGUF file with quantised
+    /// weights; flex gives the scores of the exact f32 mode, in about twice the time].
+    #[arg(long, value_enum)]
+    backend: Option<Backend>,
 }
 
 /// Scores a set with a model through the runner; each model (the one under test, the judge) is
@@ -205,7 +209,8 @@ const DEFAULT_SET: &str = "default";
 
 pub fn run_main(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
     let path = super::fetch::model(&super::fetch::models_dir()?, "smollm2", DEFAULT_MODEL_FILE)?;
-    let (model_id, _) = models::add(reg, &path, Some(DEFAULT_MODEL_NAME), Backend::Flex)?;
+    let backend = models::backend_for(&path, a.backend)?;
+    let (model_id, _) = models::add(reg, &path, Some(DEFAULT_MODEL_NAME), backend)?;
     let spec = deltalogic::BuildSpec {
         seed: a.seed,
         from: deltalogic::PremiseSource::Generated,

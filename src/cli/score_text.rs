@@ -23,14 +23,16 @@ pub struct ScoreTextArgs {
     /// Threads for the tensor kernels.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    #[arg(long, value_enum, default_value_t = Backend::Flex)]
-    pub backend: Backend,
+    /// Numerics [default: int8 for a GGUF file with quantised weights, flex otherwise].
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
 }
 
 /// Prints each label's token ids, per-token log-probs, sum and mean.
 pub fn score_text(args: &ScoreTextArgs, json: bool) -> anyhow::Result<()> {
     set_threads(args.threads)?;
-    let scorer = Scorer::open(&args.model, args.backend)?;
+    let backend = crate::eval::models::backend_for(&args.model, args.backend)?;
+    let scorer = Scorer::open(&args.model, backend)?;
     let scores = scorer
         .score(&args.context, &args.labels)
         .with_context(|| format!("scoring with {}", args.model.display()))?;

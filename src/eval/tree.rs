@@ -358,6 +358,18 @@ mod tests {
         c
     }
 
+    /// A job per context, tagged with its index.
+    fn one_tag_each(contexts: Vec<Vec<u32>>) -> Vec<Job> {
+        contexts
+            .into_iter()
+            .enumerate()
+            .map(|(i, context)| Job {
+                context,
+                tags: vec![i],
+            })
+            .collect()
+    }
+
     #[test]
     fn every_job_runs_once_from_its_own_context_and_the_tree_is_computed_once() {
         let model = echo(None);
@@ -394,7 +406,8 @@ mod tests {
             .iter()
             .flat_map(|c| (1..=c.len()).map(move |n| &c[..n]))
             .collect();
-        let work: u64 = (0..contexts.len()).map(|_| 1 + 2).sum();
+        // Each job's two tags ran 1 and 2 tokens.
+        let work = 3 * contexts.len() as u64;
         assert_eq!(
             model.prefilled.load(Ordering::Relaxed),
             distinct.len() as u64
@@ -408,14 +421,7 @@ mod tests {
         let model = echo(Some(99));
         let mut contexts = contexts();
         contexts.push(vec![1, 2, 3, 99]);
-        let jobs = contexts
-            .into_iter()
-            .enumerate()
-            .map(|(i, context)| Job {
-                context,
-                tags: vec![i],
-            })
-            .collect();
+        let jobs = one_tag_each(contexts);
         let e = run(&model, jobs, |_, _| Ok(((), 0)), |_, (), _| Ok(())).unwrap_err();
         assert_eq!(e.to_string(), "token 99 refused");
     }
@@ -423,14 +429,7 @@ mod tests {
     #[test]
     fn an_error_of_the_receiver_stops_the_run_and_is_returned() {
         let model = echo(None);
-        let jobs = contexts()
-            .into_iter()
-            .enumerate()
-            .map(|(i, context)| Job {
-                context,
-                tags: vec![i],
-            })
-            .collect();
+        let jobs = one_tag_each(contexts());
         let mut received = 0;
         let e = run(
             &model,

@@ -156,25 +156,11 @@ pub struct Transformer {
     inv_freq: Vec<f32>,
 }
 
-/// Keys and values of a run of consecutive positions for every layer, in one allocation:
-/// layer by layer, its keys then its values, each `[positions, kv heads, head dim]`. One block
-/// per chunk rather than two per layer: a long prefill's cache then comes from and goes back to
-/// the system in one piece (above the allocator's mmap threshold, `main.rs`), instead of
-/// staying behind as freed memory in the allocator arena of whichever pool thread ran it.
+/// Keys and values of a run of consecutive positions for every layer: `k[layer]` and
+/// `v[layer]` are `[positions, kv heads, head dim]`.
 struct KvChunk {
-    data: Vec<f32>,
-    /// Floats of one layer's keys (and of its values).
-    per_layer: usize,
-}
-
-impl KvChunk {
-    fn keys(&self, layer: usize) -> &[f32] {
-        &self.data[2 * layer * self.per_layer..][..self.per_layer]
-    }
-
-    fn values(&self, layer: usize) -> &[f32] {
-        &self.data[(2 * layer + 1) * self.per_layer..][..self.per_layer]
-    }
+    k: Vec<Vec<f32>>,
+    v: Vec<Vec<f32>>,
 }
 
 /// Everything the model has seen so far. Cloning is cheap (the cache is a list of shared
@@ -413,15 +399,14 @@ impl Transformer {
             .flat_map(|&tok| self.embed.row(tok as usize))
             .collect();
         let (cos, sin) = self.rope_tables(p0, t);
-        let per_layer = t * self.cfg.kv_heads * self.cfg.head_dim;
         let mut chunk = KvChunk {
-            data: Vec::with_capacity(2 * self.layers.len() * per_layer),
-            per_layer,
+            k: Vec::with_capacity(self.layers.len()),
+            v: Vec::with_capacity(self.layers.len()),
         };
         for (l, layer) in self.layers.iter().enumerate() {
             let (k, v) = self.block(layer, &state.chunks, l, &mut x, p0, &cos, &sin);
-            chunk.data.extend(k);
-            chunk.data.extend(v);
+            chunk.k.push(k);
+            chunk.v.push(v);
         }
         Ok((chunk, x))
     }
@@ -504,7 +489,7 @@ impl Transformer {
         let c = &self.cfg;
         let spans: Vec<(&[f32], &[f32])> = past
             .iter()
-            .map(|ch| (ch.keys(layer), ch.values(layer)))
+            .map(|ch| (ch.k[layer].as_slice(), ch.v[layer].as_slice()))
             .chain([(k, v)])
             .collect();
         let shape = Heads {

@@ -3,6 +3,7 @@
 
 use super::{LanguageModel, ModelRecord};
 use crate::model::gguf::Gguf;
+use crate::model::qmatmul;
 use crate::model::quant::GgmlType;
 use crate::model::scorer::{Backend, Scorer};
 use crate::model::transformer::State;
@@ -46,11 +47,15 @@ pub fn backend_for(path: &Path, asked: Option<Backend>) -> Result<Backend> {
     if path.is_dir() {
         return Ok(Backend::Flex);
     }
+    // Quantised as the loader keeps a matrix quantised: the integer mode changes its numerics.
     let gguf = Gguf::open(path)?;
     let quantised = gguf.tensor_names().any(|name| {
-        gguf.tensor_info(name)
-            .and_then(|t| GgmlType::from_id(t.type_id))
-            .is_some_and(|ty| GgmlType::QUANTISED.contains(&ty))
+        gguf.tensor_info(name).is_some_and(|t| {
+            GgmlType::from_id(t.type_id).is_some_and(|ty| {
+                t.ne.first()
+                    .is_some_and(|&c| qmatmul::keeps(ty, c as usize))
+            })
+        })
     });
     Ok(if quantised {
         Backend::Int8

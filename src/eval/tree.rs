@@ -28,6 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Condvar, Mutex};
 
+/// What a lane's error says when it only stopped because of an error elsewhere.
+const STOPPED: &str = "the run stopped on an earlier error";
+
 /// One context and the caller's tags of the work to run after it.
 pub struct Job {
     pub context: Vec<u32>,
@@ -98,7 +101,7 @@ where
             stats.tree_tokens += ran;
             if let Err(e) = done(tag, output, walk.forward.load(Ordering::Relaxed)) {
                 received = Err(e);
-                walk.stop(anyhow!("the run stopped on an earlier error"));
+                walk.stop(anyhow!(STOPPED));
                 break;
             }
         }
@@ -257,8 +260,7 @@ where
             for &tag in b.jobs[..ends].iter().flat_map(|j| &j.tags) {
                 let (output, ran) = self.on_lane(own, || (self.work)(tag, &b.state))?;
                 self.forward.fetch_add(ran, Ordering::Relaxed);
-                tx.send((tag, output, ran))
-                    .map_err(|_| anyhow!("the run stopped on an earlier error"))?;
+                tx.send((tag, output, ran)).map_err(|_| anyhow!(STOPPED))?;
             }
             let depth = b.depth;
             let mut parts = b.jobs[ends..].chunk_by(|x, y| x.context[depth] == y.context[depth]);

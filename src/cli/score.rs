@@ -113,47 +113,24 @@ fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
             _ => models::Loaded::open(&record),
         }
     };
-    let participants = eval::Participants {
-        subject: (model_id, &record),
-        judge: judge.as_ref().map(|(id, _)| *id),
+    let run = eval::Run {
+        benchmark,
+        set: (set_id, &stored),
+        models: eval::Participants {
+            subject: (model_id, &record),
+            judge: judge.as_ref().map(|(id, _)| *id),
+        },
+        template,
+        norms: Normalisation::parse_list(&a.norm)?,
+        shard: a.shard,
     };
-    let set = (set_id, &stored);
-    let (norms, bar) = (Normalisation::parse_list(&a.norm)?, &mut Bar::new(json));
-    match a.shard {
-        None if norms.len() == 1 => eval::run(
-            reg,
-            benchmark,
-            set,
-            participants,
-            load,
-            template,
-            norms[0],
-            bar,
-        )
-        .map(Scored::Whole),
-        None => eval::run_each(
-            reg,
-            benchmark,
-            set,
-            participants,
-            load,
-            template,
-            &norms,
-            bar,
-        )
-        .map(Scored::Each),
-        Some(shard) => eval::shard::run(
-            reg,
-            benchmark,
-            set,
-            participants,
-            load,
-            template,
-            &norms,
-            bar,
-            shard,
-        )
-        .map(|report| Scored::Part { shard, report }),
+    let bar = &mut Bar::new(json);
+    match run.shard {
+        None if run.norms.len() == 1 => eval::run(reg, &run, load, bar).map(Scored::Whole),
+        None => eval::run_each(reg, &run, load, bar).map(Scored::Each),
+        Some(shard) => {
+            eval::shard::run(reg, &run, load, bar).map(|report| Scored::Part { shard, report })
+        }
     }
     .with_context(|| format!("scoring set `{}` with `{}`", a.set, a.model))
 }

@@ -630,31 +630,39 @@ pub struct Participants<'a> {
     pub judge: Option<Id>,
 }
 
-/// Evaluates a set with a model: the benchmark's requests turn by turn, each turn computing only
-/// the scores and generations the cache lacks (`load(model id)` is called only for a model with
-/// something to compute), each item's later turns made from its answers at the earlier ones.
-/// Stores and returns the result.
-#[allow(clippy::too_many_arguments)]
+/// One evaluation, described once: the stored set and its benchmark, the models it asks, the
+/// prompt template, the normalisations it answers under, and the part of the set it covers. The
+/// CLI builds it from its flags; [`run`], [`run_each`] and [`shard::run`] all take it.
+pub struct Run<'a> {
+    pub benchmark: &'a dyn Benchmark,
+    pub set: (Id, &'a StoredSet),
+    pub models: Participants<'a>,
+    /// The name of one of the benchmark's templates.
+    pub template: &'a str,
+    /// One result per normalisation, in this order.
+    pub norms: Vec<Normalisation>,
+    /// One part of the set (its scores and generations are stored, no result), or all of it.
+    pub shard: Option<shard::Shard>,
+}
+
+/// Evaluates a set with a model under the run's one normalisation: the benchmark's requests turn
+/// by turn, each turn computing only the scores and generations the cache lacks (`load(model
+/// id)` is called only for a model with something to compute), each item's later turns made
+/// from its answers at the earlier ones. Stores and returns the result.
 pub fn run<M: LanguageModel>(
     reg: &Registry,
-    benchmark: &dyn Benchmark,
-    set: (Id, &StoredSet),
-    models: Participants,
+    run: &Run,
     load: impl FnMut(Id) -> Result<M>,
-    template: &str,
-    norm: Normalisation,
     progress: &mut dyn Progress,
 ) -> Result<Outcome> {
-    let mut all = run_each(
-        reg,
-        benchmark,
-        set,
-        models,
-        load,
-        template,
-        &[norm],
-        progress,
-    )?;
+    if run.norms.len() != 1 {
+        bail!(
+            "one normalisation gives one result; {} were asked (evaluate them together with \
+             run_each)",
+            run.norms.len()
+        );
+    }
+    let mut all = run_each(reg, run, load, progress)?;
     Ok(Outcome {
         model: all.model,
         set: all.set,
@@ -663,24 +671,19 @@ pub fn run<M: LanguageModel>(
     })
 }
 
-/// [`run`] under each of `norms` at once: one result per normalisation. Where normalisations
-/// pick different answers, later turns differ; requests they share are computed once, in one
-/// prefix tree per turn.
-#[allow(clippy::too_many_arguments)]
+/// [`run`] under each of the run's normalisations at once: one result per normalisation. Where
+/// normalisations pick different answers, later turns differ; requests they share are computed
+/// once, in one prefix tree per turn.
 pub fn run_each<M: LanguageModel>(
     reg: &Registry,
-    benchmark: &dyn Benchmark,
-    set: (Id, &StoredSet),
-    models: Participants,
+    run: &Run,
     load: impl FnMut(Id) -> Result<M>,
-    template: &str,
-    norms: &[Normalisation],
     progress: &mut dyn Progress,
 ) -> Result<Outcomes> {
-    let (model, set_id) = (models.subject.0, set.0);
-    let (report, records) = answer(
-        reg, benchmark, set, models, load, template, norms, progress, None,
-    )?;
+    if let Some(shard) = run.shard {
+        bail!("part {shard} of a set stores no result: score it with shard::run");
+    }
+    let (report, records) = answer(reg, run, load, progress)?;
     let ids = reg.write(|w| {
         records
             .iter()
@@ -688,9 +691,10 @@ pub fn run_each<M: LanguageModel>(
             .collect::<Result<Vec<_>>>()
     })?;
     Ok(Outcomes {
-        model,
-        set: set_id,
-        results: norms
+        model: run.models.subject.0,
+        set: run.set.0,
+        results: run
+            .norms
             .iter()
             .zip(ids)
             .map(|(&normalisation, result)| NormalisedResult {
@@ -723,21 +727,23 @@ impl Asked {
     }
 }
 
-/// [`run_each`] over the whole set or one part of it (`shard`): the report and one result record
+/// [`run_each`] over the whole set or the run's part of it: the report and one result record
 /// per normalisation, not stored.
-#[allow(clippy::too_many_arguments)]
 fn answer<M: LanguageModel>(
     reg: &Registry,
-    benchmark: &dyn Benchmark,
-    (set_id, set): (Id, &StoredSet),
-    models: Participants,
+    run: &Run,
     load: impl FnMut(Id) -> Result<M>,
-    template: &str,
-    norms: &[Normalisation],
     progress: &mut dyn Progress,
-    shard: Option<shard::Shard>,
 ) -> Result<(ScoreReport, Vec<ResultRecord>)> {
     let start = Instant::now();
+    let Run {
+        benchmark,
+        set: (set_id, set),
+        ref models,
+        template,
+        ref norms,
+        shard,
+    } = *run;
     let (model_id, info) = models.subject;
     if norms.is_empty() {
         bail!("no normalisation to evaluate under");

@@ -12,11 +12,11 @@
 //! part stores, `score` without `--shard` finds every record cached, computes nothing and writes
 //! the full result — the same record as a single run's.
 
-use super::{LanguageModel, Normalisation, Participants, Progress, ScoreReport};
+use super::{LanguageModel, Progress, ScoreReport};
 use crate::benchmarks::prompts::TemplateRecord;
-use crate::benchmarks::{Answer, Benchmark, Prepared, Request};
+use crate::benchmarks::{Answer, Prepared, Request};
 use crate::logic::Label;
-use crate::store::{Id, Registry, StoredSet};
+use crate::store::{Id, Registry};
 use anyhow::{bail, Context, Result};
 use std::str::FromStr;
 
@@ -147,30 +147,17 @@ pub(super) fn select(whole: Box<dyn Prepared>, shard: Shard) -> Result<Box<dyn P
     Ok(Box::new(Part { whole, keep, ids }))
 }
 
-/// Scores part `shard` of a set: its scores and generations are stored, no result (see the
+/// Scores the run's part of a set: its scores and generations are stored, no result (see the
 /// module's note).
-#[allow(clippy::too_many_arguments)]
 pub fn run<M: LanguageModel>(
     reg: &Registry,
-    benchmark: &dyn Benchmark,
-    set: (Id, &StoredSet),
-    models: Participants,
+    run: &super::Run,
     load: impl FnMut(Id) -> Result<M>,
-    template: &str,
-    norms: &[Normalisation],
     progress: &mut dyn Progress,
-    shard: Shard,
 ) -> Result<ScoreReport> {
-    let (report, _partial) = super::answer(
-        reg,
-        benchmark,
-        set,
-        models,
-        load,
-        template,
-        norms,
-        progress,
-        Some(shard),
-    )?;
+    if run.shard.is_none() {
+        bail!("no part of the set was asked: a whole set is scored with eval::run_each");
+    }
+    let (report, _partial) = super::answer(reg, run, load, progress)?;
     Ok(report)
 }

@@ -59,15 +59,6 @@ pub fn beliefr(form: LabelForm) -> ChoiceTemplate {
     }
 }
 
-/// A multiple-choice template by name.
-pub fn choice_template(name: &str) -> Option<ChoiceTemplate> {
-    match name {
-        "beliefr-letters" => Some(beliefr(LabelForm::Letters)),
-        "beliefr-text" => Some(beliefr(LabelForm::Text)),
-        _ => None,
-    }
-}
-
 /// `a`, `b`, ... for option `i`.
 fn letter(i: usize) -> char {
     char::from(b'a' + u8::try_from(i).expect("fewer than 26 options"))

@@ -50,10 +50,6 @@ impl Rational {
         self.num
     }
 
-    pub fn denom(self) -> i128 {
-        self.den
-    }
-
     pub fn is_whole(self) -> bool {
         self.den == 1
     }

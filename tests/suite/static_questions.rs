@@ -1,7 +1,7 @@
 //! The `static` benchmark: DeltaLogic episodes as fixed-premise questions, built in its own
 //! folder and run through the same runner and report as every other benchmark.
 
-mod common;
+use crate::common;
 
 use common::{members, score_with};
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};

@@ -4,7 +4,7 @@
 //! cached and audited, and the report flags conclusions that flip. The last test shows a flip on
 //! the real SmolLM2.
 
-mod common;
+use crate::common;
 
 use common::{dl, members, model_id, smollm2, ByteModel, NoChat};
 use deltalogic::benchmarks::beliefr;
@@ -44,15 +44,18 @@ fn run_template(
     let benchmark = benchmarks::named(&stored.benchmark).unwrap();
     eval::run_each(
         reg,
-        benchmark,
-        (set_id, &stored),
-        eval::Participants {
-            subject: (model_id("m"), &NoChat),
-            judge: None,
+        &eval::Run {
+            benchmark: benchmark,
+            set: (set_id, &stored),
+            models: eval::Participants {
+                subject: (model_id("m"), &NoChat),
+                judge: None,
+            },
+            template: template,
+            norms: norms.to_vec(),
+            shard: None,
         },
         |_| Ok(ByteModel::new("m")),
-        template,
-        norms,
         &mut Quiet,
     )
     .unwrap()
@@ -239,8 +242,12 @@ fn belief_r_questions_have_content_free_prompts_with_their_options() {
 /// after `Label:` whatever the premises) and the gap turns negative. The report flags it, in
 /// Markdown and JSON.
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn the_real_smollm2_flips_a_conclusion_between_normalisations() {
-    let Some(model) = smollm2() else { return };
+    let model = smollm2();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.redb");
     dl(

@@ -1,7 +1,7 @@
 //! The caching scorer with a stand-in model: only missing scores are computed, the prefix tree
 //! reaches its lower bound, models and sets add only their own scores, caches merge exactly.
 
-mod common;
+use crate::common;
 
 use common::{members, model_id, score_with};
 use deltalogic::benchmarks::deltalogic::{

@@ -45,7 +45,7 @@ fn ids_are_content_addresses_fixed_across_machines() {
     // Pinned: a change here changes every stored id, so it needs a schema bump.
     assert_eq!(
         a.id().hex(),
-        include_str!("../fixtures/ids/base_item.hex").trim()
+        include_str!("../../fixtures/ids/base_item.hex").trim()
     );
 }
 

@@ -1,6 +1,6 @@
-#![allow(dead_code)] // each test binary uses its own part of these helpers
-//! A deterministic stand-in language model for testing the cache and the prefix tree without
-//! model weights: tokens are bytes, and a token's log-prob is a hash of everything before it.
+//! Helpers shared by the test modules. `ByteModel` is a deterministic stand-in language model for
+//! testing the cache and the prefix tree without model weights: tokens are bytes, and a token's
+//! log-prob is a hash of everything before it.
 
 use anyhow::{bail, Result};
 use deltalogic::eval::LanguageModel;
@@ -126,15 +126,18 @@ pub fn score_with(
     let benchmark = benchmarks::named(&stored.benchmark).unwrap();
     eval::run(
         reg,
-        benchmark,
-        (set_id, &stored),
-        eval::Participants {
-            subject: (model_id(model), &NoChat),
-            judge: None,
+        &eval::Run {
+            benchmark: benchmark,
+            set: (set_id, &stored),
+            models: eval::Participants {
+                subject: (model_id(model), &NoChat),
+                judge: None,
+            },
+            template: template.unwrap_or(benchmark.templates()[0]),
+            norms: vec![norm],
+            shard: None,
         },
         |_| Ok(ByteModel::new(model)),
-        template.unwrap_or(benchmark.templates()[0]),
-        norm,
         &mut Quiet,
     )
     .unwrap()
@@ -167,30 +170,58 @@ pub fn dl(store: &std::path::Path, args: &[&str]) -> std::process::Output {
     out
 }
 
-/// A model file fetched by scripts/fetch_models.sh (into `DELTALOGIC_MODELS` or `models/`);
-/// `None`, with a printed reason, when it is missing outside CI, where it must be there.
-pub fn fetched_model(file: &str) -> Option<std::path::PathBuf> {
+/// A model file fetched by scripts/fetch_models.sh (into `DELTALOGIC_MODELS` or `models/`). A test
+/// that reads one carries `#[cfg_attr(models_missing, ignore = "...")]`: build.rs sets
+/// `models_missing` when the files are absent outside CI, so such a test is reported as ignored,
+/// never as a pass; here, a missing file is a failure naming it.
+pub fn fetched_model(file: &str) -> std::path::PathBuf {
     let dir = std::env::var_os("DELTALOGIC_MODELS").map_or_else(
         || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models"),
         std::path::PathBuf::from,
     );
     let p = dir.join(file);
-    if p.exists() {
-        return Some(p);
-    }
     assert!(
-        std::env::var("CI").map_or(true, |v| v != "true"),
-        "{} is missing under CI: run scripts/fetch_models.sh",
+        p.is_file(),
+        "{} is missing: run scripts/fetch_models.sh",
         p.display()
     );
-    eprintln!(
-        "skipped: {} is missing (scripts/fetch_models.sh)",
-        p.display()
-    );
-    None
+    p
 }
 
 /// The fetched SmolLM2 file (`fetched_model`).
-pub fn smollm2() -> Option<std::path::PathBuf> {
+pub fn smollm2() -> std::path::PathBuf {
     fetched_model("SmolLM2-135M-Instruct.Q4_1.gguf")
+}
+
+/// The project's root: fixtures, goldens and the fetched models are found from it.
+pub fn root() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A label-scoring golden of `fixtures/golden/` (written by scripts/reference.py and
+/// scripts/llamacpp_golden.py): per context, each label's tokens and per-token log-probs.
+#[derive(serde::Deserialize)]
+pub struct Golden {
+    pub cases: Vec<GoldenCase>,
+}
+
+#[derive(serde::Deserialize)]
+pub struct GoldenCase {
+    pub context: String,
+    pub context_tokens: Vec<u32>,
+    pub labels: Vec<GoldenLabel>,
+}
+
+#[derive(serde::Deserialize)]
+pub struct GoldenLabel {
+    pub label: String,
+    pub tokens: Vec<u32>,
+    pub logprobs: Vec<f32>,
+}
+
+/// The golden `fixtures/golden/<name>`; a missing or malformed file fails naming it.
+pub fn golden(name: &str) -> Golden {
+    let path = root().join("fixtures/golden").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

@@ -1,46 +1,16 @@
 //! The transformer scorer against the independent numpy reference (scripts/reference.py) and
 //! llama.cpp, on the tiny fixtures of every architecture and on the real SmolLM2 model.
 
-mod common;
+use crate::common::{self, golden, Golden};
 
 use std::path::{Path, PathBuf};
 
 use deltalogic::model::fixtures;
 use deltalogic::model::scorer::{set_threads, Backend, LabelScore, Scorer};
-use serde::Deserialize;
 
 const THREADS: usize = 2;
 /// Max abs difference per token log-prob against the f32 reference.
 const REFERENCE_TOL: f32 = 1e-3;
-
-#[derive(Deserialize)]
-struct Golden {
-    cases: Vec<Case>,
-}
-
-#[derive(Deserialize)]
-struct Case {
-    context: String,
-    context_tokens: Vec<u32>,
-    labels: Vec<GoldenLabel>,
-}
-
-#[derive(Deserialize)]
-struct GoldenLabel {
-    label: String,
-    tokens: Vec<u32>,
-    logprobs: Vec<f32>,
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn golden(name: &str) -> Golden {
-    let path = root().join("fixtures/golden").join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 fn open(path: &Path) -> Scorer {
     set_threads(THREADS).expect("thread pool");
@@ -98,7 +68,7 @@ fn check_against(scorer: &Scorer, golden: &Golden, what: &str) -> Vec<Vec<LabelS
 }
 
 fn fixture(arch: &str) -> PathBuf {
-    root().join("fixtures/hf").join(arch)
+    common::root().join("fixtures/hf").join(arch)
 }
 
 #[test]
@@ -166,10 +136,12 @@ fn prefix_reuse_and_full_recompute_and_reruns_are_bit_identical() {
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn smollm2_matches_reference_and_llama_cpp() {
-    let Some(path) = common::fetched_model("SmolLM2-135M-Instruct.Q4_1.gguf") else {
-        return;
-    };
+    let path = common::fetched_model("SmolLM2-135M-Instruct.Q4_1.gguf");
     let scorer = open(&path);
     let reference = golden("smollm2.json");
     assert!(
@@ -218,19 +190,14 @@ fn best_label_agreement(golden: &Golden, ours: &[Vec<LabelScore>], what: &str) -
 }
 
 /// Qwen2.5-Coder-0.5B (qwen2, NEOX RoPE, q/k/v biases, mixed quantisations) against the
-/// reference; optional even under CI, which fetches only SmolLM2.
+/// reference.
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn qwen2_5_matches_reference() {
-    let dir =
-        std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root().join("models"), PathBuf::from);
-    let path = dir.join("Qwen2.5-Coder-0.5B-Instruct.gguf");
-    if !path.exists() {
-        eprintln!(
-            "SKIP: {} not found (run scripts/fetch_models.sh)",
-            path.display()
-        );
-        return;
-    }
+    let path = common::fetched_model("Qwen2.5-Coder-0.5B-Instruct.gguf");
     let scorer = open(&path);
     check_against(&scorer, &golden("qwen2.5-0.5b.json"), "Qwen2.5-0.5B");
 }

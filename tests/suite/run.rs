@@ -1,34 +1,13 @@
 //! `score` and `run` on the real default model (SmolLM2-135M, fetched by scripts/fetch_models.sh):
 //! a second run computes nothing; kill -9 during scoring, then a rerun, ends with exactly the
-//! scores of an uninterrupted run. Without the model file the tests fail under CI and are skipped
-//! (with a notice) elsewhere.
+//! scores of an uninterrupted run. Without the model file the tests fail under CI and are ignored
+//! elsewhere (build.rs).
 
 use deltalogic::eval::ScoreRecord;
 use deltalogic::store::Registry;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn model() -> Option<PathBuf> {
-    let dir = std::env::var_os("DELTALOGIC_MODELS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("models"),
-        PathBuf::from,
-    );
-    let path = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: .ci/run fetches it",
-        path.display()
-    );
-    eprintln!(
-        "skipped: {} is missing (run scripts/fetch_models.sh)",
-        path.display()
-    );
-    None
-}
 
 fn dl(store: &Path, args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_deltalogic"))
@@ -84,8 +63,12 @@ fn prepare(store: &Path, model: &Path) {
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn second_score_computes_nothing_and_reports_the_same() {
-    let Some(model) = model() else { return };
+    let model = crate::common::smollm2();
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.redb");
     prepare(&store, &model);
@@ -96,9 +79,8 @@ fn second_score_computes_nothing_and_reports_the_same() {
     assert_eq!(first["items"], 4);
     assert_eq!(first["scores_needed"], 24);
     assert!(first["scores_computed"].as_u64().unwrap() > 0);
-    assert!(
-        first["forward_tokens"].as_u64() <= Some(first["tree_tokens"].as_u64().unwrap() * 11 / 10)
-    );
+    // The prefix tree computes every distinct prefix exactly once (eval/tree.rs).
+    assert_eq!(first["forward_tokens"], first["tree_tokens"]);
     let svg = dir.path().join("f.svg");
     let report1 = dl(
         &store,
@@ -142,8 +124,12 @@ fn second_score_computes_nothing_and_reports_the_same() {
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn killed_scoring_resumes_to_the_uninterrupted_result() {
-    let Some(model) = model() else { return };
+    let model = crate::common::smollm2();
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("whole.redb");
     prepare(&whole, &model);
@@ -205,4 +191,47 @@ fn killed_scoring_resumes_to_the_uninterrupted_result() {
         ))
     };
     assert_eq!(report(&cut), report(&whole));
+}
+
+/// The README's main command, `deltalogic run`, in an empty folder with the fetched model: cold it
+/// computes every score of the default set, and the forward pass computes each prefix-tree token
+/// exactly once; warm it computes nothing and reports the same results.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn the_main_command_runs_cold_then_warm_computing_nothing() {
+    let model = crate::common::smollm2();
+    let dir = tempfile::tempdir().unwrap();
+    let main_job = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+            .args(["--json", "run"])
+            .current_dir(dir.path())
+            .env("DELTALOGIC_MODELS", model.parent().unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "deltalogic run: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&out)
+    };
+    let cold = main_job();
+    let score = &cold["score"];
+    assert_eq!(score["items"], 100, "the default set: {score}");
+    assert!(score["scores_computed"].as_u64().unwrap() > 0);
+    assert_eq!(score["scores_found_in_cache"], 0);
+    assert_eq!(score["forward_tokens"], score["tree_tokens"]);
+    assert!(dir.path().join("store/registry.redb").is_file());
+
+    let warm = main_job();
+    assert_eq!(warm["score"]["scores_computed"], 0);
+    assert_eq!(warm["score"]["forward_tokens"], 0);
+    assert_eq!(
+        warm["score"]["scores_found_in_cache"],
+        score["scores_needed"]
+    );
+    assert_eq!(warm["results"], cold["results"]);
 }

@@ -1,7 +1,7 @@
 //! Integrity of the store (issue 9): checksums on every value, the schema 1 -> 2 migration,
 //! merges that recompute a sample, read-only opens, output guards, model identity by bytes.
 
-mod common;
+use crate::common;
 
 use common::{model_id, score_with, ByteModel};
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};

@@ -3,7 +3,7 @@
 //! then `score` gives the single run's result and a byte-identical report (stand-in model on a
 //! large set; the real SmolLM2 on a small one through the command line).
 
-mod common;
+use crate::common;
 
 use common::{dl, model_id, score_with, set, ByteModel, NoChat};
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, PremiseSource};
@@ -127,17 +127,19 @@ fn merged_parts_equal_a_single_run() {
             let b = benchmarks::named(&stored.benchmark).unwrap();
             let report = shard::run(
                 &reg,
-                b,
-                (set_id, &stored),
-                eval::Participants {
-                    subject: (model_id("m"), &NoChat),
-                    judge: None,
+                &eval::Run {
+                    benchmark: b,
+                    set: (set_id, &stored),
+                    models: eval::Participants {
+                        subject: (model_id("m"), &NoChat),
+                        judge: None,
+                    },
+                    template: "plain",
+                    norms: vec![Normalisation::Mean],
+                    shard: Some(Shard { index, count: N }),
                 },
                 |_| Ok(ByteModel::new("m")),
-                "plain",
-                &[Normalisation::Mean],
                 &mut Quiet,
-                Shard { index, count: N },
             )
             .unwrap();
             forward += report.forward_tokens;
@@ -181,32 +183,13 @@ fn merged_parts_equal_a_single_run() {
     assert_eq!(report_json(&merged), report_json(&single));
 }
 
-/// The real default model (fetched by scripts/fetch_models.sh): required under CI, skipped with
-/// a notice elsewhere.
-fn smollm2() -> Option<PathBuf> {
-    let dir = std::env::var_os("DELTALOGIC_MODELS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("models"),
-        PathBuf::from,
-    );
-    let path = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: .ci/run fetches it",
-        path.display()
-    );
-    eprintln!(
-        "skipped: {} is missing (run scripts/fetch_models.sh)",
-        path.display()
-    );
-    None
-}
-
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn real_model_parts_merged_equal_a_single_run() {
-    let Some(model) = smollm2() else { return };
+    let model = common::smollm2();
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("base.redb");
     dl(

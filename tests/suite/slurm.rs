@@ -2,62 +2,15 @@
 //! (scripts/slurm/local-cluster.sh), the array job and the merge job of scripts/slurm/submit.sh
 //! on a small set with the real SmolLM2, and the merged result and report compared with a single
 //! run's. `.ci/run` installs slurm-wlm and munge; when it cannot, it sets DELTALOGIC_NO_SLURM to
-//! the reason and the test is skipped printing it. Anywhere else without Slurm or the model the
-//! test is skipped with a notice; under CI a missing Slurm without that reason is a failure.
+//! the reason and build.rs marks the test ignored. Anywhere else without Slurm or the model the
+//! test is ignored (build.rs); under CI a missing Slurm without that reason is a failure.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Why the test cannot run here, if it cannot.
-fn unavailable() -> Option<String> {
-    if let Some(reason) = std::env::var_os("DELTALOGIC_NO_SLURM") {
-        return Some(format!(
-            "Slurm packages could not be installed: {}",
-            reason.to_string_lossy()
-        ));
-    }
-    let missing = ["sbatch", "slurmctld", "slurmd", "munged"]
-        .into_iter()
-        .filter(|b| {
-            !["/usr/bin", "/usr/sbin", "/bin", "/sbin"]
-                .iter()
-                .any(|d| Path::new(d).join(b).exists())
-        })
-        .collect::<Vec<_>>();
-    if !missing.is_empty() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{missing:?} missing under CI: .ci/run installs slurm-wlm and munge"
-        );
-        return Some(format!(
-            "{missing:?} not installed (apt-get install slurm-wlm munge)"
-        ));
-    }
-    None
-}
-
-fn smollm2() -> Option<PathBuf> {
-    let dir =
-        std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root().join("models"), PathBuf::from);
-    let path = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: .ci/run fetches it",
-        path.display()
-    );
-    eprintln!(
-        "skipped: {} is missing (run scripts/fetch_models.sh)",
-        path.display()
-    );
-    None
 }
 
 fn ok(what: &str, out: Output) -> String {
@@ -95,12 +48,16 @@ fn job_state(conf: &str, job: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    slurm_missing,
+    ignore = "needs Slurm (apt-get install slurm-wlm munge; .ci/run does, or says why not in DELTALOGIC_NO_SLURM)"
+)]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn array_and_merge_jobs_on_a_local_slurm_equal_a_single_run() {
-    if let Some(reason) = unavailable() {
-        eprintln!("skipped: {reason}");
-        return;
-    }
-    let Some(model) = smollm2() else { return };
+    let model = crate::common::smollm2();
     let dir = tempfile::tempdir().unwrap();
     let started = ok(
         "local-cluster.sh",

@@ -227,7 +227,7 @@ fn glore_subset_parse_and_agreement_counts() {
 
 // ---- RobustLR as a question set: build, verify, score, report ----
 
-mod common;
+use crate::common;
 
 use common::{members, model_id, score_with};
 use deltalogic::benchmarks::deltalogic::{self as episodes, Episode};

@@ -5,7 +5,7 @@
 //! scored the three models itself. The ignored test runs the same at ≥ 1M scores and prints the
 //! figures quoted in docs/cluster.md.
 
-mod common;
+use crate::common;
 
 use common::{dl, model_id, score_with, ByteModel};
 use deltalogic::benchmarks::question::{self, Choice, Question};

@@ -2,7 +2,7 @@
 //! (`scripts/make_v1_fixture.sh`) with the stand-in model. Opened by today's code, it is migrated
 //! in place after a backup, reports the same numbers, and a rescore finds every score.
 
-mod common;
+use crate::common;
 
 use common::{ByteModel, NoChat};
 use deltalogic::benchmarks;
@@ -106,15 +106,18 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
             for &norm in norms {
                 let out = eval::run(
                     &reg,
-                    benchmark,
-                    (set_id, &set),
-                    eval::Participants {
-                        subject: (model_id, &NoChat),
-                        judge: None,
+                    &eval::Run {
+                        benchmark: benchmark,
+                        set: (set_id, &set),
+                        models: eval::Participants {
+                            subject: (model_id, &NoChat),
+                            judge: None,
+                        },
+                        template: benchmark.templates()[0],
+                        norms: vec![norm],
+                        shard: None,
                     },
                     |_| -> anyhow::Result<ByteModel> { panic!("nothing may be computed") },
-                    benchmark.templates()[0],
-                    norm,
                     &mut Quiet,
                 )
                 .unwrap();

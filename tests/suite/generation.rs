@@ -3,7 +3,7 @@
 //! judge model answering the requests a benchmark addresses to it. A small benchmark of this
 //! file's own asks each item to generate, then has the judge score the generation.
 
-mod common;
+use crate::common;
 
 use anyhow::Result;
 use common::{model_id, ByteModel, NoChat};
@@ -134,21 +134,24 @@ fn run(reg: &Registry, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Out
     let names = ["m1", "judge"];
     let out = eval::run(
         reg,
-        &GenerateThenJudge {
-            decoding: decoding(24, &["."]),
-        },
-        (set.0, &set.1),
-        Participants {
-            subject: (model_id("m1"), &NoChat),
-            judge: judge.map(model_id),
+        &eval::Run {
+            benchmark: &GenerateThenJudge {
+                decoding: decoding(24, &["."]),
+            },
+            set: (set.0, &set.1),
+            models: Participants {
+                subject: (model_id("m1"), &NoChat),
+                judge: judge.map(model_id),
+            },
+            template: "generate-then-judge",
+            norms: vec![eval::Normalisation::Sum],
+            shard: None,
         },
         |id| {
             loaded.borrow_mut().push(id);
             let name = names.into_iter().find(|n| model_id(n) == id).unwrap();
             Ok(ByteModel::new(name))
         },
-        "generate-then-judge",
-        eval::Normalisation::Sum,
         &mut Quiet,
     )
     .unwrap();
@@ -232,15 +235,18 @@ fn judge_requests_go_to_the_judge_and_name_it_in_the_result() {
     let deltalogic = deltalogic::benchmarks::named("deltalogic").unwrap();
     let err = eval::run(
         &reg,
-        deltalogic,
-        (set.0, &set.1),
-        Participants {
-            subject: (model_id("m1"), &NoChat),
-            judge: Some(model_id("judge")),
+        &eval::Run {
+            benchmark: deltalogic,
+            set: (set.0, &set.1),
+            models: Participants {
+                subject: (model_id("m1"), &NoChat),
+                judge: Some(model_id("judge")),
+            },
+            template: "plain",
+            norms: vec![eval::Normalisation::Sum],
+            shard: None,
         },
         |_| Ok(ByteModel::new("m1")),
-        "plain",
-        eval::Normalisation::Sum,
         &mut Quiet,
     )
     .unwrap_err();
@@ -465,25 +471,13 @@ fn the_dialogue_template_explains_between_the_two_answers() {
     assert_eq!(e.n, n);
 }
 
-/// The real SmolLM2, when fetched (CI always has it).
-fn smollm2() -> Option<std::path::PathBuf> {
-    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
-    if model.is_file() {
-        return Some(model);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing",
-        model.display()
-    );
-    eprintln!("skipped: {} is missing", model.display());
-    None
-}
-
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn a_real_generation_has_the_same_bits_on_every_thread_count_and_vector_path() {
-    let Some(model) = smollm2() else { return };
+    let model = common::smollm2();
     let generate = |threads: &str, env: &[(&str, &str)]| -> serde_json::Value {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
             .args(["--json", "generate-text", "--model"])

@@ -15,43 +15,15 @@
 //! distance to the native build must stay within 1.5 times the distance between the two
 //! llama.cpp builds. A wrong kernel (a block scale, a sign, a min term) lands far outside.
 
-mod common;
+use crate::common::{self, golden, Golden};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use deltalogic::model::scorer::{set_threads, Backend, Scorer};
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-struct Golden {
-    cases: Vec<Case>,
-}
-
-#[derive(Deserialize)]
-struct Case {
-    context: String,
-    labels: Vec<GoldenLabel>,
-}
-
-#[derive(Deserialize)]
-struct GoldenLabel {
-    label: String,
-    tokens: Vec<u32>,
-    logprobs: Vec<f32>,
-}
 
 /// How far our integer mode may be from llama.cpp's native build, as a multiple of the distance
 /// between llama.cpp's native and AVX2 builds.
 const SPREAD_FACTOR: f64 = 1.5;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn golden(name: &str) -> Golden {
-    let path = root().join("fixtures/golden").join(name);
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
 
 /// Each case's per-label log-probs.
 type Scores = Vec<Vec<Vec<f32>>>;
@@ -119,15 +91,22 @@ fn within_llama_cpp_spread(model: &Path, name: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn smollm2_int8_is_within_llama_cpp_spread_on_the_q4_1_file() {
-    if let Some(m) = common::smollm2() {
-        within_llama_cpp_spread(&m, "smollm2");
-    }
+    within_llama_cpp_spread(&common::smollm2(), "smollm2");
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn qwen_int8_is_within_llama_cpp_spread_on_the_k_quant_file() {
-    if let Some(m) = common::fetched_model("Qwen2.5-Coder-0.5B-Instruct.gguf") {
-        within_llama_cpp_spread(&m, "qwen2.5-0.5b");
-    }
+    within_llama_cpp_spread(
+        &common::fetched_model("Qwen2.5-Coder-0.5B-Instruct.gguf"),
+        "qwen2.5-0.5b",
+    );
 }

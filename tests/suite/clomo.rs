@@ -3,7 +3,7 @@
 //! bad files named, and a run of the five turns with stand-in models (generation, then label or
 //! CoT judgements) evaluated into SES.
 
-mod common;
+use crate::common;
 
 use common::{model_id, ByteModel};
 use deltalogic::benchmarks::clomo::{ClomoItem, Relation};
@@ -160,18 +160,21 @@ fn run(reg: &Registry, template: &str, judge: Option<&str>) -> eval::Outcome {
     let names = ["subject", "judge"];
     eval::run(
         reg,
-        clomo(),
-        (set_id, &stored),
-        Participants {
-            subject: (model_id("subject"), &Chat),
-            judge: judge.map(model_id),
+        &eval::Run {
+            benchmark: clomo(),
+            set: (set_id, &stored),
+            models: Participants {
+                subject: (model_id("subject"), &Chat),
+                judge: judge.map(model_id),
+            },
+            template: template,
+            norms: vec![eval::Normalisation::Sum],
+            shard: None,
         },
         |id| {
             let name = names.into_iter().find(|n| model_id(n) == id).unwrap();
             Ok(ByteModel::new(name))
         },
-        template,
-        eval::Normalisation::Sum,
         &mut Quiet,
     )
     .unwrap()

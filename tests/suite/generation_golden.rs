@@ -54,24 +54,12 @@ fn golden(name: &str) -> Golden {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// SmolLM2 on `backend`, or `None` (a skip) when it was not fetched; under CI its absence fails.
-fn smollm2(backend: Backend) -> Option<Loaded> {
-    let dir =
-        std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root().join("models"), PathBuf::from);
-    let path = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    if !path.exists() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{} is missing under CI", path.display());
-        }
-        eprintln!(
-            "SKIP: {} not found (run scripts/fetch_models.sh)",
-            path.display()
-        );
-        return None;
-    }
+/// SmolLM2 on `backend`.
+fn smollm2(backend: Backend) -> Loaded {
     set_threads(2).expect("thread pool");
+    let path = crate::common::smollm2();
     let scorer = Scorer::open(&path, backend).unwrap_or_else(|e| panic!("{e}"));
-    Some(Loaded::new(scorer, backend))
+    Loaded::new(scorer, backend)
 }
 
 /// Our greedy decoding of each case's prompt, after checking our prompt tokens are llama.cpp's.
@@ -102,10 +90,12 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn f32_generation_equals_llama_cpp_on_f32_weights() {
-    let Some(model) = smollm2(Backend::Flex) else {
-        return;
-    };
+    let model = smollm2(Backend::Flex);
     let golden = golden("generation_smollm2_f32.json");
     assert!(
         golden.cases.len() >= 20,
@@ -129,10 +119,12 @@ fn f32_generation_equals_llama_cpp_on_f32_weights() {
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn int8_generation_follows_llama_cpp_on_the_q4_1_file() {
-    let Some(model) = smollm2(Backend::Int8) else {
-        return;
-    };
+    let model = smollm2(Backend::Int8);
     let golden = golden("generation_smollm2_q4_1.json");
     let ours = generate_all(&model, &golden);
     let prefixes: Vec<usize> = golden

@@ -4,51 +4,16 @@
 //! metadata), in a temporary directory; scoring it must give the GGUF file's f32 scores to the
 //! bit, with the same token ids.
 
+use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use deltalogic::model::gguf::Gguf;
 use deltalogic::model::hf_export;
 use deltalogic::model::scorer::{set_threads, Backend, Scorer};
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-struct Golden {
-    cases: Vec<Case>,
-}
-
-#[derive(Deserialize)]
-struct Case {
-    context: String,
-    labels: Vec<GoldenLabel>,
-}
-
-#[derive(Deserialize)]
-struct GoldenLabel {
-    label: String,
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The real model when fetched (scripts/fetch_models.sh); under CI its absence is a failure.
-fn smollm2() -> Option<PathBuf> {
-    let dir =
-        std::env::var_os("DELTALOGIC_MODELS").map_or_else(|| root().join("models"), PathBuf::from);
-    let model = dir.join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    if !model.exists() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{} is missing under CI", model.display());
-        }
-        eprintln!("SKIP: {} not found", model.display());
-        return None;
-    }
-    Some(model)
-}
 
 fn shared(rel: &str) -> PathBuf {
-    root().join("../shared/datasets").join(rel)
+    common::root().join("../shared/datasets").join(rel)
 }
 
 /// Dataset prompts with their labels: FOLIO contexts (every 7th case of the SmolLM2 golden
@@ -56,9 +21,7 @@ fn shared(rel: &str) -> PathBuf {
 /// a FOLIO context in SmolLM2's chat format, so special tokens are read from the text too.
 fn requests() -> Vec<(String, Vec<String>)> {
     let labels = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let path = root().join("fixtures/golden/smollm2.json");
-    let golden: Golden = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    let mut out: Vec<(String, Vec<String>)> = golden
+    let mut out: Vec<(String, Vec<String>)> = common::golden("smollm2.json")
         .cases
         .into_iter()
         .step_by(7)
@@ -128,8 +91,12 @@ fn export_with_cli(model: &Path, out: &Path) {
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn smollm2_as_a_hugging_face_directory_scores_the_same_bits_as_its_gguf_file() {
-    let Some(model) = smollm2() else { return };
+    let model = common::smollm2();
     set_threads(2).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let hf_dir = dir.path().join("smollm2-hf");
@@ -206,8 +173,12 @@ fn smollm2_as_a_hugging_face_directory_scores_the_same_bits_as_its_gguf_file() {
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn export_refuses_a_directory_that_is_not_empty_and_leaves_it_alone() {
-    let Some(model) = smollm2() else { return };
+    let model = common::smollm2();
     let dir = tempfile::tempdir().unwrap();
     let keep = dir.path().join("notes.txt");
     std::fs::write(&keep, "mine").unwrap();

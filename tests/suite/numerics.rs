@@ -6,7 +6,7 @@
 //! child process (this test binary, re-run on `child_report`) that prints the bits it computed;
 //! within a child every path must already agree, and across children the bits must be equal.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,40 +14,17 @@ use std::process::Command;
 use deltalogic::model::kernels;
 use deltalogic::model::scorer::{set_threads, Backend, Scorer};
 use deltalogic::model::transformer::State;
-use serde::Deserialize;
 
 const CHILD_MODEL: &str = "DELTALOGIC_NUMERICS_MODEL";
 const CHILD_THREADS: &str = "DELTALOGIC_NUMERICS_THREADS";
 const CHILD_INT8: &str = "DELTALOGIC_NUMERICS_INT8";
 const MARK: &str = "NUMERICS-BITS ";
 
-#[derive(Deserialize)]
-struct Golden {
-    cases: Vec<Case>,
-}
-
-#[derive(Deserialize)]
-struct Case {
-    context: String,
-    labels: Vec<GoldenLabel>,
-}
-
-#[derive(Deserialize)]
-struct GoldenLabel {
-    label: String,
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// The requests of a model: the first `n` cases of its golden file, each context cut to its
 /// last `chars` characters (at most) to keep the test cheap.
 fn requests(golden: &str, n: usize, chars: usize) -> Vec<(String, Vec<String>)> {
-    let path = root().join("fixtures/golden").join(golden);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let g: Golden = serde_json::from_str(&text).unwrap();
-    g.cases
+    common::golden(golden)
+        .cases
         .into_iter()
         .take(n)
         .map(|c| {
@@ -138,12 +115,11 @@ fn report(scorer: &Scorer, requests: &[(String, Vec<String>)]) -> Vec<Vec<u32>> 
     out
 }
 
-/// Run by the parent in a child process; does nothing when run as an ordinary test.
+/// Run by the parent tests in a child process (`--ignored --exact`), never on its own.
 #[test]
+#[ignore = "run by the numerics tests in a child process"]
 fn child_report() {
-    let Some(model) = std::env::var_os(CHILD_MODEL) else {
-        return;
-    };
+    let model = std::env::var_os(CHILD_MODEL).expect("run by a parent test, which names the model");
     let threads: usize = std::env::var(CHILD_THREADS).unwrap().parse().unwrap();
     set_threads(threads).unwrap();
     let model = PathBuf::from(model);
@@ -162,8 +138,9 @@ fn child(model: &Path, golden: &str, threads: usize, env: &[(&str, &str)]) -> Ve
     let exe = std::env::current_exe().unwrap();
     let out = Command::new(exe)
         .args([
-            "child_report",
+            "numerics::child_report",
             "--exact",
+            "--ignored",
             "--nocapture",
             "--test-threads",
             "1",
@@ -211,7 +188,7 @@ const INT8_PORTABLE: &[(&str, &str)] = &[(CHILD_INT8, "1"), ("DELTALOGIC_PORTABL
 #[test]
 fn tiny_models_give_the_same_bits_on_every_path_thread_count_and_vector_unit() {
     for arch in ["llama", "qwen2", "qwen3", "phi3"] {
-        let model = root().join("fixtures/hf").join(arch);
+        let model = common::root().join("fixtures/hf").join(arch);
         let golden = format!("hf-{arch}.json");
         check_configurations(
             &model,
@@ -224,10 +201,12 @@ fn tiny_models_give_the_same_bits_on_every_path_thread_count_and_vector_unit() {
 /// The real model when fetched (scripts/fetch_models.sh). The f32 portable path is left to the
 /// tiny models: without vector units it is too slow for CI here.
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn smollm2_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
-    let Some(model) = common::smollm2() else {
-        return;
-    };
+    let model = common::smollm2();
     check_configurations(
         &model,
         "smollm2.json",
@@ -237,10 +216,12 @@ fn smollm2_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
 
 /// The integer mode on the quantised file: VNNI, AVX2 and portable integer products.
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn smollm2_int8_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
-    let Some(model) = common::smollm2() else {
-        return;
-    };
+    let model = common::smollm2();
     check_configurations(
         &model,
         "smollm2.json",

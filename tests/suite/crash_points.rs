@@ -1,9 +1,9 @@
 //! kill -9 at seeded moments of ingest, build, merge and score: after each kill the store opens
 //! (a writing open repairs an unclean shutdown), every record verifies, and rerunning the
 //! command ends with exactly what an uninterrupted run stores. 56 moments in all; the scoring
-//! moments need the real SmolLM2 (skipped with a notice outside CI when it is missing).
+//! moments need the real SmolLM2 (ignored outside CI when it is missing: build.rs).
 
-mod common;
+use crate::common;
 
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, PremiseSource};
 use deltalogic::eval::{cache, Normalisation};
@@ -202,18 +202,12 @@ fn ingest_build_and_merge_survive_kill_9() {
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn scoring_survives_kill_9() {
-    let model =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
-    if !model.is_file() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} is missing",
-            model.display()
-        );
-        eprintln!("skipped: {} is missing", model.display());
-        return;
-    }
+    let model = common::smollm2();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let prepared = d.join("prepared.redb");

@@ -1,8 +1,8 @@
 //! Our GGUF tokenizers must give exactly llama.cpp's ids (`llama-tokenize`) on every string of
 //! fixtures/tokens/<model>.jsonl, made by scripts/make_token_goldens.py.
 //!
-//! Models are looked up in $DELTALOGIC_MODELS or models/ (scripts/fetch_models.sh). A missing
-//! model fails under CI=true and is skipped with a notice otherwise.
+//! Models are looked up in $DELTALOGIC_MODELS or models/ (scripts/fetch_models.sh); without them
+//! these tests are ignored (build.rs), and under CI=true a missing model fails.
 
 use std::path::PathBuf;
 
@@ -35,31 +35,14 @@ fn goldens(name: &str) -> Vec<Golden> {
         .collect()
 }
 
-/// The tokenizer of a model file, or `None` (with a notice) when the file is absent locally.
-fn tokenizer(file: &str) -> Option<Tokenizer> {
-    let dir = std::env::var_os("DELTALOGIC_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models"));
-    let path = dir.join(file);
-    if !path.is_file() {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        assert!(
-            !ci,
-            "{} is missing under CI: run scripts/fetch_models.sh",
-            path.display()
-        );
-        eprintln!(
-            "NOTICE: skipping, {} not found (run scripts/fetch_models.sh)",
-            path.display()
-        );
-        return None;
-    }
-    let gguf = Gguf::open(&path).unwrap_or_else(|e| panic!("{e}"));
-    Some(Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}")))
+/// The tokenizer of a fetched model file.
+fn tokenizer(file: &str) -> Tokenizer {
+    let gguf = Gguf::open(&crate::common::fetched_model(file)).unwrap_or_else(|e| panic!("{e}"));
+    Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn check(name: &str, file: &str) {
-    let Some(tok) = tokenizer(file) else { return };
+    let tok = tokenizer(file);
     let goldens = goldens(name);
     assert!(
         goldens.len() >= 500,
@@ -95,6 +78,10 @@ fn check(name: &str, file: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn smollm2_matches_llama_cpp() {
     check(
         "smollm2-135m-instruct-q4_1",
@@ -103,6 +90,10 @@ fn smollm2_matches_llama_cpp() {
 }
 
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn qwen2_5_matches_llama_cpp() {
     check(
         "qwen2.5-coder-0.5b-instruct",
@@ -113,16 +104,22 @@ fn qwen2_5_matches_llama_cpp() {
 /// Llama 3's vocabulary: the llama-bpe pre-tokenizer, merges ignored for whole-word tokens, and a
 /// BOS added because the file says so.
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn llama3_vocab_matches_llama_cpp() {
     check("llama3-vocab", "ggml-vocab-llama-bpe.gguf");
 }
 
 /// Byte-level BPE loses nothing: decoding gives back the text.
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn decode_inverts_encode() {
-    let Some(tok) = tokenizer("SmolLM2-135M-Instruct.Q4_1.gguf") else {
-        return;
-    };
+    let tok = tokenizer("SmolLM2-135M-Instruct.Q4_1.gguf");
     for g in goldens("smollm2-135m-instruct-q4_1") {
         let ids = tok.encode(&g.text).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(tok.decode(&ids).unwrap_or_else(|e| panic!("{e}")), g.text);
@@ -132,10 +129,12 @@ fn decode_inverts_encode() {
 /// A tokenizer.json written from the GGUF tokenizer loads through the Hugging Face path and
 /// tokenizes the same.
 #[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 fn hf_file_round_trip() {
-    let Some(tok) = tokenizer("Qwen2.5-Coder-0.5B-Instruct.gguf") else {
-        return;
-    };
+    let tok = tokenizer("Qwen2.5-Coder-0.5B-Instruct.gguf");
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("tokenizer.json");
     tok.inner().save(&path, false).expect("save tokenizer.json");

@@ -1,7 +1,7 @@
 //! Belief-R as questions: the build covers every row of the shipped files, the prompt is the
 //! dataset's, scoring goes through the cache, and the metrics follow the Belief-R paper.
 
-mod common;
+use crate::common;
 
 use common::{members, score_with};
 use deltalogic::benchmarks::beliefr::{self, prompts as prompt};

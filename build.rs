@@ -1,0 +1,62 @@
+//! Tells the integration tests which of their resources this machine lacks, so that a test that
+//! cannot run here is reported by `cargo test` as *ignored*, with its reason, and never counted as
+//! a pass. Under CI (`CI=true`) nothing is ignored for a missing model: the test runs and fails,
+//! naming the file. Slurm is ignored under CI only when `.ci/run` could not install it and said
+//! why in `DELTALOGIC_NO_SLURM`.
+//!
+//! The cfgs are seen by every target of the package but read only by `tests/`.
+
+use std::path::{Path, PathBuf};
+
+/// The files `scripts/fetch_models.sh` puts in the models directory.
+const FETCHED: [&str; 3] = [
+    "SmolLM2-135M-Instruct.Q4_1.gguf",
+    "Qwen2.5-Coder-0.5B-Instruct.gguf",
+    "ggml-vocab-llama-bpe.gguf",
+];
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(models_missing)");
+    println!("cargo::rustc-check-cfg=cfg(slurm_missing)");
+    for var in ["CI", "DELTALOGIC_MODELS", "DELTALOGIC_NO_SLURM", "PATH"] {
+        println!("cargo::rerun-if-env-changed={var}");
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let models = std::env::var_os("DELTALOGIC_MODELS")
+        .map_or_else(|| manifest.join("models"), PathBuf::from);
+    // A path that does not exist would make cargo rerun this script, and so rebuild the crate,
+    // on every build: watch the fetch script instead until the directory exists (a later
+    // `touch build.rs`, or any change of DELTALOGIC_MODELS, looks again).
+    if models.is_dir() {
+        println!("cargo::rerun-if-changed={}", models.display());
+    } else {
+        println!("cargo::rerun-if-changed=scripts/fetch_models.sh");
+    }
+    if !ci && !FETCHED.iter().all(|f| models.join(f).is_file()) {
+        println!("cargo::rustc-cfg=models_missing");
+    }
+
+    let slurm = ["sbatch", "slurmctld", "slurmd", "munged"]
+        .iter()
+        .all(|c| installed(c));
+    if std::env::var_os("DELTALOGIC_NO_SLURM").is_some() || (!ci && !slurm) {
+        println!("cargo::rustc-cfg=slurm_missing");
+    }
+}
+
+/// On PATH, or in the system folders where Debian's packages put daemons (`/usr/sbin` is not on
+/// every user's PATH).
+fn installed(command: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/bin", "/usr/sbin", "/bin", "/sbin"].map(PathBuf::from))
+        .any(|dir| is_executable(&dir.join(command)))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}

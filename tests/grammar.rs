@@ -689,33 +689,41 @@ fn sentences_outside_the_grammar_give_no_label() {
     assert!(parse_theory(&t.context).is_err());
 }
 
+/// A RuleTaker-format theories file ingested into a new store under `dir` and checked: the store,
+/// its one dataset's check (of one file), and the file's sentence count (premises once per
+/// theory, and questions).
+fn ingest_and_check(
+    dir: &std::path::Path,
+    path: &str,
+) -> (
+    deltalogic::store::Registry,
+    deltalogic::check::DatasetCheck,
+    usize,
+) {
+    use deltalogic::datasets::Format;
+    use deltalogic::store::{ingest, Registry};
+    let file = std::path::Path::new(path);
+    let reg = Registry::open_write(&dir.join(file.file_name().unwrap())).unwrap();
+    ingest::ingest(&reg, Format::RuleTaker, file, false).unwrap();
+    let mut checks = deltalogic::check::check(&reg, None).unwrap();
+    assert_eq!(checks.len(), 1, "one dataset expected");
+    let c = checks.remove(0);
+    assert_eq!(c.coverage.len(), 1, "one file expected");
+    let sentences = theories_in(path)
+        .iter()
+        .map(|t| split_sentences(&t.context).len() + t.questions.len())
+        .sum();
+    (reg, c, sentences)
+}
+
 /// `datasets check` reports, per file, the sentences the grammar reads and the questions it
 /// answers: the outside theory's 6 refused sentences leave its 4 questions unanswered, and every
 /// answered question agrees with the hand-reasoned label.
 #[test]
 fn datasets_check_reports_coverage_per_file() {
-    use deltalogic::datasets::Format;
-    use deltalogic::store::{ingest, Registry};
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
-    ingest::ingest(
-        &reg,
-        Format::RuleTaker,
-        std::path::Path::new(THEORIES),
-        false,
-    )
-    .unwrap();
-    let checks = deltalogic::check::check(&reg, None).unwrap();
-    let [c] = &checks[..] else {
-        panic!("one dataset expected")
-    };
-    let [f] = &c.coverage[..] else {
-        panic!("one file expected")
-    };
-    let sentences: usize = theories()
-        .iter()
-        .map(|t| split_sentences(&t.context).len() + t.questions.len())
-        .sum();
+    let (_, c, sentences) = ingest_and_check(dir.path(), THEORIES);
+    let f = &c.coverage[0];
     assert_eq!(
         (f.parsed, f.sentences, f.answered, f.questions, f.agree),
         (sentences - 6, sentences, 59, 63, 59)
@@ -794,23 +802,9 @@ fn shared_datasets_parse_as_before() {
 /// each blocking its two questions.
 #[test]
 fn datasets_check_refused_groups_by_shape() {
-    use deltalogic::datasets::Format;
-    use deltalogic::store::{ingest, Registry};
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
-    let path = std::path::Path::new(PREPOSITION_THEORIES);
-    ingest::ingest(&reg, Format::RuleTaker, path, false).unwrap();
-    let checks = deltalogic::check::check(&reg, None).unwrap();
-    let [c] = &checks[..] else {
-        panic!("one dataset expected")
-    };
-    let [f] = &c.coverage[..] else {
-        panic!("one file expected")
-    };
-    let sentences: usize = theories_in(PREPOSITION_THEORIES)
-        .iter()
-        .map(|t| split_sentences(&t.context).len() + t.questions.len())
-        .sum();
+    let (reg, c, sentences) = ingest_and_check(dir.path(), PREPOSITION_THEORIES);
+    let f = &c.coverage[0];
     // The file's True/False questions (its Uncertain ones are not in the RuleTaker records).
     assert_eq!(
         (f.parsed, f.sentences, f.answered, f.questions, f.agree),
@@ -863,14 +857,7 @@ fn datasets_check_refused_groups_by_shape() {
     assert!(r.shapes[1].reason.contains("progressive"));
     // The grammar theories: one theory with six refused sentences, each shape blocking 4
     // questions, none alone.
-    let reg = Registry::open_write(&dir.path().join("t.redb")).unwrap();
-    ingest::ingest(
-        &reg,
-        Format::RuleTaker,
-        std::path::Path::new(THEORIES),
-        false,
-    )
-    .unwrap();
+    let (reg, _, _) = ingest_and_check(dir.path(), THEORIES);
     let r = &deltalogic::check::refusals(&reg, None, 20).unwrap()[0];
     assert_eq!((r.refused, r.blocked, r.shape_count), (6, 4, 6));
     assert!(r.shapes.iter().all(|s| (s.questions, s.alone) == (4, 0)));

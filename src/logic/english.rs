@@ -10,12 +10,24 @@
 //! article ("a penguin") and an ability with its modal ("can fly"), so neither meets an attribute
 //! of the same spelling and both render as written.
 //!
+//! Relations may carry up to two prepositions or particles (`PREPOSITIONS`): "The current flows
+//! into the bulb.", "The battery does not run out of the power.", "If someone lives in the barn
+//! then they hunt for the mouse." The predicate is the base form with its prepositions ("flow
+//! into"): "flows into", "does not flow into" and "they flow into" meet, "flows through" does
+//! not. "is" + [one adjective or participle] + preposition is a relation whose predicate keeps
+//! its "is" ("is connected to", "is made of", "is in"), so it never meets a verb.
+//!
 //! Anything else is refused, and so is what the grammar could misread: a subject that does not
 //! agree with its verb ("Bob are red", "they is red" — a capitalised plural like "Penguins are
 //! birds" would otherwise pass for a name), an -s word after "are" (a plural noun, "they are
 //! birds", would otherwise pass for an attribute), adverbs and modals inside an entity ("the bear
-//! never" would otherwise be an entity that chases), verb forms the morphology cannot invert,
-//! and an indefinite entity ("The circuit has a switch": which switch is "the switch"?).
+//! never" would otherwise be an entity that chases; "the cat quickly" one that is chased), verb
+//! forms the morphology cannot invert, past tenses ("they liked"), identities ("Bob is Anne"),
+//! and an indefinite entity ("The circuit has a switch": which switch is "the switch"?). With
+//! prepositions: a preposition is never a verb ("The boat moves towards the shore" is not the
+//! entity "the boat moves" doing "toward"), no entity ends in one ("lets the cat in"), and a
+//! progressive ("is flowing into") is refused, as it would be a second relation beside "flows
+//! into". See docs/grammar.md.
 
 use super::verbs;
 use serde::{Deserialize, Serialize};

@@ -1,14 +1,14 @@
 //! `deltalogic datasets check`: the logic engine against the datasets' own labels. The engine's
 //! labels are the gold labels of deltalogic; this check shows where the two part ways.
 
-use crate::datasets::BaseItem;
+use crate::datasets::{BaseItem, Format};
 use crate::logic::fol;
 use crate::logic::folio::{self, Decision};
 use crate::logic::{english, solver, Label, World};
 use crate::store::{Id, Registry};
 use anyhow::Result;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 #[derive(Debug, Serialize)]
 pub struct Disagreement {
@@ -174,6 +174,164 @@ fn check_theories(c: &mut DatasetCheck, items: &[(Id, BaseItem)]) {
         }
     }
     c.coverage = coverage.into_values().collect();
+}
+
+/// `datasets check --refused`: the sentences of one dataset the theory grammar refuses, grouped
+/// by shape ([`english::shape`]), so that a user sees what keeps their theories from being read.
+#[derive(Debug, Default, Serialize)]
+pub struct Refusals {
+    pub dataset: String,
+    /// Distinct sentences: premises, and questions (read as questions: a rule is refused there).
+    pub sentences: usize,
+    pub refused: usize,
+    pub questions: usize,
+    /// Questions with a refused sentence in their theory or in themselves: they get no label.
+    pub blocked: usize,
+    /// How many shapes there are; `shapes` holds the most frequent, up to the limit asked for.
+    pub shape_count: usize,
+    pub shapes: Vec<RefusedShape>,
+}
+
+/// One shape of refused sentence.
+#[derive(Debug, Clone, Serialize)]
+pub struct RefusedShape {
+    pub shape: String,
+    /// Distinct refused sentences of this shape.
+    pub sentences: usize,
+    /// Questions it blocks, alone or with other shapes.
+    pub questions: usize,
+    /// Questions it alone blocks: were this shape read, every sentence of theirs would be.
+    pub alone: usize,
+    /// The shortest sentence of this shape (the first in text order among the shortest).
+    pub example: String,
+    /// Why the grammar refuses the example.
+    pub reason: String,
+}
+
+/// Whether a dataset's items are written for the theory grammar: those read under a world
+/// (ProofWriter, RuleTaker, generated theories) and GLoRE's RobustLR items.
+fn grammar_dataset(item: &BaseItem) -> bool {
+    item.world.is_some() || item.origin.dataset == Format::RobustLrGlore.dataset()
+}
+
+/// The refused sentences of every dataset written for the grammar (or of `only`, whatever it is),
+/// grouped by shape, the `limit` most frequent shapes kept: most distinct sentences first, then
+/// most questions blocked, then the shape's text.
+pub fn refusals(reg: &Registry, only: Option<&str>, limit: usize) -> Result<Vec<Refusals>> {
+    let mut by_dataset: BTreeMap<String, Vec<BaseItem>> = BTreeMap::new();
+    for (_, item) in reg.all::<BaseItem>()? {
+        let wanted = match only {
+            Some(d) => d == item.origin.dataset,
+            None => grammar_dataset(&item),
+        };
+        if wanted {
+            by_dataset
+                .entry(item.origin.dataset.clone())
+                .or_default()
+                .push(item);
+        }
+    }
+    Ok(by_dataset
+        .into_iter()
+        .map(|(dataset, items)| refusals_of(dataset, &items, limit))
+        .collect())
+}
+
+fn refusals_of(dataset: String, items: &[BaseItem], limit: usize) -> Refusals {
+    // (is a question, sentence) → its shape and the reason, if refused.
+    type Refused = Option<(String, String)>;
+    let mut seen: HashMap<(bool, &str), Refused> = HashMap::new();
+    let mut shapes: BTreeMap<String, RefusedShape> = BTreeMap::new();
+    let mut report = Refusals {
+        dataset,
+        questions: items.len(),
+        ..Default::default()
+    };
+    for item in items {
+        let sentences = item
+            .premises
+            .iter()
+            .map(|p| (false, p.as_str()))
+            .chain([(true, item.query.as_str())]);
+        let mut blocking = BTreeSet::new();
+        for key in sentences {
+            let refused = seen.entry(key).or_insert_with(|| {
+                let (question, text) = key;
+                let reason = match question {
+                    true => english::parse_query(text).err(),
+                    false => english::parse_statement(text).err(),
+                }?
+                .message;
+                let shape = english::shape(text);
+                let entry = shapes.entry(shape.clone()).or_insert_with(|| RefusedShape {
+                    shape: shape.clone(),
+                    sentences: 0,
+                    questions: 0,
+                    alone: 0,
+                    example: text.to_string(),
+                    reason: reason.clone(),
+                });
+                entry.sentences += 1;
+                let shorter = (text.len(), text) < (entry.example.len(), entry.example.as_str());
+                if shorter {
+                    entry.example = text.to_string();
+                    entry.reason = reason.clone();
+                }
+                Some((shape, reason))
+            });
+            if let Some((shape, _)) = refused {
+                blocking.insert(shape.clone());
+            }
+        }
+        if !blocking.is_empty() {
+            report.blocked += 1;
+        }
+        for shape in &blocking {
+            let entry = shapes
+                .get_mut(shape)
+                .expect("every refused shape is counted");
+            entry.questions += 1;
+            entry.alone += usize::from(blocking.len() == 1);
+        }
+    }
+    report.sentences = seen.len();
+    report.refused = seen.values().filter(|r| r.is_some()).count();
+    report.shape_count = shapes.len();
+    let mut shapes: Vec<RefusedShape> = shapes.into_values().collect();
+    shapes.sort_by(|a, b| {
+        (b.sentences, b.questions)
+            .cmp(&(a.sentences, a.questions))
+            .then_with(|| a.shape.cmp(&b.shape))
+    });
+    shapes.truncate(limit);
+    report.shapes = shapes;
+    report
+}
+
+pub fn print_refusals(reports: &[Refusals]) {
+    for r in reports {
+        println!(
+            "{}: {} of {} distinct sentences refused, {} of {} questions blocked, {} shapes",
+            r.dataset, r.refused, r.sentences, r.blocked, r.questions, r.shape_count
+        );
+        if r.shapes.is_empty() {
+            continue;
+        }
+        println!("  sentences  questions  alone  shape");
+        for s in &r.shapes {
+            println!(
+                "  {:>9}  {:>9}  {:>5}  {}",
+                s.sentences, s.questions, s.alone, s.shape
+            );
+            println!("  {:>28}e.g. \"{}\" ({})", "", s.example, s.reason);
+        }
+        if r.shape_count > r.shapes.len() {
+            println!(
+                "  … {} more shapes (use --limit)",
+                r.shape_count - r.shapes.len()
+            );
+        }
+    }
 }
 
 fn folio_label(item: &BaseItem) -> Outcome {

@@ -10,12 +10,24 @@
 //! article ("a penguin") and an ability with its modal ("can fly"), so neither meets an attribute
 //! of the same spelling and both render as written.
 //!
+//! Relations may carry up to two prepositions or particles (`PREPOSITIONS`): "The current flows
+//! into the bulb.", "The battery does not run out of the power.", "If someone lives in the barn
+//! then they hunt for the mouse." The predicate is the base form with its prepositions ("flow
+//! into"): "flows into", "does not flow into" and "they flow into" meet, "flows through" does
+//! not. "is" + [one adjective or participle] + preposition is a relation whose predicate keeps
+//! its "is" ("is connected to", "is made of", "is in"), so it never meets a verb.
+//!
 //! Anything else is refused, and so is what the grammar could misread: a subject that does not
 //! agree with its verb ("Bob are red", "they is red" — a capitalised plural like "Penguins are
 //! birds" would otherwise pass for a name), an -s word after "are" (a plural noun, "they are
 //! birds", would otherwise pass for an attribute), adverbs and modals inside an entity ("the bear
-//! never" would otherwise be an entity that chases), verb forms the morphology cannot invert,
-//! and an indefinite entity ("The circuit has a switch": which switch is "the switch"?).
+//! never" would otherwise be an entity that chases; "the cat quickly" one that is chased), verb
+//! forms the morphology cannot invert, past tenses ("they liked"), identities ("Bob is Anne"),
+//! and an indefinite entity ("The circuit has a switch": which switch is "the switch"?). With
+//! prepositions: a preposition is never a verb ("The boat moves towards the shore" is not the
+//! entity "the boat moves" doing "toward"), no entity ends in one ("lets the cat in"), and a
+//! progressive ("is flowing into") is refused, as it would be a second relation beside "flows
+//! into". See docs/grammar.md.
 
 use super::verbs;
 use serde::{Deserialize, Serialize};
@@ -89,8 +101,9 @@ const KEYWORDS: [&str; 17] = [
     "a", "an", "can", "cannot",
 ];
 /// Words that cannot be part of an entity's name: without this, "The bear never chases the
-/// cat." would read as the entity "the bear never" chasing the cat.
-const NOT_IN_ENTITY: [&str; 17] = [
+/// cat." would read as the entity "the bear never" chasing the cat. Adverbs ending in -ly are
+/// caught by their ending (see [`parse_term`]).
+const NOT_IN_ENTITY: [&str; 31] = [
     "no",
     "never",
     "always",
@@ -108,7 +121,83 @@ const NOT_IN_ENTITY: [&str; 17] = [
     "might",
     "must",
     "to",
+    "again",
+    "almost",
+    "already",
+    "even",
+    "ever",
+    "here",
+    "just",
+    "now",
+    "quite",
+    "rather",
+    "seldom",
+    "there",
+    "too",
+    "yet",
 ];
+/// Prepositions and particles: the words between a verb (or "is" and a participle) and its
+/// object in a relation ("flows into", "runs out of", "is connected to"). None is a verb, none
+/// starts an entity, and no entity ends in one: "Bob lets the cat in" would otherwise make an
+/// entity of "the cat in". "like" (a verb too) and "round" (an attribute) are left out.
+const PREPOSITIONS: [&str; 50] = [
+    "about",
+    "above",
+    "across",
+    "after",
+    "against",
+    "along",
+    "alongside",
+    "among",
+    "around",
+    "at",
+    "away",
+    "back",
+    "before",
+    "behind",
+    "below",
+    "beneath",
+    "beside",
+    "between",
+    "beyond",
+    "by",
+    "down",
+    "for",
+    "from",
+    "in",
+    "inside",
+    "into",
+    "near",
+    "of",
+    "off",
+    "on",
+    "onto",
+    "out",
+    "outside",
+    "over",
+    "past",
+    "than",
+    "through",
+    "throughout",
+    "to",
+    "toward",
+    "towards",
+    "under",
+    "underneath",
+    "until",
+    "up",
+    "upon",
+    "via",
+    "with",
+    "within",
+    "without",
+];
+/// At most this many prepositions and particles after a verb: "runs out of", "gets along with".
+const MAX_PREPOSITIONS: usize = 2;
+
+fn is_preposition(tok: &str) -> bool {
+    PREPOSITIONS.contains(&tok)
+}
 
 impl Term {
     pub fn is_var(&self) -> bool {
@@ -378,8 +467,8 @@ fn parse_generic(toks: &[String]) -> Result<Rule, String> {
         }
         body.push(attribute(Term::Var, tok, true)?);
     }
-    let (positive, pred) = complement(&toks[noun + 2..], Copula::Are, false)?;
-    Ok(Rule::new(body, unary(Term::Var, pred, positive)))
+    let head = copula_predicate(Term::Var, &toks[noun + 2..], Copula::Are, false)?;
+    Ok(Rule::new(body, head))
 }
 
 /// Which form of "to be" a complement follows.
@@ -399,6 +488,10 @@ fn complement(toks: &[String], copula: Copula, nouns: bool) -> Result<(bool, Str
         _ => (true, toks),
     };
     match rest {
+        // "Bob is Anne" says who Bob is, which no attribute does.
+        [w] if is_name(w) => Err(format!(
+            "\"{w}\" may be a name: the grammar reads attributes (lowercase), not identities"
+        )),
         [w] if is_word(w) => {
             let w = lower(w);
             if copula != Copula::Is && w.ends_with('s') {
@@ -511,8 +604,7 @@ fn parse_clause(toks: &[String]) -> Result<Literal, String> {
             Copula::Is
         };
         let subject = parse_subject(&toks[..i], copula == Copula::Are, &toks[i])?;
-        let (positive, pred) = complement(&toks[i + 1..], copula, true)?;
-        return Ok(unary(subject, pred, positive));
+        return copula_predicate(subject, &toks[i + 1..], copula, true);
     }
     if let Some(i) = toks
         .windows(2)
@@ -524,7 +616,9 @@ fn parse_clause(toks: &[String]) -> Result<Literal, String> {
             return Err(format!("\"{verb}\" is not a verb"));
         }
         verbs::check_base(verb)?;
-        return relation(subject, verb, &toks[i + 3..], false);
+        let rest = &toks[i + 3..];
+        let k = leading_prepositions(rest);
+        return relation(subject, verb, &rest[..k], &rest[k..], false);
     }
     if let Some(i) = toks
         .iter()
@@ -558,26 +652,102 @@ fn ability(subject: &[String], positive: bool, rest: &[String]) -> Result<Litera
     }
 }
 
-/// "X Vs Y", "they V Y": the verb is the word right before the first place where an object term
-/// begins. No later split can read too: its subject would have to contain that term's first
-/// word ("the", a name or a pronoun), which no entity contains and no verb is.
+/// "X Vs [P] Y", "they V [P] Y", with up to [`MAX_PREPOSITIONS`] prepositions P: every cut of the
+/// clause into a subject, a verb, prepositions and an object that begins with "the", a name or
+/// a pronoun is tried, and exactly one must read. One at most can: a second reading would need
+/// its verb among the first's prepositions or its subject's words, or its object to begin inside
+/// an entity, and no preposition is a verb, no entity ends in a preposition and no entity holds
+/// "the", a name or a pronoun. (Without prepositions this is the issue-12 rule: the verb is the
+/// word right before the first place where an object begins.)
 fn parse_positive_relation(toks: &[String]) -> Result<Literal, String> {
+    let mut readings: Vec<Literal> = Vec::new();
+    // The first error of a cut whose verb is no preposition, else the first error: the more
+    // telling one when nothing reads.
+    let (mut error, mut preposition_error) = (None, None);
     for v in 1..toks.len().saturating_sub(1) {
-        let (Ok(subject), true) = (parse_term(&toks[..v]), starts_term(&toks[v + 1])) else {
+        let Ok(subject) = parse_term(&toks[..v]) else {
             continue;
         };
-        let verb = &toks[v];
-        if !is_adjective(verb) {
-            return Err(format!("\"{verb}\" is not a verb"));
+        // No preposition begins an object, so the object begins after all of them.
+        let k = toks[v + 1..]
+            .iter()
+            .take_while(|t| is_preposition(t))
+            .count();
+        let o = v + 1 + k;
+        if !toks.get(o).is_some_and(|t| starts_term(t)) {
+            continue;
         }
-        let base = match &toks[..v] {
-            [t] if is_kw(t, "they") => verbs::check_base(verb).map(|()| verb.clone())?,
-            [t] if is_kw(t, "them") => return Err("\"them\" cannot be a subject".into()),
-            _ => verbs::base_of_third_person(verb)?,
+        let reading = if k > MAX_PREPOSITIONS {
+            Err(format!(
+                "\"{}\": the grammar takes at most {MAX_PREPOSITIONS} prepositions after a verb",
+                toks[v..o].join(" ")
+            ))
+        } else {
+            verb_relation(subject, &toks[..v], &toks[v], &toks[v + 1..o], &toks[o..])
         };
-        return relation(subject, &base, &toks[v + 1..], true);
+        match reading {
+            Ok(lit) if !readings.contains(&lit) => readings.push(lit),
+            Ok(_) => {}
+            Err(e) if is_preposition(&toks[v]) => {
+                preposition_error.get_or_insert(e);
+            }
+            Err(e) => {
+                error.get_or_insert(e);
+            }
+        }
     }
-    Err(format!("not a fact or condition: \"{}\"", toks.join(" ")))
+    match readings.len() {
+        1 => Ok(readings.remove(0)),
+        0 => Err(error
+            .or(preposition_error)
+            .unwrap_or_else(|| format!("not a fact or condition: \"{}\"", toks.join(" ")))),
+        _ => Err(format!(
+            "\"{}\" reads two ways: {}",
+            toks.join(" "),
+            readings
+                .iter()
+                .map(|l| format!("\"{}\"", render_literal(l, &mut Mentions::default())))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )),
+    }
+}
+
+/// One cut of "X Vs [P] Y": the verb agrees with the subject ("they" takes the base form, any
+/// other subject the -s form).
+fn verb_relation(
+    subject: Term,
+    subject_toks: &[String],
+    verb: &str,
+    prepositions: &[String],
+    object: &[String],
+) -> Result<Literal, String> {
+    if !is_adjective(verb) {
+        return Err(format!("\"{verb}\" is not a verb"));
+    }
+    let base = match subject_toks {
+        [t] if is_kw(t, "they") => verbs::check_base(verb).map(|()| verb.to_string())?,
+        [t] if is_kw(t, "them") => return Err("\"them\" cannot be a subject".into()),
+        _ => {
+            if is_preposition(verb) {
+                return Err(preposition_as_verb(verb));
+            }
+            verbs::base_of_third_person(verb)?
+        }
+    };
+    relation(subject, &base, prepositions, object, true)
+}
+
+fn preposition_as_verb(word: &str) -> String {
+    format!("\"{word}\" is a preposition, not a verb")
+}
+
+/// How many of `toks`' first words are prepositions, up to [`MAX_PREPOSITIONS`].
+fn leading_prepositions(toks: &[String]) -> usize {
+    toks.iter()
+        .take(MAX_PREPOSITIONS)
+        .take_while(|t| is_preposition(t))
+        .count()
 }
 
 /// The subject of "is"/"are"/"does"/"do", which must agree with it: "they" takes the plural
@@ -598,24 +768,105 @@ fn starts_term(tok: &str) -> bool {
     is_kw(tok, "the") || VAR_WORDS.iter().any(|v| is_kw(tok, v)) || is_name(tok)
 }
 
-/// `verb` is a base form already checked by [`verbs`].
+/// `verb` is a base form already checked by [`verbs`]; the relation is the verb with its
+/// prepositions ("chase", "flow into", "run out of").
 fn relation(
     subject: Term,
     verb: &str,
+    prepositions: &[String],
     object: &[String],
     positive: bool,
 ) -> Result<Literal, String> {
     if !is_word(verb) {
         return Err(format!("\"{verb}\" is not a verb"));
     }
+    if is_preposition(verb) {
+        return Err(preposition_as_verb(verb));
+    }
     let object = parse_term(object)?;
-    Ok(Literal {
+    let pred = std::iter::once(verb)
+        .chain(prepositions.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Ok(binary(subject, pred, object, positive))
+}
+
+fn binary(subject: Term, pred: String, object: Term, positive: bool) -> Literal {
+    Literal {
         atom: Atom {
-            pred: verb.to_string(),
+            pred,
             args: vec![subject, object],
         },
         positive,
-    })
+    }
+}
+
+/// What follows "is"/"are": an attribute or class noun ([`complement`]), or a relation written
+/// "is [not] [participle] P Y" ("is connected to the battery", "is in the box", "is not made of
+/// wood"), whose predicate keeps its "is" ("is connected to") so that it never meets a verb.
+fn copula_predicate(
+    subject: Term,
+    toks: &[String],
+    copula: Copula,
+    nouns: bool,
+) -> Result<Literal, String> {
+    let (positive, rest) = match toks {
+        [n, rest @ ..] if is_kw(n, "not") => (false, rest),
+        _ => (true, toks),
+    };
+    let first_preposition = rest.iter().position(|t| is_preposition(t));
+    match first_preposition {
+        Some(p) if p <= 1 && rest.len() > 1 => copular_relation(subject, positive, rest, p, copula),
+        Some(p) if p > 1 => Err(format!(
+            "\"{}\" cannot stand between \"is\" and a preposition: the grammar takes one \
+             adjective or participle there (\"is connected to\")",
+            rest[..p].join(" ")
+        )),
+        _ => {
+            let (positive, pred) = complement(toks, copula, nouns)?;
+            Ok(unary(subject, pred, positive))
+        }
+    }
+}
+
+/// "[participle] P [P] Y" after "is [not]", the first preposition at `p` (0 or 1).
+fn copular_relation(
+    subject: Term,
+    positive: bool,
+    rest: &[String],
+    p: usize,
+    copula: Copula,
+) -> Result<Literal, String> {
+    let mut words = vec![COPULAR.trim_end().to_string()];
+    if p == 1 {
+        let w = &rest[0];
+        if !is_adjective(w) || NOT_IN_ENTITY.contains(&w.as_str()) {
+            return Err(format!(
+                "\"{w}\" cannot stand between \"is\" and a preposition: the grammar takes one \
+                 adjective or participle there (\"is connected to\")"
+            ));
+        }
+        // "is flowing into" would be a second relation beside "flows into".
+        if w.ends_with("ing") {
+            return Err(format!(
+                "\"is {w} {}\" may be the progressive of a verb: write the verb in the present \
+                 simple (\"flows into\"), so that both forms are not two relations",
+                rest[1]
+            ));
+        }
+        if copula != Copula::Is && w.ends_with('s') {
+            return Err(format!(
+                "\"{w}\" after \"are\" may be a plural noun; the grammar takes an adjective or \
+                 participle before a preposition"
+            ));
+        }
+        words.push(w.clone());
+    }
+    let after = &rest[p..];
+    let k = leading_prepositions(after);
+    words.extend(after[..k].iter().cloned());
+    let object = parse_term(&after[k..])?;
+    Ok(binary(subject, words.join(" "), object, positive))
 }
 
 fn attribute(subject: Term, adj: &str, positive: bool) -> Result<Literal, String> {
@@ -659,7 +910,20 @@ fn parse_term(toks: &[String]) -> Result<Term, String> {
         [t] if VAR_WORDS.iter().any(|v| is_kw(t, v)) => Ok(Term::Var),
         [t] if is_name(t) => Ok(Term::Const(t.clone())),
         [the, rest @ ..] if is_kw(the, "the") && !rest.is_empty() => {
-            if rest
+            let last = rest.last().map(String::as_str).unwrap_or_default();
+            if is_preposition(last) {
+                Err(format!(
+                    "\"{}\" ends in a preposition, which may belong to the verb (\"lets the \
+                     cat in\"): not an entity",
+                    toks.join(" ")
+                ))
+            } else if rest.len() > 1 && last.ends_with("ly") {
+                // "the cat quickly": an adverb after the entity ("the butterfly" is one word).
+                Err(format!(
+                    "\"{}\" ends in \"{last}\", which may be an adverb: not an entity",
+                    toks.join(" ")
+                ))
+            } else if rest
                 .iter()
                 .all(|w| is_adjective(w) && !NOT_IN_ENTITY.contains(&w.as_str()))
             {
@@ -674,6 +938,9 @@ fn parse_term(toks: &[String]) -> Result<Term, String> {
 
 /// The prefix of an ability's predicate ("can fly"): rendered "can fly" / "cannot fly".
 const ABILITY: &str = "can ";
+/// The prefix of a relation written with "is" ("is connected to"): rendered "is connected to" /
+/// "is not connected to".
+const COPULAR: &str = "is ";
 
 /// Tracks whether the variable was mentioned yet: first "something", then "it".
 #[derive(Default)]
@@ -710,13 +977,136 @@ fn render_literal(lit: &Literal, mentions: &mut Mentions) -> String {
         },
         Some(object) => {
             let object = mentions.term(object);
+            let pred = &lit.atom.pred;
+            if let Some(rest) = pred.strip_prefix(COPULAR) {
+                return format!("{subject} is {not}{rest} {object}");
+            }
             if lit.positive {
-                format!("{subject} {} {object}", verbs::third_person(&lit.atom.pred))
+                let (verb, prepositions) = pred.split_at(pred.find(' ').unwrap_or(pred.len()));
+                format!(
+                    "{subject} {}{prepositions} {object}",
+                    verbs::third_person(verb)
+                )
             } else {
-                format!("{subject} does not {} {object}", lit.atom.pred)
+                format!("{subject} does not {pred} {object}")
             }
         }
     }
+}
+
+/// Words a sentence's shape keeps as written besides the grammar's own (see [`shape`]): pronouns,
+/// quantifiers, auxiliaries and connectives that a refused sentence often turns on.
+const SHAPE_WORDS: [&str; 44] = [
+    "am",
+    "any",
+    "be",
+    "because",
+    "been",
+    "being",
+    "both",
+    "but",
+    "did",
+    "each",
+    "either",
+    "every",
+    "everybody",
+    "everyone",
+    "everything",
+    "had",
+    "he",
+    "her",
+    "him",
+    "his",
+    "its",
+    "neither",
+    "nobody",
+    "none",
+    "nor",
+    "nothing",
+    "once",
+    "she",
+    "so",
+    "some",
+    "that",
+    "their",
+    "these",
+    "this",
+    "those",
+    "unless",
+    "very",
+    "was",
+    "were",
+    "what",
+    "when",
+    "whenever",
+    "which",
+    "who",
+];
+
+/// The shape of a sentence, for grouping refused ones: entities become `E` (a name, or "the"
+/// and the words after it; "Erin's" becomes `E's`), verbs `V` (a word after an entity or a
+/// pronoun, or after "does not"), class nouns `N` (after "a"/"an" or `E's`) and other content
+/// words `A`; grammar words, prepositions, adverbs, modals and pronouns stay as written.
+/// "The aunt of Charlie is Erin." → "E of E is E"; "Bob runs through the wire quickly." →
+/// "E V through E"; "If someone is kind then she is nice." → "if someone is A then she is A".
+/// A heuristic: only a label to group by, never a parse.
+pub fn shape(sentence: &str) -> String {
+    let text = sentence.trim();
+    let toks = tokenize(text.strip_suffix('.').unwrap_or(text));
+    let kept = |w: &str| {
+        let w = lower(w);
+        KEYWORDS.contains(&w.as_str())
+            || VAR_WORDS.contains(&w.as_str())
+            || is_preposition(&w)
+            || NOT_IN_ENTITY.contains(&w.as_str())
+            || SHAPE_WORDS.contains(&w.as_str())
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let t = &toks[i];
+        if is_kw(t, "the") {
+            let words = toks[i + 1..]
+                .iter()
+                .take_while(|w| is_adjective(w) && !kept(w))
+                .count();
+            if words == 0 {
+                out.push("the".into());
+            } else {
+                out.push("E".into());
+                // "the bear chases": the last word is the verb.
+                let last = &toks[i + words];
+                if words > 1 && verbs::base_of_third_person(last).is_ok() {
+                    out.push("V".into());
+                }
+            }
+            i += 1 + words;
+            continue;
+        }
+        let word = if kept(t) {
+            lower(t)
+        } else if t.strip_suffix("'s").is_some_and(is_name) {
+            "E's".into()
+        } else if is_name(t) {
+            "E".into()
+        } else if is_adjective(t) {
+            let before = |k: usize| out.len().checked_sub(k).map(|j| out[j].as_str());
+            let after_do = matches!(before(2), Some("does" | "do"));
+            match before(1) {
+                Some("a" | "an" | "E's") => "N",
+                Some("does" | "do" | "can" | "cannot" | "E" | "who") => "V",
+                Some(w) if VAR_WORDS.contains(&w) || ["he", "she"].contains(&w) => "V",
+                Some("not") if after_do => "V",
+                _ => "A",
+            }
+            .into()
+        } else {
+            lower(t)
+        };
+        out.push(word);
+        i += 1;
+    }
+    out.join(" ")
 }
 
 /// Capitalises the first letter and adds the final period.
@@ -899,6 +1289,86 @@ mod tests {
         let err = parse_theory("Bob is cold. Bob is very red.").expect_err("second is bad");
         assert_eq!(err.index, Some(1));
         assert!(err.to_string().contains("Bob is very red."));
+    }
+
+    #[test]
+    fn relations_with_prepositions() {
+        let x = || Term::Var;
+        let cases = [
+            (
+                "The current flows into the red wire.",
+                Statement::Fact(lit(
+                    "flow into",
+                    vec![c("the current"), c("the red wire")],
+                    true,
+                )),
+            ),
+            (
+                "The battery does not run out of the power.",
+                Statement::Fact(lit(
+                    "run out of",
+                    vec![c("the battery"), c("the power")],
+                    false,
+                )),
+            ),
+            (
+                "The bulb is not connected to Bob.",
+                Statement::Fact(lit("is connected to", vec![c("the bulb"), c("Bob")], false)),
+            ),
+            (
+                "The nest is in the oak tree.",
+                Statement::Fact(lit("is in", vec![c("the nest"), c("the oak tree")], true)),
+            ),
+            (
+                "If someone lives in the barn then they hunt for the mouse.",
+                Statement::Rule(Rule::new(
+                    vec![lit("live in", vec![x(), c("the barn")], true)],
+                    lit("hunt for", vec![x(), c("the mouse")], true),
+                )),
+            ),
+            (
+                "If the battery is connected to something then the current flows into it.",
+                Statement::Rule(Rule::new(
+                    vec![lit("is connected to", vec![c("the battery"), x()], true)],
+                    lit("flow into", vec![c("the current"), x()], true),
+                )),
+            ),
+            (
+                "All red things are made of the copper.",
+                Statement::Rule(Rule::new(
+                    vec![lit("red", vec![x()], true)],
+                    lit("is made of", vec![x(), c("the copper")], true),
+                )),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_statement(text), Ok(want.clone()), "{text}");
+            assert_eq!(parse_statement(&want.to_english()), Ok(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn shapes_abstract_entities_and_verbs() {
+        for (text, want) in [
+            ("The aunt of Charlie is Erin.", "E of E is E"),
+            ("Anne is not Bob's son.", "E is not E's N"),
+            ("Dave is big if Bob is red.", "E is A if E is A"),
+            ("The bald eagle chases the cat.", "E V E"),
+            (
+                "The current runs through the wire quickly.",
+                "E V through E",
+            ),
+            ("The electrician lets the cat in.", "E V E in"),
+            (
+                "If someone is kind then she is nice.",
+                "if someone is A then she is A",
+            ),
+            ("The circuit has a switch.", "E V a N"),
+            ("Bob does not flow into the bulb.", "E does not V into E"),
+            ("Tweety can fly over the nest.", "E can V over E"),
+        ] {
+            assert_eq!(shape(text), want, "{text}");
+        }
     }
 
     #[test]

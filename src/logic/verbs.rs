@@ -119,7 +119,7 @@ pub fn base_of_third_person(form: &str) -> Result<String, String> {
         // A base ending in a, i or u would make verbs of "was", "this", "bus", "gas"; the few
         // real ones ("skis") are refused with them.
         Some(base) if base.ends_with(['a', 'i', 'u']) => Err(refused()),
-        Some(base) if third_person(&base) == form => Ok(base),
+        Some(base) if third_person(&base) == form => check_not_past(&base).map(|()| base),
         _ => Err(refused()),
     }
 }
@@ -127,6 +127,7 @@ pub fn base_of_third_person(form: &str) -> Result<String, String> {
 /// A base form as written after "does not", "do not" or "they" ("have"), checked to be one.
 pub fn check_base(base: &str) -> Result<(), String> {
     check_word(base)?;
+    check_not_past(base)?;
     if base_of_third_person(base).is_ok() && !EXCEPTIONS.iter().any(|(b, _)| *b == base) {
         return Err(format!(
             "\"{base}\" is an -s form where the base form of a verb is expected"
@@ -143,6 +144,20 @@ pub fn check_base(base: &str) -> Result<(), String> {
 fn check_word(word: &str) -> Result<(), String> {
     if NOT_VERBS.contains(&word) {
         return Err(format!("\"{word}\" is not a relation verb"));
+    }
+    Ok(())
+}
+
+/// A base form ending in -ed but not -eed ("connected", "liked") is a past tense or a
+/// participle: "they connected to the wire" would otherwise be a verb "connected", never meeting
+/// "connects". The few real bases so spelled ("shed", "wed") are refused with them; "need",
+/// "feed" and the other -eed verbs read.
+fn check_not_past(base: &str) -> Result<(), String> {
+    if base.ends_with("ed") && !base.ends_with("eed") {
+        return Err(format!(
+            "\"{base}\" may be a past tense or participle; the grammar reads verbs in the present \
+             simple"
+        ));
     }
     Ok(())
 }
@@ -202,5 +217,17 @@ mod tests {
         // predicate: "waltz" → "waltzes" → "waltze", "bus" → "buses" → "buse".
         assert!(check_base("waltz").is_err());
         assert!(check_base("bus").is_err());
+        // Past tenses and participles are no bases; -eed verbs are.
+        for past in ["connected", "liked", "chased", "visited", "shed"] {
+            assert!(check_base(past).is_err(), "{past}");
+            assert!(
+                base_of_third_person(&format!("{past}s")).is_err(),
+                "{past}s"
+            );
+        }
+        for (base, form) in [("need", "needs"), ("feed", "feeds"), ("exceed", "exceeds")] {
+            assert_eq!(check_base(base), Ok(()));
+            assert_eq!(base_of_third_person(form).as_deref(), Ok(base));
+        }
     }
 }

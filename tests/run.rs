@@ -131,6 +131,21 @@ fn second_score_computes_nothing_and_reports_the_same() {
         ],
     ));
     assert_eq!(audit["audit"]["scores"].as_array().unwrap().len(), 24);
+    // The text audit gives each score's time as ISO 8601 UTC, `at 2026-11-26T05:06:17Z`.
+    let text = dl(&store, &["audit", &first["result"].as_str().unwrap()[..12]]).stdout;
+    let text = String::from_utf8(text).unwrap();
+    let times: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split(" at ").nth(1))
+        .collect();
+    assert_eq!(times.len(), 24, "{text}");
+    for t in times {
+        let b = t.as_bytes();
+        assert!(
+            t.len() == 20 && b[4] == b'-' && b[10] == b'T' && b[19] == b'Z' && t.starts_with("20"),
+            "{t}"
+        );
+    }
     assert_eq!(audit["verify"]["checked"], 3);
     assert!(
         audit["verify"]["max_abs_diff"].as_f64().unwrap() <= 1e-4,
@@ -205,4 +220,82 @@ fn killed_scoring_resumes_to_the_uninterrupted_result() {
         ))
     };
     assert_eq!(report(&cut), report(&whole));
+}
+
+/// Two stores in one folder: the outputs each writes beside itself are named after it, so
+/// building, scoring, reporting and exporting with one never trips over the other's files.
+#[test]
+fn two_stores_share_a_folder() {
+    let Some(model) = model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let stores = [dir.path().join("a.redb"), dir.path().join("b.redb")];
+    for store in &stores {
+        prepare(store, &model);
+    }
+    for store in &stores {
+        dl(store, &["score", "--model", "smol", "--set", "small"]);
+    }
+    for _ in 0..2 {
+        for store in &stores {
+            dl(store, &["report"]);
+            dl(store, &["--json", "report", "--format", "csv"]);
+        }
+    }
+    for (store, stem) in stores.iter().zip(["a", "b"]) {
+        let figure = dir.path().join(format!("{stem}.figure.svg"));
+        assert!(figure.is_file(), "{} has its own figure", store.display());
+        let out = dir.path().join(format!("{stem}-cache.redb"));
+        let samples = dir.path().join(format!("{stem}-lm-eval"));
+        let items = dir.path().join(format!("{stem}-items.jsonl"));
+        for args in [
+            vec![
+                "cache",
+                "export",
+                "--model",
+                "smol",
+                "--set",
+                "small",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            vec![
+                "export",
+                "samples",
+                "--set",
+                "small",
+                "-o",
+                samples.to_str().unwrap(),
+            ],
+            vec![
+                "export",
+                "items",
+                "--set",
+                "small",
+                "-o",
+                items.to_str().unwrap(),
+            ],
+        ] {
+            dl(store, &args);
+        }
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "a-cache.redb",
+            "a-items.jsonl",
+            "a-lm-eval",
+            "a.figure.svg",
+            "a.redb",
+            "b-cache.redb",
+            "b-items.jsonl",
+            "b-lm-eval",
+            "b.figure.svg",
+            "b.redb"
+        ]
+    );
 }

@@ -20,7 +20,8 @@ pub struct Args {
     norm: Vec<String>,
     #[arg(long, value_enum, default_value_t = Format::Md)]
     format: Format,
-    /// Where to write the SVG figure [default: failure-modes.svg beside the store].
+    /// Where to write the SVG figure [default: beside the store, named after it:
+    /// `store/registry.figure.svg` for `store/registry.redb`].
     #[arg(long)]
     svg: Option<PathBuf>,
     /// Overwrite an existing figure file that is not this tool's own previous output.

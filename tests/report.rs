@@ -282,6 +282,12 @@ fn svg_marks_undefined_metrics() {
     );
 }
 
+/// The first value of attribute `name` in `doc`, a number.
+fn attribute(doc: &str, name: &str) -> f64 {
+    let value = doc.split(&format!(" {name}=\"")).nth(1).unwrap();
+    value.split('"').next().unwrap().parse().unwrap()
+}
+
 /// The texts of the figure's `<text>` elements, markup and tooltips removed.
 fn texts(doc: &str) -> Vec<String> {
     doc.split("<text")
@@ -354,18 +360,8 @@ fn svg_bars_carry_their_value_and_own_n() {
             .unwrap_or_else(|| panic!("no {name} bar"))
             .to_string()
     };
-    let height = |r: &str| -> f64 {
-        r.split("height=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap()
-    };
     assert!(rect("Over-flip").contains("<title>Over-flip: 0.0"));
-    assert!(height(&rect("Over-flip")) >= 2.0, "a 0 bar is visible");
+    assert!(attribute(&rect("Over-flip"), "height") >= 2.0, "a 0 bar is visible");
     let t = texts(&doc);
     assert!(
         t.contains(&"0.0".to_string()) && t.contains(&"100.0".to_string()),
@@ -504,24 +500,7 @@ fn svg_text_neither_overlaps_nor_is_cut_when_rendered() {
     for entries in figures {
         let doc = svg(&entries);
         std::fs::write(dir.path().join("figure.svg"), &doc).unwrap();
-        let width: u32 = doc
-            .split("width=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let height: u32 = doc
-            .split("height=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let (width, height) = (attribute(&doc, "width") as u32, attribute(&doc, "height") as u32);
         let count = doc.matches("<text").count();
         let hide =
             "<style>rect,line,path,text{visibility:hidden}#probe{visibility:visible}</style>";

@@ -299,3 +299,70 @@ fn two_stores_share_a_folder() {
         ]
     );
 }
+
+/// The README's main command in an empty folder: `run` ends with its summary (the headline
+/// numbers under `mean`, the conclusions that flip, where the full report and figure are, the
+/// next commands with a short result id `audit` takes) and writes the full report beside the
+/// store, named after it; a second run computes nothing and prints the same.
+#[test]
+fn main_job_ends_with_a_summary_and_writes_the_report_beside_the_store() {
+    let Some(model) = model() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+            .arg("run")
+            .current_dir(dir.path())
+            .env("DELTALOGIC_MODELS", model.parent().unwrap())
+            .env_remove("DELTALOGIC_STORE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first = run();
+    for needle in [
+        "normalisation `mean`",
+        "Inertia",
+        "(n=",
+        "store/registry.report.md",
+        "store/registry.report.csv",
+        "store/registry.report.json",
+        "store/registry.figure.svg",
+        "deltalogic report --norm all",
+        "deltalogic model add",
+    ] {
+        assert!(first.contains(needle), "no `{needle}` in:\n{first}");
+    }
+    assert!(
+        first.contains("Every conclusion holds") || first.contains("Conclusions that change"),
+        "{first}"
+    );
+    // No full-length ids; the audit command's id is one `audit` takes.
+    assert!(
+        !first
+            .split(|c: char| !c.is_ascii_hexdigit())
+            .any(|w| w.len() == 64),
+        "{first}"
+    );
+    let id = first
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("deltalogic audit "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let store = dir.path().join("store/registry.redb");
+    let audit = String::from_utf8(dl(&store, &["audit", &id]).stdout).unwrap();
+    assert!(audit.contains("normalisation mean"), "{audit}");
+    // The full report holds every normalisation; the summary is short.
+    let md = std::fs::read_to_string(dir.path().join("store/registry.report.md")).unwrap();
+    assert!(md.contains("calibrated") && md.contains("### DeltaLogic by edit-type"));
+    assert!(first.lines().count() < 40, "{first}");
+    let again = run();
+    assert!(again.contains("0 computed"), "{again}");
+    let summary = |s: &str| s.split_once("\n\n").unwrap().1.to_string();
+    assert_eq!(summary(&first), summary(&again));
+}

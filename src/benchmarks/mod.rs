@@ -64,8 +64,14 @@ pub fn commands() -> String {
 /// about its title when its options say nothing.
 pub fn build_command(b: &(impl Benchmark + ?Sized)) -> clap::Command {
     let options = b.options().name(b.command());
-    match options.get_about() {
-        Some(_) => options,
+    // Options documented as "`deltalogic build x`: what it builds" say only what it builds.
+    let about = options.get_about().map(|a| a.to_string());
+    let prefix = format!("`deltalogic build {}`: ", b.command());
+    match about {
+        Some(a) => {
+            let about = a.strip_prefix(&prefix).unwrap_or(&a).to_string();
+            options.about(about)
+        }
         None => options.about(b.title()),
     }
 }

@@ -39,6 +39,7 @@ impl clap::Args for Args {
         .subcommand_value_name("BENCHMARK")
         .subcommand_help_heading("Benchmarks")
         .subcommand_required(true)
+        .disable_help_subcommand(true)
         .override_usage(format!(
             "deltalogic build <BENCHMARK> [OPTIONS]\n       BENCHMARK: {list}"
         ))

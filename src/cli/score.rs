@@ -25,6 +25,12 @@ fn threads(s: &str) -> Result<usize, String> {
     Ok(n)
 }
 
+/// Checks a `--norm` value while the command line is parsed, before any store is opened.
+pub(super) fn norm(s: &str) -> Result<String, String> {
+    Normalisation::parse_list(&[s.to_string()]).map_err(|e| e.to_string())?;
+    Ok(s.to_string())
+}
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// A model name (see `model list`) or fingerprint prefix.
@@ -44,7 +50,7 @@ pub struct Args {
     /// How label log-probs are compared: `mean` (per token), `sum`, `per-char` (or `char`),
     /// `byte`, `pmi`, `calibrated`, or `all`. Several (`--norm sum pmi`) give one result each; a
     /// later turn continues with the label each picks (see docs/normalisation.md).
-    #[arg(long, num_args = 1.., value_delimiter = ',', default_value = "mean")]
+    #[arg(long, num_args = 1.., value_delimiter = ',', default_value = "mean", value_parser = norm)]
     norm: Vec<String>,
     /// The model that judges the outputs of benchmarks with judged turns (CLoMo) [default: the
     /// model under test judges itself].

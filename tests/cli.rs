@@ -424,7 +424,11 @@ fn build_help_is_the_benchmarks_own_and_no_help_makes_a_store() {
         let out = in_empty(dir.path(), &args);
         // 0 for help, 2 for clap's usage errors: both before the store.
         let code = out.status.code();
-        assert!(code == Some(0) || code == Some(2), "{args:?}: {}", text(&out));
+        assert!(
+            code == Some(0) || code == Some(2),
+            "{args:?}: {}",
+            text(&out)
+        );
     }
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "help and argument errors left {left:?}");

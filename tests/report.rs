@@ -361,7 +361,10 @@ fn svg_bars_carry_their_value_and_own_n() {
             .to_string()
     };
     assert!(rect("Over-flip").contains("<title>Over-flip: 0.0"));
-    assert!(attribute(&rect("Over-flip"), "height") >= 2.0, "a 0 bar is visible");
+    assert!(
+        attribute(&rect("Over-flip"), "height") >= 2.0,
+        "a 0 bar is visible"
+    );
     let t = texts(&doc);
     assert!(
         t.contains(&"0.0".to_string()) && t.contains(&"100.0".to_string()),
@@ -500,7 +503,10 @@ fn svg_text_neither_overlaps_nor_is_cut_when_rendered() {
     for entries in figures {
         let doc = svg(&entries);
         std::fs::write(dir.path().join("figure.svg"), &doc).unwrap();
-        let (width, height) = (attribute(&doc, "width") as u32, attribute(&doc, "height") as u32);
+        let (width, height) = (
+            attribute(&doc, "width") as u32,
+            attribute(&doc, "height") as u32,
+        );
         let count = doc.matches("<text").count();
         let hide =
             "<style>rect,line,path,text{visibility:hidden}#probe{visibility:visible}</style>";

@@ -1,8 +1,8 @@
 //! Tells the integration tests which of their resources this machine lacks, so that a test that
 //! cannot run here is reported by `cargo test` as *ignored*, with its reason, and never counted as
-//! a pass. Under CI (`CI=true`) nothing is ignored for a missing model: the test runs and fails,
-//! naming the file. Slurm is ignored under CI only when `.ci/run` could not install it and said
-//! why in `DELTALOGIC_NO_SLURM`.
+//! a pass. Under CI (`CI=true`) nothing is ignored for a missing model or rsvg-convert: the test
+//! runs and fails, naming what is missing. Slurm is ignored under CI only when `.ci/run` could not
+//! install it and said why in `DELTALOGIC_NO_SLURM`.
 //!
 //! The cfgs are seen by every target of the package but read only by `tests/`.
 
@@ -18,6 +18,7 @@ const FETCHED: [&str; 3] = [
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(models_missing)");
     println!("cargo::rustc-check-cfg=cfg(slurm_missing)");
+    println!("cargo::rustc-check-cfg=cfg(rsvg_missing)");
     for var in ["CI", "DELTALOGIC_MODELS", "DELTALOGIC_NO_SLURM", "PATH"] {
         println!("cargo::rerun-if-env-changed={var}");
     }
@@ -36,6 +37,11 @@ fn main() {
     }
     if !ci && !FETCHED.iter().all(|f| models.join(f).is_file()) {
         println!("cargo::rustc-cfg=models_missing");
+    }
+
+    // The figure's rendering test draws the SVG with rsvg-convert (librsvg2-bin).
+    if !ci && !installed("rsvg-convert") {
+        println!("cargo::rustc-cfg=rsvg_missing");
     }
 
     let slurm = ["sbatch", "slurmctld", "slurmd", "munged"]

@@ -5,7 +5,8 @@
 //! way; the report (`crate::report`) renders every benchmark's [`Evaluation`] the same way.
 //!
 //! Each benchmark lives in one folder holding its builder, prompts and metrics. Adding one means
-//! adding a folder and one line to [`ALL`].
+//! adding a folder and one line to [`ALL`]: the command line, its help and its errors list the
+//! benchmarks from there.
 
 pub mod beliefr;
 pub mod clomo;
@@ -49,13 +50,29 @@ pub fn named(name: &str) -> Result<&'static dyn Benchmark> {
 pub fn by_command(command: &str) -> Result<&'static dyn Benchmark> {
     match ALL.iter().find(|b| b.command() == command) {
         Some(b) => Ok(*b),
-        None => bail!(
-            "no benchmark `{command}` to build (known: {})",
-            ALL.iter()
-                .map(|b| b.command())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        None => bail!("no benchmark `{command}` to build (known: {})", commands()),
+    }
+}
+
+/// The words after `deltalogic build`, in registration order: `deltalogic, beliefr, …, clomo`.
+pub fn commands() -> String {
+    let words: Vec<&str> = ALL.iter().map(|b| b.command()).collect();
+    words.join(", ")
+}
+
+/// The command line of `deltalogic build <command>`: the benchmark's options under its word,
+/// about its title when its options say nothing.
+pub fn build_command(b: &(impl Benchmark + ?Sized)) -> clap::Command {
+    let options = b.options().name(b.command());
+    // Options documented as "`deltalogic build x`: what it builds" say only what it builds.
+    let about = options.get_about().map(|a| a.to_string());
+    let prefix = format!("`deltalogic build {}`: ", b.command());
+    match about {
+        Some(a) => {
+            let about = a.strip_prefix(&prefix).unwrap_or(&a).to_string();
+            options.about(about)
+        }
+        None => options.about(b.title()),
     }
 }
 
@@ -209,9 +226,21 @@ pub trait Benchmark: Sync {
     fn templates(&self) -> &'static [&'static str] {
         &question::STATEMENT_TEMPLATES
     }
-    /// Builds a named set of this benchmark into the store. `args` are the words after
-    /// `deltalogic build <name>`: each benchmark parses its own (see [`parse_args`]).
-    fn build(&self, store: &Registry, args: &[String]) -> Result<Built>;
+    /// Its build options (its `BuildArgs::command()`): the command line parses them, and prints
+    /// their help, before it opens a store.
+    fn options(&self) -> clap::Command;
+    /// Builds a named set of this benchmark into the store from its parsed [`Self::options`]
+    /// (see [`parse_args`]).
+    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built>;
+    /// Builds from the words after `deltalogic build <command>`, parsed as the command line
+    /// parses them.
+    fn build(&self, store: &Registry, words: &[String]) -> Result<Built> {
+        let name = format!("deltalogic build {}", self.command());
+        let options = build_command(self)
+            .bin_name(&name)
+            .try_get_matches_from(std::iter::once(name.clone()).chain(words.iter().cloned()))?;
+        self.build_parsed(store, &options)
+    }
     /// The items of `set` ready to be asked with `template`. By default: the set's questions
     /// asked with `plain-question`.
     fn prepare(
@@ -257,11 +286,9 @@ impl Built {
     }
 }
 
-/// Parses a benchmark's build arguments; `--help` and usage errors come back as clap's own
-/// error, which the command line prints as clap does.
-pub fn parse_args<A: clap::Parser>(name: &str, args: &[String]) -> Result<A> {
-    let words = std::iter::once(format!("deltalogic build {name}")).chain(args.iter().cloned());
-    Ok(A::try_parse_from(words)?)
+/// A benchmark's build arguments from its parsed options.
+pub fn parse_args<A: clap::FromArgMatches>(options: &clap::ArgMatches) -> Result<A> {
+    Ok(A::from_arg_matches(options)?)
 }
 
 /// Resamples behind every bootstrap interval in reports.

@@ -61,7 +61,7 @@ pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
                 format!("{:?}", l.label),
                 l.model.short(),
                 lp.join(", "),
-                l.computed_at
+                utc(l.computed_at)
             );
         }
         for g in &audit.generations {
@@ -94,4 +94,37 @@ pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
             }
         }
     })
+}
+
+/// Seconds since the Unix epoch as ISO 8601 UTC, `2026-11-26T05:06:17Z` (days to a civil date by
+/// Howard Hinnant's algorithm, proleptic Gregorian).
+fn utc(secs: u64) -> String {
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times_are_iso_8601_utc() {
+        assert_eq!(super::utc(0), "1970-01-01T00:00:00Z");
+        // `date -u -d @1795661121 +%FT%TZ`; a leap day; the last second of a year.
+        assert_eq!(super::utc(1_795_661_121), "2026-11-26T02:45:21Z");
+        assert_eq!(super::utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(super::utc(1_767_225_599), "2025-12-31T23:59:59Z");
+    }
 }

@@ -16,6 +16,7 @@ mod model;
 mod output;
 pub mod progress;
 mod report;
+mod run;
 mod score;
 mod score_text;
 mod stats;
@@ -49,7 +50,7 @@ pub struct Cli {
 pub enum Command {
     /// Read a dataset file, or every file of that format under a directory (sorted), into the store.
     Ingest(ingest::Args),
-    /// Build a named set of a benchmark (`deltalogic build <benchmark> --help` for its options).
+    // Its help names every registered benchmark (see `build::Args`).
     Build(build::Args),
     /// List, show or export DeltaLogic episodes.
     #[command(subcommand)]
@@ -126,7 +127,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Cache(c) => cache::run(&store, json, c),
         Command::Model(c) => model::run(&store, json, c),
         Command::Score(a) => score::run(&store, json, a),
-        Command::Run(a) => score::run_main(&store, json, a),
+        Command::Run(a) => run::run(&store, json, a),
         Command::ScoreText(_) | Command::GenerateText(_) | Command::Bench(_) | Command::Dev(_) => {
             unreachable!("handled above")
         }

@@ -15,8 +15,22 @@ pub fn write(store: &Registry, path: &Path, bytes: &[u8], force: bool) -> Result
     record_output(store, path, bytes)
 }
 
-/// The report's figure goes beside the store it was computed from.
-pub fn figure_beside(store: &Registry) -> PathBuf {
-    let dir = store.path().parent().unwrap_or(Path::new("."));
-    dir.join("failure-modes.svg")
+/// A file beside the store, named after it: `store/registry.redb` gives
+/// `store/registry<suffix>`, so that stores sharing a folder never share an output.
+pub fn beside(store: &Registry, suffix: &str) -> PathBuf {
+    let path = store.path();
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let stem = path.file_stem().unwrap_or(path.as_os_str());
+    let mut name = stem.to_os_string();
+    name.push(suffix);
+    dir.join(name)
 }
+
+/// The report's figure, beside the store it was computed from.
+pub fn figure_beside(store: &Registry) -> PathBuf {
+    beside(store, FIGURE)
+}
+
+/// Suffixes of the files named after the store.
+pub const FIGURE: &str = ".figure.svg";
+pub const REPORT: &str = ".report";

@@ -16,11 +16,12 @@ pub struct Args {
     sets: Vec<String>,
     /// Only results under these normalisations (`all`, or names as `score --norm` takes them)
     /// [default: every stored one, side by side, with the robustness section].
-    #[arg(long, num_args = 1.., value_delimiter = ',')]
+    #[arg(long, num_args = 1.., value_delimiter = ',', value_parser = super::score::norm)]
     norm: Vec<String>,
     #[arg(long, value_enum, default_value_t = Format::Md)]
     format: Format,
-    /// Where to write the SVG figure [default: failure-modes.svg beside the store].
+    /// Where to write the SVG figure [default: beside the store, named after it:
+    /// `store/registry.figure.svg` for `store/registry.redb`].
     #[arg(long)]
     svg: Option<PathBuf>,
     /// Overwrite an existing figure file that is not this tool's own previous output.

@@ -1,11 +1,10 @@
-//! `deltalogic score` (any benchmark's set, through the one evaluation runner) and `deltalogic run`
-//! (the main job).
+//! `deltalogic score`: any benchmark's set, through the one evaluation runner (`deltalogic run`,
+//! the main job, scores through it too).
 
 use super::progress::Bar;
-use crate::benchmarks::{self, deltalogic};
+use crate::benchmarks;
 use crate::eval::{self, models, Normalisation, Outcome, Outcomes};
 use crate::model::scorer::Backend;
-use crate::report;
 use crate::store::{Id, Registry};
 use anyhow::{bail, Context, Result};
 
@@ -24,6 +23,12 @@ fn threads(s: &str) -> Result<usize, String> {
         ));
     }
     Ok(n)
+}
+
+/// Checks a `--norm` value while the command line is parsed, before any store is opened.
+pub(super) fn norm(s: &str) -> Result<String, String> {
+    Normalisation::parse_list(&[s.to_string()]).map_err(|e| e.to_string())?;
+    Ok(s.to_string())
 }
 
 #[derive(clap::Args, Debug)]
@@ -45,7 +50,7 @@ pub struct Args {
     /// How label log-probs are compared: `mean` (per token), `sum`, `per-char` (or `char`),
     /// `byte`, `pmi`, `calibrated`, or `all`. Several (`--norm sum pmi`) give one result each; a
     /// later turn continues with the label each picks (see docs/normalisation.md).
-    #[arg(long, num_args = 1.., value_delimiter = ',', default_value = "mean")]
+    #[arg(long, num_args = 1.., value_delimiter = ',', default_value = "mean", value_parser = norm)]
     norm: Vec<String>,
     /// The model that judges the outputs of benchmarks with judged turns (CLoMo) [default: the
     /// model under test judges itself].
@@ -64,7 +69,7 @@ pub struct Args {
 /// What `score` did: the whole set and its result (or one per normalisation), or one part.
 #[derive(serde::Serialize)]
 #[serde(untagged)]
-enum Scored {
+pub(super) enum Scored {
     Whole(Outcome),
     Each(Outcomes),
     Part {
@@ -78,19 +83,34 @@ enum Scored {
 pub struct RunArgs {
     /// Seed of the generated default set.
     #[arg(long, default_value_t = 0)]
-    seed: u64,
+    pub(super) seed: u64,
     /// Threads for the tensor kernels.
     #[arg(long, default_value = "2", value_parser = threads)]
-    threads: usize,
+    pub(super) threads: usize,
     /// Numerics of the default model [default: int8, as for every GGUF file with quantised
     /// weights; flex gives the scores of the exact f32 mode, in about twice the time].
     #[arg(long, value_enum)]
-    backend: Option<Backend>,
+    pub(super) backend: Option<Backend>,
+}
+
+impl Args {
+    /// A whole set with its benchmark's default template, under every normalisation.
+    pub(super) fn every_normalisation(model: &str, set: &str, threads: usize) -> Args {
+        Args {
+            model: model.to_string(),
+            set: set.to_string(),
+            template: None,
+            norm: vec!["all".to_string()],
+            judge: None,
+            threads,
+            shard: None,
+        }
+    }
 }
 
 /// Scores a set with a model through the runner; each model (the one under test, the judge) is
 /// loaded only if something of it is missing.
-fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
+pub(super) fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
     let (model_id, record) = models::resolve(reg, &a.model)?;
     let judge = a
         .judge
@@ -135,7 +155,7 @@ fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
     .with_context(|| format!("scoring set `{}` with `{}`", a.set, a.model))
 }
 
-fn print(scored: &Scored) {
+pub(super) fn print(scored: &Scored) {
     let r = match scored {
         Scored::Whole(Outcome { report, .. })
         | Scored::Each(Outcomes { report, .. })
@@ -154,16 +174,25 @@ fn print(scored: &Scored) {
             r.generated_tokens
         );
     }
-    println!(
-        "forward tokens {} / prefix-tree tokens {} (lower bound)",
-        r.forward_tokens, r.tree_tokens
-    );
+    if r.forward_tokens > 0 {
+        println!(
+            "{} tokens through the model for {} distinct tokens of the prompts' prefix tree (the \
+             least possible: a prefix shared by labels, steps or episodes runs once)",
+            r.forward_tokens, r.tree_tokens
+        );
+    }
     match scored {
-        Scored::Whole(o) => println!("result {}", o.result),
+        Scored::Whole(o) => println!("result {} (`deltalogic audit` takes it)", o.result.short()),
         Scored::Each(o) => {
-            for r in &o.results {
-                println!("result {} ({})", r.result, r.normalisation.as_str());
-            }
+            let ids: Vec<String> = o
+                .results
+                .iter()
+                .map(|r| format!("{} {}", r.normalisation.as_str(), r.result.short()))
+                .collect();
+            println!(
+                "results (`deltalogic audit` takes them): {}",
+                ids.join(", ")
+            );
         }
         Scored::Part { shard, .. } => println!(
             "part {shard} of the set scored; no result stored: `cache merge` the {} part stores, \
@@ -176,53 +205,4 @@ fn print(scored: &Scored) {
 pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
     let out = score(reg, &a, json)?;
     super::emit(json, &out, || print(&out))
-}
-
-/// The default model of `run`: SmolLM2-135M-Instruct (Q4_1), in the models directory (see
-/// [`super::fetch::models_dir`]).
-const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-const DEFAULT_MODEL_NAME: &str = "smollm2-135m";
-const DEFAULT_SET: &str = "default";
-
-pub fn run_main(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
-    let path = super::fetch::model(&super::fetch::models_dir()?, "smollm2", DEFAULT_MODEL_FILE)?;
-    let backend = models::backend_for(&path, a.backend)?;
-    let (model_id, _) = models::add(reg, &path, Some(DEFAULT_MODEL_NAME), backend)?;
-    let spec = deltalogic::BuildSpec {
-        seed: a.seed,
-        from: deltalogic::PremiseSource::Generated,
-        per_type: None,
-        extended: false,
-    };
-    let built = deltalogic::build(reg, &spec, DEFAULT_SET)?;
-    let args = Args {
-        model: DEFAULT_MODEL_NAME.to_string(),
-        set: DEFAULT_SET.to_string(),
-        template: None,
-        norm: vec!["all".to_string()],
-        judge: None,
-        threads: a.threads,
-        shard: None,
-    };
-    let out = score(reg, &args, json)?;
-    let entries = report::entries(
-        reg,
-        &[DEFAULT_MODEL_NAME.to_string()],
-        &[DEFAULT_SET.to_string()],
-    )?;
-    if json {
-        let doc = serde_json::json!({"model": model_id, "set": built.set, "score": out, "results": entries});
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        println!(
-            "set `{DEFAULT_SET}` = {} ({} episodes, {} new)",
-            built.set.short(),
-            built.episodes,
-            built.new_episodes
-        );
-        print(&out);
-        println!();
-        print!("{}", report::render(&entries, report::Format::Md)?);
-    }
-    super::report::write_figure(reg, &super::output::figure_beside(reg), &entries, false)
 }

@@ -23,7 +23,7 @@ pub(super) fn estimate(m: &Metric) -> String {
 }
 
 /// The estimate, plus ` (n=k)` when the metric's own n differs from the row's.
-fn cell(m: Option<&Metric>, row_n: usize) -> String {
+pub fn cell(m: Option<&Metric>, row_n: usize) -> String {
     let Some(m) = m else {
         return String::new();
     };
@@ -200,7 +200,8 @@ fn section(entries: &[Entry]) -> String {
             table(&with_metrics(&head), rows)
         );
     }
-    out += "\nPercentages with 95% bootstrap intervals.";
+    out += "\nPercentages with 95% bootstrap intervals. The n column counts the result's items; \
+            a cell's (n=k) is what that percentage counts when it differs.";
     if !first.evaluation.note.is_empty() {
         out += " ";
         out += first.evaluation.note;
@@ -209,34 +210,54 @@ fn section(entries: &[Entry]) -> String {
     out
 }
 
-/// Per model, every benchmark's headline numbers. A model with several results of one benchmark
-/// (sets, templates, normalisations) gets them in one cell, separated by ` / `, in the order of
-/// the per-benchmark sections.
+/// Every benchmark's headline numbers: one row per model and normalisation, so that each value
+/// names the normalisation it was computed under. A model with several results of one benchmark
+/// under one normalisation (sets, templates) gets them in one cell, each after its setting, in
+/// the order of the per-benchmark sections. Every cell gives the count its percentage is over.
 fn side_by_side(sections: &[&[Entry]]) -> String {
-    let mut models: Vec<&str> = sections
+    let mut rows: Vec<(&str, &str)> = sections
         .iter()
-        .flat_map(|s| s.iter().map(|e| e.model.as_str()))
+        .flat_map(|s| {
+            s.iter()
+                .map(|e| (e.model.as_str(), e.normalisation.as_str()))
+        })
         .collect();
-    models.sort();
-    models.dedup();
-    let mut head = vec!["Model".to_string()];
+    rows.sort_by(|a, b| {
+        (a.0, super::robustness::order(a.1)).cmp(&(b.0, super::robustness::order(b.1)))
+    });
+    rows.dedup();
+    let mut head = vec!["Model".to_string(), "Normalisation".to_string()];
     for s in sections {
         let e = &s[0];
         for c in e.evaluation.columns.iter().filter(|c| c.headline) {
             head.push(format!("{} {}", e.title, c.title));
         }
     }
-    let rows = models
+    let rows = rows
         .iter()
-        .map(|&model| {
-            let mut row = vec![model.to_string()];
+        .map(|&(model, norm)| {
+            let mut row = vec![model.to_string(), norm.to_string()];
             for s in sections {
+                // The settings besides model and normalisation that tell this benchmark's
+                // results apart.
+                let settings: Vec<Setting> = varying(s)
+                    .into_iter()
+                    .filter(|(title, _)| *title != "Normalisation")
+                    .collect();
                 for c in s[0].evaluation.columns.iter().filter(|c| c.headline) {
                     let found: Vec<String> = s
                         .iter()
-                        .filter(|e| e.model == model)
-                        .filter_map(|e| e.evaluation.overall(c.key))
-                        .map(|m| format!("{} (n={})", estimate(m), m.n))
+                        .filter(|e| e.model == model && e.normalisation == norm)
+                        .filter_map(|e| Some((e, e.evaluation.overall(c.key)?)))
+                        .map(|(e, m)| {
+                            let value = format!("{} (n={})", estimate(m), m.n);
+                            let setting: Vec<&str> =
+                                settings.iter().map(|(_, get)| get(e)).collect();
+                            match setting.is_empty() {
+                                true => value,
+                                false => format!("{}: {value}", setting.join(", ")),
+                            }
+                        })
                         .collect();
                     row.push(if found.is_empty() {
                         "—".to_string()
@@ -250,8 +271,10 @@ fn side_by_side(sections: &[&[Entry]]) -> String {
         .collect();
     format!(
         "## Benchmarks side by side\n\n{}\n\
-         Percentages with 95% bootstrap intervals and the size of each conditioning set; each \
-         benchmark's section below says what its numbers mean.\n\n",
+         One row per model and label normalisation. Percentages with 95% bootstrap intervals; \
+         each n is what its percentage counts: the items it is over, fewer than the set's where a \
+         metric conditions on some of them (inertia, over-flip), or families where a benchmark \
+         scores families (each benchmark's section below says what its numbers mean).\n\n",
         table(&head, rows)
     )
 }

@@ -9,7 +9,7 @@ mod markdown;
 pub mod robustness;
 mod svg;
 
-pub use markdown::markdown;
+pub use markdown::{cell, markdown};
 pub use svg::svg;
 
 use crate::benchmarks::prompts::TemplateRecord;

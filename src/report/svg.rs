@@ -2,6 +2,11 @@
 //! failure modes: inertia, over-flip, abstention; every other benchmark its headline metrics) per
 //! result, with 95% interval whiskers on a 0–100% axis; one panel per benchmark, stacked, in one
 //! standalone SVG document.
+//!
+//! Nothing in it can be misread: each panel's title says what varies between its groups (models,
+//! normalisations, or both) and names the normalisation when it does not vary; every bar carries
+//! its value, and its own n where the metric counts fewer items than its group (a 0 bar is a
+//! visible mark on the baseline with its `0.0`); both axes have titles.
 
 use super::markdown::estimate;
 use super::{by_benchmark, varying, Entry, Setting};
@@ -15,10 +20,12 @@ const BAR_W: f64 = 28.0;
 const BAR_GAP: f64 = 4.0;
 const GROUP_W: f64 = 180.0;
 const PLOT_H: f64 = 240.0;
-const LEFT: f64 = 64.0;
+const LEFT: f64 = 76.0;
 const RIGHT: f64 = 24.0;
-const TOP: f64 = 92.0;
-const BOTTOM: f64 = 70.0;
+/// Title, subtitle, legend, and room for the value over a full bar.
+const TOP: f64 = 112.0;
+/// The bars' own n, the groups' labels (up to three lines) and the x-axis title.
+const BOTTOM: f64 = 104.0;
 const MIN_W: f64 = 560.0;
 /// One legend entry: swatch and a name of up to about 15 characters.
 const LEGEND_ITEM_W: f64 = 110.0;
@@ -113,30 +120,76 @@ fn group_w(e: &Entry) -> f64 {
     (bars * (BAR_W + BAR_GAP) + 60.0).max(GROUP_W)
 }
 
+/// What a panel's groups differ in, for its title and x-axis title: `per model`, `of m per
+/// normalisation`, `per model and normalisation` (and set or template when those vary), and the
+/// normalisation when every group shares it.
+fn varies(entries: &[Entry], settings: &[Setting]) -> (String, String) {
+    let distinct = |get: fn(&Entry) -> &str| {
+        let mut v: Vec<&str> = entries.iter().map(get).collect();
+        v.sort();
+        v.dedup();
+        v.len()
+    };
+    let mut what: Vec<String> = Vec::new();
+    if distinct(|e| &e.model) > 1 {
+        what.push("model".into());
+    }
+    what.extend(
+        settings
+            .iter()
+            .map(|(title, _)| title.to_lowercase().to_string()),
+    );
+    let one_model = distinct(|e| &e.model) == 1;
+    let title = match (what.is_empty(), one_model) {
+        (true, _) => format!("of {}", entries[0].model),
+        (false, true) => format!("of {} per {}", entries[0].model, what.join(" and ")),
+        (false, false) => format!("per {}", what.join(" and ")),
+    };
+    let norm = if distinct(|e| &e.normalisation) == 1 {
+        format!("; normalisation: {}", entries[0].normalisation)
+    } else {
+        String::new()
+    };
+    let axis = if what.is_empty() {
+        "one result".to_string()
+    } else {
+        format!("one group per {}", what.join(" · "))
+    };
+    (format!("{title}{norm}"), axis)
+}
+
 fn panel(entries: &[Entry], width: f64) -> String {
     let first = &entries[0];
     let modes = plotted(first);
+    let settings = varying(entries);
+    let (what, x_title) = varies(entries, &settings);
     let title = if first.benchmark == crate::benchmarks::deltalogic::BENCHMARK {
-        "DeltaLogic: belief-revision failure modes per model".to_string()
+        format!("DeltaLogic failure modes {what}")
     } else {
-        format!("{} per model", first.title)
+        format!("{} {what}", first.title)
     };
     let mut s = format!(
-        "<text x=\"{0}\" y=\"26\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\">\
+        "<text x=\"{0}\" y=\"26\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">\
          {1}</text>\n\
          <text x=\"{0}\" y=\"46\" text-anchor=\"middle\" fill=\"#555\">\
-         whiskers: 95% bootstrap interval; n: items</text>\n",
+         bars: value (%); whiskers: 95% bootstrap interval; n: items counted</text>\n",
         width / 2.0,
         xml_escape(&title)
     );
     s += &legend(width, &modes);
     s += &axis(width);
-    let settings = varying(entries);
+    s += &format!(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#333\">{}</text>\n",
+        (LEFT + width - RIGHT) / 2.0,
+        y(0.0) + BOTTOM - 8.0,
+        xml_escape(&x_title)
+    );
     let gw = group_w(first);
     // Centre the groups when the minimum width leaves room to spare.
     let x0 = (width - RIGHT + LEFT - gw * entries.len() as f64) / 2.0;
+    let show_model = settings.is_empty() || entries.iter().any(|e| e.model != first.model);
     for (i, e) in entries.iter().enumerate() {
-        s += &bar_group(e, &settings, &modes, x0 + gw * i as f64, gw);
+        s += &bar_group(e, (&settings, show_model), &modes, x0 + gw * i as f64, gw);
     }
     s
 }
@@ -170,15 +223,24 @@ fn axis(width: f64) -> String {
         );
     }
     s += &format!(
-        "<line x1=\"{LEFT}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"#333\"/>\n</g>\n",
+        "<line x1=\"{LEFT}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"#333\"/>\n\
+         <text transform=\"translate(18 {2}) rotate(-90)\" text-anchor=\"middle\" \
+         stroke=\"none\" fill=\"#333\">percent of the items counted</text>\n</g>\n",
         y(0.0),
-        width - RIGHT
+        width - RIGHT,
+        y(0.5)
     );
     s
 }
 
 /// One entry's bars, whiskers and labels (model; the varying settings; item count).
-fn bar_group(e: &Entry, settings: &[Setting], modes: &[(usize, &str)], x0: f64, gw: f64) -> String {
+fn bar_group(
+    e: &Entry,
+    (settings, show_model): (&[Setting], bool),
+    modes: &[(usize, &str)],
+    x0: f64,
+    gw: f64,
+) -> String {
     let overall = &e.evaluation.groups[0].metrics;
     let mut s = format!(
         "<g class=\"model\" data-model=\"{}\">\n",
@@ -189,11 +251,16 @@ fn bar_group(e: &Entry, settings: &[Setting], modes: &[(usize, &str)], x0: f64, 
     for (i, ((column, name), colour)) in modes.iter().zip(COLOURS).enumerate() {
         let x = left + i as f64 * (BAR_W + BAR_GAP);
         if let Some(m) = &overall[*column] {
-            s += &bar(m, name, colour, x);
+            s += &bar(m, name, colour, x, e.evaluation.n);
         }
     }
     let centre = x0 + gw / 2.0;
-    let mut lines = vec![e.model.clone()];
+    // What tells the groups apart, first and in bold: the model where models vary, else the
+    // varying settings (the panel's title names the one model).
+    let mut lines = Vec::new();
+    if show_model {
+        lines.push(e.model.clone());
+    }
     let detail: Vec<&str> = settings.iter().map(|(_, get)| get(e)).collect();
     if !detail.is_empty() {
         lines.push(detail.join(" · "));
@@ -202,7 +269,7 @@ fn bar_group(e: &Entry, settings: &[Setting], modes: &[(usize, &str)], x0: f64, 
     for (i, line) in lines.iter().enumerate() {
         s += &format!(
             "<text x=\"{centre}\" y=\"{}\" text-anchor=\"middle\"{}>{}</text>\n",
-            y(0.0) + 18.0 + 15.0 * i as f64,
+            y(0.0) + 34.0 + 15.0 * i as f64,
             if i == 0 {
                 " font-weight=\"bold\""
             } else {
@@ -215,23 +282,36 @@ fn bar_group(e: &Entry, settings: &[Setting], modes: &[(usize, &str)], x0: f64, 
     s
 }
 
-/// A bar with its interval whisker and a tooltip; an undefined metric shows `n/a` instead.
-fn bar(m: &Metric, name: &str, colour: &str, x: f64) -> String {
+/// A bar with its interval whisker, its value above and a tooltip, and under the baseline its
+/// own n where that differs from its group's `group_n`. A 0 value is a mark on the baseline;
+/// an undefined metric shows `n/a` instead.
+fn bar(m: &Metric, name: &str, colour: &str, x: f64, group_n: usize) -> String {
     let centre = x + BAR_W / 2.0;
     let tip = format!("{name}: {} (n = {})", estimate(m), m.n);
+    let mut s = String::new();
+    if m.n != group_n {
+        s += &format!(
+            "<text x=\"{centre}\" y=\"{}\" text-anchor=\"middle\" font-size=\"9\" fill=\"#555\">\
+             n={}</text>\n",
+            y(0.0) + 13.0,
+            m.n
+        );
+    }
     let Some(v) = m.value else {
-        return format!(
+        return s + &format!(
             "<text x=\"{centre}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"#555\">\
              n/a<title>{tip}</title></text>\n",
             y(0.0) - 4.0
         );
     };
-    let mut s = format!(
-        "<rect x=\"{x}\" y=\"{}\" width=\"{BAR_W}\" height=\"{}\" fill=\"{colour}\">\
+    // At least 2 px high: a 0 bar is drawn, on the baseline, not left for missing data.
+    let h = (y(0.0) - y(v)).max(2.0);
+    s += &format!(
+        "<rect x=\"{x}\" y=\"{}\" width=\"{BAR_W}\" height=\"{h}\" fill=\"{colour}\">\
          <title>{tip}</title></rect>\n",
-        y(v),
-        y(0.0) - y(v)
+        y(0.0) - h
     );
+    let mut top = y(0.0) - h;
     if let (Some(lo), Some(hi)) = (m.lo, m.hi) {
         let (cap_l, cap_r) = (centre - 5.0, centre + 5.0);
         let (ylo, yhi) = (y(lo), y(hi));
@@ -239,7 +319,13 @@ fn bar(m: &Metric, name: &str, colour: &str, x: f64) -> String {
             "<path d=\"M{centre} {ylo}V{yhi}M{cap_l} {ylo}H{cap_r}M{cap_l} {yhi}H{cap_r}\" \
              stroke=\"#222\" stroke-width=\"1.5\" fill=\"none\"/>\n"
         );
+        top = top.min(yhi);
     }
+    s += &format!(
+        "<text x=\"{centre}\" y=\"{}\" text-anchor=\"middle\" font-size=\"9\">{:.1}</text>\n",
+        top - 3.0,
+        100.0 * v
+    );
     s
 }
 

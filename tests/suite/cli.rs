@@ -323,3 +323,113 @@ fn outputs_never_overwrite_the_store_or_foreign_files() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("100000 threads: give 1 to"), "{err}");
 }
+
+/// The binary in an empty folder, with no store given: the default `store/registry.redb`.
+fn in_empty(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("DELTALOGIC_STORE")
+        .output()
+        .unwrap()
+}
+
+/// `build <benchmark> --help` prints that benchmark's own options; every help text and the
+/// unknown-benchmark error list the registered benchmarks; help and argument errors exit before
+/// any store is created or opened.
+#[test]
+fn build_help_is_the_benchmarks_own_and_no_help_makes_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = |out: &Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let names: Vec<&str> = deltalogic::benchmarks::ALL
+        .iter()
+        .map(|b| b.command())
+        .collect();
+    let list = deltalogic::benchmarks::commands();
+    assert_eq!(list, names.join(", "));
+    // Each benchmark's help shows options only it has.
+    for (benchmark, own) in [
+        ("deltalogic", "--extended"),
+        ("beliefr", "--per-cell"),
+        ("robustlr", "--per-set"),
+        ("static", "--from-set"),
+        ("deduce", "--perturb"),
+        ("clomo", "--split"),
+    ] {
+        for help in ["--help", "-h"] {
+            let out = in_empty(dir.path(), &["build", benchmark, help]);
+            assert!(out.status.success(), "{benchmark} {help}: {}", text(&out));
+            let t = text(&out);
+            assert!(
+                t.contains(own) && t.contains(&format!("deltalogic build {benchmark}")),
+                "{benchmark} {help}: {t}"
+            );
+        }
+    }
+    for args in [
+        vec!["build", "--help"],
+        vec!["--help"],
+        vec!["help", "build"],
+    ] {
+        let out = in_empty(dir.path(), &args);
+        assert!(out.status.success(), "{args:?}");
+        assert!(text(&out).contains(&list), "{args:?}: {}", text(&out));
+    }
+    let out = in_empty(dir.path(), &["build", "--help"]);
+    for name in &names {
+        assert!(
+            text(&out).contains(&format!("\n  {name} ")),
+            "build --help lists {name}: {}",
+            text(&out)
+        );
+    }
+    // Argument errors: clap's usage error, naming the benchmarks or the benchmark's usage.
+    for (args, expect) in [
+        (vec!["build", "nosuch"], list.as_str()),
+        (vec!["build"], list.as_str()),
+        (
+            vec!["build", "deltalogic", "--bogus"],
+            "deltalogic build deltalogic",
+        ),
+        (
+            vec!["build", "clomo", "--split", "nope"],
+            "[possible values",
+        ),
+        (vec!["build", "deltalogic", "--seed", "x"], "--seed"),
+    ] {
+        let out = in_empty(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(expect), "{args:?}: {}", text(&out));
+    }
+    // Help of every command, and the usual mistakes, never make a store.
+    for args in [
+        vec!["run", "--help"],
+        vec!["score", "--help"],
+        vec!["report", "--help"],
+        vec!["audit", "--help"],
+        vec!["cache", "merge", "--help"],
+        vec!["model", "add", "--help"],
+        vec!["score", "--model", "m"],
+        vec!["score", "--model", "m", "--set", "s", "--norm", "nosuch"],
+        vec!["report", "--norm", "mean,nosuch"],
+        vec!["nosuch"],
+        vec!["--version"],
+    ] {
+        let out = in_empty(dir.path(), &args);
+        // 0 for help, 2 for clap's usage errors: both before the store.
+        let code = out.status.code();
+        assert!(
+            code == Some(0) || code == Some(2),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "help and argument errors left {left:?}");
+}

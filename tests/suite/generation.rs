@@ -86,7 +86,10 @@ impl Benchmark for GenerateThenJudge {
     fn title(&self) -> &'static str {
         "Generate then judge"
     }
-    fn build(&self, _: &Registry, _: &[String]) -> Result<Built> {
+    fn options(&self) -> clap::Command {
+        clap::Command::new("generate-then-judge")
+    }
+    fn build_parsed(&self, _: &Registry, _: &clap::ArgMatches) -> Result<Built> {
         unreachable!("the test makes its set by hand")
     }
     fn prepare(

@@ -23,6 +23,7 @@ mod model_errors;
 mod normalisation;
 mod numerics;
 mod numerics_llamacpp;
+mod readme;
 mod registry;
 mod report;
 mod robustlr;

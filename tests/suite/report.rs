@@ -70,6 +70,14 @@ fn entry(model: &str, set: &str, k: usize) -> Entry {
     entry_of(model, set, &rows(k))
 }
 
+/// The result of `model` under normalisation `norm`.
+fn normalised(model: &str, norm: &str, k: usize) -> Entry {
+    Entry {
+        normalisation: norm.into(),
+        ..entry(model, "paper", k)
+    }
+}
+
 /// The table lines of the Markdown section that starts with `heading`.
 fn section<'a>(md: &'a str, heading: &str) -> Vec<&'a str> {
     md.split("## ")
@@ -272,4 +280,252 @@ fn svg_marks_undefined_metrics() {
         doc.contains("n/a<title>Inertia: — (n = 0)</title>"),
         "{doc}"
     );
+}
+
+/// The first value of attribute `name` in `doc`, a number.
+fn attribute(doc: &str, name: &str) -> f64 {
+    let value = doc.split(&format!(" {name}=\"")).nth(1).unwrap();
+    value.split('"').next().unwrap().parse().unwrap()
+}
+
+/// The texts of the figure's `<text>` elements, markup and tooltips removed.
+fn texts(doc: &str) -> Vec<String> {
+    doc.split("<text")
+        .skip(1)
+        .map(|t| {
+            let body = t
+                .split_once('>')
+                .unwrap()
+                .1
+                .split("</text>")
+                .next()
+                .unwrap();
+            body.split("<title>").next().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// The panel title says what varies between the groups; the normalisation is named in the
+/// title when it is the same for every group, and under every group when it is not.
+#[test]
+fn svg_title_says_what_varies() {
+    let title = |entries: &[Entry]| texts(&svg(entries))[0].clone();
+    let norms = [normalised("smol", "mean", 3), normalised("smol", "pmi", 5)];
+    assert_eq!(
+        title(&norms),
+        "DeltaLogic failure modes of smol per normalisation"
+    );
+    let t = texts(&svg(&norms));
+    assert!(
+        t.contains(&"mean".to_string()) && t.contains(&"pmi".to_string()),
+        "{t:?}"
+    );
+    let models = [normalised("smol", "mean", 3), normalised("qwen", "mean", 5)];
+    assert_eq!(
+        title(&models),
+        "DeltaLogic failure modes per model; normalisation: mean"
+    );
+    let both = [
+        normalised("smol", "mean", 3),
+        normalised("smol", "pmi", 3),
+        normalised("qwen", "mean", 5),
+    ];
+    assert_eq!(
+        title(&both),
+        "DeltaLogic failure modes per model and normalisation"
+    );
+    assert_eq!(
+        title(&[normalised("smol", "sum", 3)]),
+        "DeltaLogic failure modes of smol; normalisation: sum"
+    );
+    for doc in [svg(&norms), svg(&both)] {
+        let t = texts(&doc);
+        assert!(
+            t.contains(&"percent of the items counted".to_string()),
+            "{t:?}"
+        );
+        assert!(t.iter().any(|x| x.starts_with("one group per")), "{t:?}");
+    }
+}
+
+/// Every bar carries its value; a 0 bar is drawn (a mark on the baseline) with `0.0`; a bar
+/// whose metric counts fewer items than its group carries its own n.
+#[test]
+fn svg_bars_carry_their_value_and_own_n() {
+    // k = 1: the model keeps every first answer: inertia 100%, over-flip 0%.
+    let doc = svg(&[entry("smol", "paper", 1)]);
+    let rect = |name: &str| {
+        doc.split("<rect ")
+            .find(|r| r.contains(&format!("<title>{name}:")))
+            .unwrap_or_else(|| panic!("no {name} bar"))
+            .to_string()
+    };
+    assert!(rect("Over-flip").contains("<title>Over-flip: 0.0"));
+    assert!(
+        attribute(&rect("Over-flip"), "height") >= 2.0,
+        "a 0 bar is visible"
+    );
+    let t = texts(&doc);
+    assert!(
+        t.contains(&"0.0".to_string()) && t.contains(&"100.0".to_string()),
+        "{t:?}"
+    );
+    // 40 episodes; inertia counts the 20 whose gold label changes, over-flip the other 20.
+    assert!(t.contains(&"n = 40".to_string()), "{t:?}");
+    assert_eq!(t.iter().filter(|x| *x == "n=20").count(), 2, "{t:?}");
+}
+
+/// The side-by-side table has one row per model and normalisation, and each cell the n of its
+/// own percentage.
+#[test]
+fn side_by_side_names_the_normalisation_of_every_value() {
+    use deltalogic::benchmarks::{Column, Evaluation, Group};
+    use deltalogic::metrics::Metric;
+    static COLUMNS: [Column; 1] = [Column {
+        key: "f1",
+        title: "F1",
+        headline: true,
+    }];
+    let other = |model: &str, norm: &str| Entry {
+        benchmark: "robustlr".into(),
+        title: "RobustLR",
+        model: model.into(),
+        set: "rl".into(),
+        template: "plain-question".into(),
+        normalisation: norm.into(),
+        result_id: String::new(),
+        evaluation: Evaluation {
+            n: 240,
+            columns: &COLUMNS,
+            groups: vec![Group::of(
+                "overall",
+                "all",
+                [&Metric {
+                    value: Some(0.5),
+                    n: 60,
+                    lo: None,
+                    hi: None,
+                }],
+            )],
+            metrics: serde_json::Value::Null,
+            note: "",
+        },
+    };
+    let md = markdown(&[
+        normalised("smol", "mean", 3),
+        normalised("smol", "pmi", 5),
+        other("smol", "mean"),
+    ]);
+    let t = section(&md, "Benchmarks side by side");
+    assert_eq!(cells(t[0])[..2], ["Model", "Normalisation"]);
+    assert_eq!(t.len(), 2 + 2, "{md}");
+    let mean = cells(t[2]);
+    let pmi = cells(t[3]);
+    assert_eq!(mean[..2], ["smol", "mean"]);
+    assert_eq!(pmi[..2], ["smol", "pmi"]);
+    assert!(mean.last().unwrap().ends_with("50.0 (n=60)"), "{mean:?}");
+    assert_eq!(*pmi.last().unwrap(), "—");
+    // DeltaLogic's inertia: the 20 episodes whose gold label changes.
+    assert!(mean.iter().any(|c| c.ends_with("(n=20)")), "{mean:?}");
+    assert!(
+        !mean.iter().any(|c| c.contains(" / ")),
+        "one value per cell: {mean:?}"
+    );
+    assert!(md.contains("each n is what its percentage counts"), "{md}");
+}
+
+/// The pixel box `(x0, y0, x1, y1)` of what rsvg-convert draws of `doc`, or `None` if nothing.
+fn ink(doc: &str, dir: &std::path::Path) -> Option<(u32, u32, u32, u32)> {
+    let (svg_path, png_path) = (dir.join("probe.svg"), dir.join("probe.png"));
+    std::fs::write(&svg_path, doc).unwrap();
+    let status = std::process::Command::new("rsvg-convert")
+        .arg(&svg_path)
+        .arg("-o")
+        .arg(&png_path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let decoder = png::Decoder::new(std::fs::File::open(&png_path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!(info.color_type, png::ColorType::Rgba);
+    let mut bbox: Option<(u32, u32, u32, u32)> = None;
+    for y in 0..info.height {
+        for x in 0..info.width {
+            if buf[((y * info.width + x) * 4 + 3) as usize] > 0 {
+                let b = bbox.get_or_insert((x, y, x, y));
+                *b = (b.0.min(x), b.1.min(y), b.2.max(x), b.3.max(y));
+            }
+        }
+    }
+    bbox
+}
+
+/// Rendered by a real SVG renderer, no two texts of the figure overlap and none is cut by the
+/// figure's edge: each text is drawn alone (everything else hidden) and its ink box measured.
+#[test]
+#[cfg_attr(
+    rsvg_missing,
+    ignore = "needs rsvg-convert: apt-get install librsvg2-bin (.ci/run does)"
+)]
+fn svg_text_neither_overlaps_nor_is_cut_when_rendered() {
+    let dir = tempfile::tempdir().unwrap();
+    let figures = [
+        // The main job: one model under six normalisations.
+        ["mean", "sum", "per-char", "byte", "pmi", "calibrated"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| normalised("smollm2-135m", n, 1 + i % 3))
+            .collect::<Vec<_>>(),
+        // Models with long names, one normalisation.
+        vec![
+            normalised("qwen2.5-coder-1.5b-instruct-q4", "mean", 1),
+            normalised("smollm2-135m-instruct-q4_1", "mean", 2),
+        ],
+    ];
+    for entries in figures {
+        let doc = svg(&entries);
+        std::fs::write(dir.path().join("figure.svg"), &doc).unwrap();
+        let (width, height) = (
+            attribute(&doc, "width") as u32,
+            attribute(&doc, "height") as u32,
+        );
+        let count = doc.matches("<text").count();
+        let hide =
+            "<style>rect,line,path,text{visibility:hidden}#probe{visibility:visible}</style>";
+        let mut boxes = Vec::new();
+        for i in 0..count {
+            // Only the i-th text is visible.
+            let mut probe = String::new();
+            for (j, part) in doc.split("<text").enumerate() {
+                if j > 0 {
+                    probe += if j == i + 1 {
+                        "<text id=\"probe\""
+                    } else {
+                        "<text"
+                    };
+                }
+                probe += part;
+            }
+            let probe = probe.replacen(
+                "<rect width=\"100%\"",
+                &format!("{hide}<rect width=\"100%\""),
+                1,
+            );
+            let text = &texts(&doc)[i];
+            let b = ink(&probe, dir.path()).unwrap_or_else(|| panic!("`{text}` draws nothing"));
+            assert!(
+                b.0 > 0 && b.1 > 0 && b.2 < width - 1 && b.3 < height - 1,
+                "`{text}` is cut by the edge: {b:?} in {width}x{height}"
+            );
+            boxes.push((text.clone(), b));
+        }
+        for (i, (a, p)) in boxes.iter().enumerate() {
+            for (b, q) in &boxes[i + 1..] {
+                let apart = p.2 < q.0 || q.2 < p.0 || p.3 < q.1 || q.3 < p.1;
+                assert!(apart, "`{a}` {p:?} overlaps `{b}` {q:?}");
+            }
+        }
+    }
 }

@@ -113,6 +113,21 @@ fn second_score_computes_nothing_and_reports_the_same() {
         ],
     ));
     assert_eq!(audit["audit"]["scores"].as_array().unwrap().len(), 24);
+    // The text audit gives each score's time as ISO 8601 UTC, `at 2026-11-26T05:06:17Z`.
+    let text = dl(&store, &["audit", &first["result"].as_str().unwrap()[..12]]).stdout;
+    let text = String::from_utf8(text).unwrap();
+    let times: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split(" at ").nth(1))
+        .collect();
+    assert_eq!(times.len(), 24, "{text}");
+    for t in times {
+        let b = t.as_bytes();
+        assert!(
+            t.len() == 20 && b[4] == b'-' && b[10] == b'T' && b[19] == b'Z' && t.starts_with("20"),
+            "{t}"
+        );
+    }
     assert_eq!(audit["verify"]["checked"], 3);
     assert!(
         audit["verify"]["max_abs_diff"].as_f64().unwrap() <= 1e-4,
@@ -193,9 +208,93 @@ fn killed_scoring_resumes_to_the_uninterrupted_result() {
     assert_eq!(report(&cut), report(&whole));
 }
 
-/// The README's main command, `deltalogic run`, in an empty folder with the fetched model: cold it
-/// computes every score of the default set, and the forward pass computes each prefix-tree token
-/// exactly once; warm it computes nothing and reports the same results.
+/// Two stores in one folder: the outputs each writes beside itself are named after it, so
+/// building, scoring, reporting and exporting with one never trips over the other's files.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn two_stores_share_a_folder() {
+    let model = crate::common::smollm2();
+    let dir = tempfile::tempdir().unwrap();
+    let stores = [dir.path().join("a.redb"), dir.path().join("b.redb")];
+    for store in &stores {
+        prepare(store, &model);
+    }
+    for store in &stores {
+        dl(store, &["score", "--model", "smol", "--set", "small"]);
+    }
+    for _ in 0..2 {
+        for store in &stores {
+            dl(store, &["report"]);
+            dl(store, &["--json", "report", "--format", "csv"]);
+        }
+    }
+    for (store, stem) in stores.iter().zip(["a", "b"]) {
+        let figure = dir.path().join(format!("{stem}.figure.svg"));
+        assert!(figure.is_file(), "{} has its own figure", store.display());
+        let out = dir.path().join(format!("{stem}-cache.redb"));
+        let samples = dir.path().join(format!("{stem}-lm-eval"));
+        let items = dir.path().join(format!("{stem}-items.jsonl"));
+        for args in [
+            vec![
+                "cache",
+                "export",
+                "--model",
+                "smol",
+                "--set",
+                "small",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            vec![
+                "export",
+                "samples",
+                "--set",
+                "small",
+                "-o",
+                samples.to_str().unwrap(),
+            ],
+            vec![
+                "export",
+                "items",
+                "--set",
+                "small",
+                "-o",
+                items.to_str().unwrap(),
+            ],
+        ] {
+            dl(store, &args);
+        }
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "a-cache.redb",
+            "a-items.jsonl",
+            "a-lm-eval",
+            "a.figure.svg",
+            "a.redb",
+            "b-cache.redb",
+            "b-items.jsonl",
+            "b-lm-eval",
+            "b.figure.svg",
+            "b.redb"
+        ]
+    );
+}
+
+/// The README's main command, `deltalogic run`, in an empty folder with the fetched model. Cold, it
+/// computes the default set's scores, each prefix-tree token exactly once, writes the full report
+/// beside the store, named after it, and ends with its summary (the headline numbers under
+/// `mean`, the conclusions that flip, where the report and figure are, the next commands with a
+/// short result id `audit` takes). Warm, it computes nothing and prints the same summary.
 #[test]
 #[cfg_attr(
     models_missing,
@@ -204,11 +303,13 @@ fn killed_scoring_resumes_to_the_uninterrupted_result() {
 fn the_main_command_runs_cold_then_warm_computing_nothing() {
     let model = crate::common::smollm2();
     let dir = tempfile::tempdir().unwrap();
-    let main_job = || {
+    let run = |flags: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_deltalogic"))
-            .args(["--json", "run"])
+            .args(flags)
+            .arg("run")
             .current_dir(dir.path())
             .env("DELTALOGIC_MODELS", model.parent().unwrap())
+            .env_remove("DELTALOGIC_STORE")
             .output()
             .unwrap();
         assert!(
@@ -216,22 +317,66 @@ fn the_main_command_runs_cold_then_warm_computing_nothing() {
             "deltalogic run: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        json(&out)
+        out
     };
-    let cold = main_job();
-    let score = &cold["score"];
-    assert_eq!(score["items"], 100, "the default set: {score}");
-    assert!(score["scores_computed"].as_u64().unwrap() > 0);
-    assert_eq!(score["scores_found_in_cache"], 0);
-    assert_eq!(score["forward_tokens"], score["tree_tokens"]);
-    assert!(dir.path().join("store/registry.redb").is_file());
+    let first = String::from_utf8(run(&[]).stdout).unwrap();
+    for needle in [
+        "normalisation `mean`",
+        "Inertia",
+        "(n=",
+        "store/registry.report.md",
+        "store/registry.report.csv",
+        "store/registry.report.json",
+        "store/registry.figure.svg",
+        "deltalogic report --norm all",
+        "deltalogic model add",
+    ] {
+        assert!(first.contains(needle), "no `{needle}` in:\n{first}");
+    }
+    assert!(
+        first.contains("Every conclusion holds") || first.contains("Conclusions that change"),
+        "{first}"
+    );
+    // Every prefix of the tree through the model exactly once.
+    let counts: Vec<u64> = first
+        .lines()
+        .find(|l| l.contains("tokens through the model"))
+        .unwrap_or_else(|| panic!("no token counts in:\n{first}"))
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(counts[0], counts[1], "forward vs prefix-tree tokens");
+    // No full-length ids; the audit command's id is one `audit` takes.
+    assert!(
+        !first
+            .split(|c: char| !c.is_ascii_hexdigit())
+            .any(|w| w.len() == 64),
+        "{first}"
+    );
+    let id = first
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("deltalogic audit "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let store = dir.path().join("store/registry.redb");
+    let audit = String::from_utf8(dl(&store, &["audit", &id]).stdout).unwrap();
+    assert!(audit.contains("normalisation mean"), "{audit}");
+    // The full report holds every normalisation; the summary is short.
+    let md = std::fs::read_to_string(dir.path().join("store/registry.report.md")).unwrap();
+    assert!(md.contains("calibrated") && md.contains("### DeltaLogic by edit-type"));
+    assert!(first.lines().count() < 40, "{first}");
 
-    let warm = main_job();
+    let again = String::from_utf8(run(&[]).stdout).unwrap();
+    assert!(again.contains("0 computed"), "{again}");
+    let summary = |s: &str| s.split_once("\n\n").unwrap().1.to_string();
+    assert_eq!(summary(&first), summary(&again));
+    let warm = json(&run(&["--json"]));
+    assert_eq!(warm["score"]["items"], 100, "the default set");
     assert_eq!(warm["score"]["scores_computed"], 0);
     assert_eq!(warm["score"]["forward_tokens"], 0);
     assert_eq!(
         warm["score"]["scores_found_in_cache"],
-        score["scores_needed"]
+        warm["score"]["scores_needed"]
     );
-    assert_eq!(warm["results"], cold["results"]);
 }

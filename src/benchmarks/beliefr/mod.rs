@@ -412,8 +412,12 @@ impl Benchmark for BeliefR {
         "beliefr"
     }
 
-    fn build(&self, store: &Registry, args: &[String]) -> Result<Built> {
-        let a: BuildArgs = parse_args(self.command(), args)?;
+    fn options(&self) -> clap::Command {
+        <BuildArgs as clap::CommandFactory>::command()
+    }
+
+    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+        let a: BuildArgs = parse_args(options)?;
         let sample = a.per_cell.map(|per_cell| Sample {
             per_cell,
             seed: a.seed,

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 /// Bumped when the items made from the same files change, so that specs change with them.
 const BUILDER_VERSION: u32 = 1;
 
+/// `deltalogic build clomo`: CLoMo items of one split (an argument, a premise in a relation to
+/// it, and a premise the model's rewrite must put in that relation; judged by SES).
 #[derive(clap::Parser, Debug)]
 pub struct BuildArgs {
     /// The folder of the CLoMo files (`{zero,few,cot}_{train,dev,test}.json`).

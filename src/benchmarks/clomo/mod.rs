@@ -297,8 +297,12 @@ impl Benchmark for Clomo {
         &prompts::TEMPLATES
     }
 
-    fn build(&self, store: &Registry, args: &[String]) -> Result<Built> {
-        let a: build::BuildArgs = parse_args(BENCHMARK, args)?;
+    fn options(&self) -> clap::Command {
+        <build::BuildArgs as clap::CommandFactory>::command()
+    }
+
+    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+        let a: build::BuildArgs = parse_args(options)?;
         let out = build::build(store, &a)?;
         let text = out.text();
         Built::new(&out, text)

@@ -176,8 +176,7 @@ pub fn from_gsm8k(rows: &[gsm8k::Row], file: &str, copies: usize, seed: u64) -> 
     Ok(out)
 }
 
-pub fn build(store: &Registry, args: &[String]) -> Result<BuildOutcome> {
-    let a: BuildArgs = parse_args(BENCHMARK, args)?;
+fn build(store: &Registry, a: &BuildArgs) -> Result<BuildOutcome> {
     let (problems, file_hash, gsm) = match a.from {
         ItemSource::Gsm8k => {
             let path = a.data.join(format!("{}.jsonl", a.split));
@@ -454,8 +453,12 @@ impl Benchmark for Deduce {
         &["continue"]
     }
 
-    fn build(&self, store: &Registry, args: &[String]) -> Result<Built> {
-        let out = build(store, args)?;
+    fn options(&self) -> clap::Command {
+        <BuildArgs as clap::CommandFactory>::command()
+    }
+
+    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+        let out = build(store, &parse_args(options)?)?;
         let mut text = format!(
             "set `{}` = {} ({} problems, {} new; spec {})\n",
             out.name,

@@ -238,8 +238,12 @@ impl Benchmark for DeltaLogic {
         BENCHMARK
     }
 
-    fn build(&self, store: &Registry, args: &[String]) -> Result<Built> {
-        let a: BuildArgs = parse_args(BENCHMARK, args)?;
+    fn options(&self) -> clap::Command {
+        <BuildArgs as clap::CommandFactory>::command()
+    }
+
+    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+        let a: BuildArgs = parse_args(options)?;
         let spec = BuildSpec {
             seed: a.seed,
             from: a.from,

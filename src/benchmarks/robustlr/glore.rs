@@ -111,8 +111,12 @@ impl Benchmark for Glore {
         "glore"
     }
 
-    fn build(&self, store: &Registry, args: &[String]) -> Result<Built> {
-        let a: BuildArgs = parse_args(self.command(), args)?;
+    fn options(&self) -> clap::Command {
+        <BuildArgs as clap::CommandFactory>::command()
+    }
+
+    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+        let a: BuildArgs = parse_args(options)?;
         let out = build(store, &a.name)?;
         let labels: Vec<String> = out.labels.iter().map(|(l, n)| format!("{n} {l}")).collect();
         Built::new(

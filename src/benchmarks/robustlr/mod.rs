@@ -221,8 +221,12 @@ impl Benchmark for RobustLr {
         BENCHMARK
     }
 
-    fn build(&self, store: &Registry, args: &[String]) -> Result<Built> {
-        let a: BuildArgs = parse_args(BENCHMARK, args)?;
+    fn options(&self) -> clap::Command {
+        <BuildArgs as clap::CommandFactory>::command()
+    }
+
+    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+        let a: BuildArgs = parse_args(options)?;
         let config = BuildConfig {
             seed: a.seed,
             per_set: a.per_set,

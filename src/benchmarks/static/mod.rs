@@ -139,8 +139,12 @@ impl Benchmark for Static {
         "Static"
     }
 
-    fn build(&self, store: &Registry, args: &[String]) -> Result<Built> {
-        let a: BuildArgs = parse_args(BENCHMARK, args)?;
+    fn options(&self) -> clap::Command {
+        <BuildArgs as clap::CommandFactory>::command()
+    }
+
+    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+        let a: BuildArgs = parse_args(options)?;
         let out = build(store, &a.from_set, &a.name)?;
         Built::new(
             &out,

@@ -21,7 +21,7 @@ pub struct ScoreTextArgs {
     #[arg(long, num_args = 1.., required = true)]
     pub labels: Vec<String>,
     /// Threads for the tensor kernels.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
     pub threads: usize,
     /// Numerics [default: int8 for a GGUF file with quantised weights, flex otherwise].
     #[arg(long, value_enum)]
@@ -66,7 +66,7 @@ pub struct MakeFixturesArgs {
     /// Where the per-architecture directories go.
     #[arg(long, default_value = "fixtures/hf")]
     pub out: PathBuf,
-    #[arg(long, default_value_t = fixtures::SEED)]
+    #[arg(long, default_value_t = fixtures::SEED, value_parser = super::bounds::seed())]
     pub seed: u64,
 }
 

@@ -33,8 +33,11 @@ pub fn score_text(args: &ScoreTextArgs, json: bool) -> anyhow::Result<()> {
     set_threads(args.threads)?;
     let backend = crate::eval::models::backend_for(&args.model, args.backend)?;
     let scorer = Scorer::open(&args.model, backend)?;
+    // The context is the user's own template: control-token text in it is read as control
+    // tokens; the labels are plain text.
+    let context = crate::model::tokenizer::markup(&args.context);
     let scores = scorer
-        .score(&args.context, &args.labels)
+        .score(&context, &args.labels)
         .with_context(|| format!("scoring with {}", args.model.display()))?;
     let mut out = std::io::stdout().lock();
     if json {

@@ -16,12 +16,40 @@ fn numeric_flags() -> Vec<(Vec<&'static str>, &'static str, u64, u64)> {
     let size = 1_000_000;
     let seed = u64::MAX;
     vec![
-        (vec!["score", "--model", "m", "--set", "s"], "--threads", 1, t),
+        (
+            vec!["score", "--model", "m", "--set", "s"],
+            "--threads",
+            1,
+            t,
+        ),
         (vec!["run"], "--threads", 1, t),
         (vec!["run"], "--seed", 0, seed),
-        (vec!["score-text", "--model", "m", "--context", "c", "--labels", " x"], "--threads", 1, t),
-        (vec!["generate-text", "--model", "m", "--prompt", "p"], "--threads", 1, t),
-        (vec!["generate-text", "--model", "m", "--prompt", "p"], "--max-tokens", 1, 1 << 20),
+        (
+            vec![
+                "score-text",
+                "--model",
+                "m",
+                "--context",
+                "c",
+                "--labels",
+                " x",
+            ],
+            "--threads",
+            1,
+            t,
+        ),
+        (
+            vec!["generate-text", "--model", "m", "--prompt", "p"],
+            "--threads",
+            1,
+            t,
+        ),
+        (
+            vec!["generate-text", "--model", "m", "--prompt", "p"],
+            "--max-tokens",
+            1,
+            1 << 20,
+        ),
         (vec!["bench", "--model", "m"], "--threads", 1, t),
         (vec!["bench", "--model", "m"], "--reps", 1, 1_000),
         (vec!["bench", "--model", "m"], "--decode", 1, 1 << 20),
@@ -29,7 +57,12 @@ fn numeric_flags() -> Vec<(Vec<&'static str>, &'static str, u64, u64)> {
         (vec!["audit", "abcdef"], "--verify", 1, 1_000_000),
         (vec!["cache", "merge", "f"], "--verify-sample", 0, 1_000_000),
         (vec!["cache", "verify"], "--recompute", 1, 1_000_000),
-        (vec!["datasets", "check", "--dataset", "folio"], "--list", 0, size),
+        (
+            vec!["datasets", "check", "--dataset", "folio"],
+            "--list",
+            0,
+            size,
+        ),
     ]
 }
 
@@ -83,9 +116,12 @@ fn every_numeric_flag_refuses_out_of_range_values_naming_the_range() {
             assert!(parse(&w).is_ok(), "{w:?}: {}", parse(&w).err().unwrap());
         }
         for bad in refused(lo, hi) {
+            // `--flag=VALUE`, so that clap takes `-1` as the value, not as a flag.
             let mut w: Vec<String> = words.iter().map(|s| s.to_string()).collect();
-            w.extend([flag.to_string(), bad.clone()]);
-            let msg = parse(&w).err().unwrap_or_else(|| panic!("{w:?} was accepted"));
+            w.push(format!("{flag}={bad}"));
+            let msg = parse(&w)
+                .err()
+                .unwrap_or_else(|| panic!("{w:?} was accepted"));
             assert!(names_range(&msg, lo, hi), "{w:?}: {msg}");
         }
     }
@@ -106,14 +142,14 @@ fn every_build_option_refuses_out_of_range_values_naming_the_range() {
     let store = dir.path().join("s.redb");
     for (benchmark, flag, lo, hi) in BUILD_FLAGS {
         for bad in refused(lo, hi) {
+            let value = format!("{flag}={bad}");
             let argv = [
                 "deltalogic",
                 "--store",
                 store.to_str().unwrap(),
                 "build",
                 benchmark,
-                flag,
-                &bad,
+                &value,
             ];
             let cli = Cli::try_parse_from(argv).unwrap();
             let msg = match deltalogic::cli::run(cli) {
@@ -135,13 +171,50 @@ fn random_argument_vectors_never_panic() {
     let mut flags: Vec<&str> = numeric_flags().iter().map(|(_, f, _, _)| *f).collect();
     flags.extend(BUILD_FLAGS.iter().map(|(_, f, _, _)| *f));
     flags.extend([
-        "--model", "--set", "--norm", "--shard", "--template", "--json", "--no-verify", "-o",
-        "--from", "--name", "--format", "--force", "--labels", "--",
+        "--model",
+        "--set",
+        "--norm",
+        "--shard",
+        "--template",
+        "--json",
+        "--no-verify",
+        "-o",
+        "--from",
+        "--name",
+        "--format",
+        "--force",
+        "--labels",
+        "--",
     ]);
     let values = [
-        "0", "1", "2", "8", "-1", "-0", "+3", " 4", "1e3", "0x10", "", "nan", "4294967296",
-        "18446744073709551615", "18446744073709551616", "99999999999", "1000000", "1000001",
-        "0/4", "3/2", "0/99999999999", "0/0", "99999/100000", "/", "mean", "all", "x", "plain",
+        "0",
+        "1",
+        "2",
+        "8",
+        "-1",
+        "-0",
+        "+3",
+        " 4",
+        "1e3",
+        "0x10",
+        "",
+        "nan",
+        "4294967296",
+        "18446744073709551615",
+        "18446744073709551616",
+        "99999999999",
+        "1000000",
+        "1000001",
+        "0/4",
+        "3/2",
+        "0/99999999999",
+        "0/0",
+        "99999/100000",
+        "/",
+        "mean",
+        "all",
+        "x",
+        "plain",
         "generated",
     ];
     let commands: [&[&str]; 16] = [
@@ -165,7 +238,11 @@ fn random_argument_vectors_never_panic() {
     let mut rng = Rng::derive(25, "cli bounds");
     let (mut parsed, mut refused_builds) = (0, 0);
     for case in 0..3000 {
-        let mut words: Vec<String> = rng.choose(&commands).iter().map(|s| s.to_string()).collect();
+        let mut words: Vec<String> = rng
+            .choose(&commands)
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         for _ in 0..rng.below(7) {
             match rng.below(4) {
                 0 => words.push(rng.choose(&values).to_string()),
@@ -189,7 +266,9 @@ fn random_argument_vectors_never_panic() {
             BUILD_FLAGS.iter().any(|(b, f, lo, hi)| {
                 *b == words[1]
                     && *f == w[0]
-                    && w[1].parse::<u128>().is_ok_and(|v| v < *lo as u128 || v > *hi as u128)
+                    && w[1]
+                        .parse::<u128>()
+                        .is_ok_and(|v| v < *lo as u128 || v > *hi as u128)
             })
         }) else {
             continue;
@@ -207,5 +286,8 @@ fn random_argument_vectors_never_panic() {
         }
     }
     eprintln!("3000 vectors: {parsed} parsed, {refused_builds} builds refused by their options");
-    assert!(parsed > 100 && refused_builds > 10, "{parsed} {refused_builds}");
+    assert!(
+        parsed > 100 && refused_builds > 10,
+        "{parsed} {refused_builds}"
+    );
 }

@@ -8,8 +8,8 @@ mod common;
 
 use common::{ByteModel, NoChat};
 use deltalogic::benchmarks;
-use deltalogic::eval::{self, Normalisation, Quiet};
 use deltalogic::eval::ResultRecord;
+use deltalogic::eval::{self, Normalisation, Quiet};
 use deltalogic::store::{Id, Names, Record, Registry};
 
 fn hex32(hex: &str) -> [u8; 32] {

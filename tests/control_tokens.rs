@@ -61,7 +61,11 @@ fn check(file: &str) {
         return;
     };
     let control = control_tokens(&path);
-    assert!(control.len() >= 3, "{file}: {} control tokens", control.len());
+    assert!(
+        control.len() >= 3,
+        "{file}: {} control tokens",
+        control.len()
+    );
     let ids: BTreeSet<u32> = control.iter().map(|(id, _)| *id).collect();
     let all: String = control.iter().map(|(_, t)| t.as_str()).collect();
     let scorer = Scorer::open(&path, Backend::Int8).unwrap();
@@ -74,7 +78,11 @@ fn check(file: &str) {
     let template = plain_question();
     let prompt = template.prompt(&q).unwrap();
     let tokens = scorer.tokenize(&prompt).unwrap();
-    assert_eq!(controls_in(&tokens), Vec::<u32>::new(), "{file}: plain prompt");
+    assert_eq!(
+        controls_in(&tokens),
+        Vec::<u32>::new(),
+        "{file}: plain prompt"
+    );
     assert_eq!(tokens, scorer.tokenizer().encode_plain(&prompt).unwrap());
     // Read as control tokens everywhere (llama-tokenize's default), the same text has them all.
     let parsed = scorer.tokenizer().encode(&prompt).unwrap();
@@ -87,7 +95,11 @@ fn check(file: &str) {
     let labels = vec![" <|im_end|>".to_string(), format!(" {all}")];
     let (_, label_tokens) = scorer.split_tokens(&prompt, &labels).unwrap();
     for (label, tokens) in labels.iter().zip(&label_tokens) {
-        assert_eq!(controls_in(tokens), Vec::<u32>::new(), "{file}: label {label:?}");
+        assert_eq!(
+            controls_in(tokens),
+            Vec::<u32>::new(),
+            "{file}: label {label:?}"
+        );
         assert_eq!(tokens, &scorer.tokenizer().encode_plain(label).unwrap());
     }
 
@@ -144,7 +156,11 @@ fn score_text_labels_are_text() {
         .args(["--context", "Answer:", "--labels", " <|im_end|>"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let tokens: Vec<u64> = v["labels"][0]["tokens"]
         .as_array()

@@ -717,7 +717,10 @@ fn remove(path: &Path, name: &str, key: Id) {
 fn drop_table(path: &Path, name: &str) {
     let db = Database::create(path).unwrap();
     let txn = db.begin_write().unwrap();
-    assert!(txn.delete_table(table(name)).unwrap(), "table {name} existed");
+    assert!(
+        txn.delete_table(table(name)).unwrap(),
+        "table {name} existed"
+    );
     txn.commit().unwrap();
 }
 
@@ -782,13 +785,25 @@ fn a_forged_result_does_not_merge_and_leaves_the_store_unchanged() {
     drop(other);
     drop(target);
     // The command line says the same, and `cache verify` of the file finds it.
-    let out = bin(&target_path, &["cache", "merge", cache_file.to_str().unwrap()]);
+    let out = bin(
+        &target_path,
+        &["cache", "merge", cache_file.to_str().unwrap()],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains(&forged.short()), "{err}");
-    let out = bin(&target_path, &["cache", "verify", cache_file.to_str().unwrap()]);
+    assert!(
+        !out.status.success() && err.contains(&forged.short()),
+        "{err}"
+    );
+    let out = bin(
+        &target_path,
+        &["cache", "verify", cache_file.to_str().unwrap()],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{text}");
-    assert!(text.contains(&forged.short()) && text.contains("does not follow"), "{text}");
+    assert!(
+        text.contains(&forged.short()) && text.contains("does not follow"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -842,7 +857,11 @@ fn a_result_without_its_scores_neither_merges_nor_reports() {
     drop_table(&lost, "scores");
     let out = bin(&lost, &["report", "--format", "json"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(
         err.contains(&rid.short()) && err.contains("cannot be backed by its scores"),
         "{err}"
@@ -865,4 +884,88 @@ fn a_cache_file_is_verified_without_a_store() {
         );
     }
     assert!(!dir.path().join("no").exists(), "no store was created");
+}
+
+fn stats_json(store: &Path) -> serde_json::Value {
+    let out = bin(store, &["--json", "cache", "stats"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Issue 29, item 9: a merge says how to verify what it could not, and `cache verify
+/// --recompute` does it once the model is registered.
+#[test]
+fn merged_unverified_scores_are_verified_once_the_model_is_added() {
+    let dir = tempfile::tempdir().unwrap();
+    // The colleague's copy of the model, gone once the cache file is made; ours, the same bytes.
+    let colleague = common::tiny_llama(&dir.path().join("colleague").join("tiny"));
+    let model = common::tiny_llama(&dir.path().join("tiny"));
+    let model = model.to_str().unwrap();
+    let theirs = dir.path().join("theirs.redb");
+    for args in [
+        &[
+            "model",
+            "add",
+            colleague.to_str().unwrap(),
+            "--name",
+            "tiny",
+        ][..],
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--per-type",
+            "1",
+            "--name",
+            "dl",
+        ],
+        &["score", "--model", "tiny", "--set", "dl"],
+    ] {
+        common::dl(&theirs, args);
+    }
+    let cache_file = dir.path().join("cache.redb");
+    common::dl(
+        &theirs,
+        &[
+            "cache",
+            "export",
+            "--model",
+            "tiny",
+            "--set",
+            "dl",
+            "-o",
+            cache_file.to_str().unwrap(),
+        ],
+    );
+    std::fs::remove_dir_all(dir.path().join("colleague")).unwrap();
+    let ours = dir.path().join("ours.redb");
+    let out = common::dl(&ours, &["cache", "merge", cache_file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("merged unverified")
+            && text.contains("model add")
+            && text.contains("cache verify --recompute N"),
+        "{text}"
+    );
+    let unverified = stats_json(&ours)["unverified_per_model"].clone();
+    assert_eq!(unverified.as_object().unwrap().len(), 1, "{unverified}");
+    // Without the model, nothing can be recomputed: the scores stay unverified.
+    let out = common::dl(&ours, &["cache", "verify", "--recompute", "4"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("left unverified"));
+    assert_eq!(stats_json(&ours)["unverified_per_model"], unverified);
+    // Registered here, its sample is recomputed and the model's scores are marked verified.
+    common::dl(&ours, &["model", "add", model, "--name", "tiny"]);
+    let out = common::dl(&ours, &["cache", "verify", "--recompute", "4"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("recomputed 4") && text.contains("marked verified"),
+        "{text}"
+    );
+    let after = stats_json(&ours)["unverified_per_model"].clone();
+    assert!(after.as_object().unwrap().is_empty(), "{after}");
 }

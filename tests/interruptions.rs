@@ -4,6 +4,8 @@
 //! command runs on the store left behind, and so do the commands that write a little (report,
 //! exports) and a rerun of the interrupted one.
 
+mod common;
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -76,6 +78,7 @@ fn left_unclean(store: &Path) -> bool {
 /// Every command that reads, then those that write a little, on a store left by an interrupted
 /// command: each works.
 fn every_read_command_works(dir: &Path, store: &Path) {
+    let unclean = left_unclean(store);
     let export = dir.join("items.jsonl");
     let _ = std::fs::remove_file(&export);
     for args in [
@@ -84,46 +87,85 @@ fn every_read_command_works(dir: &Path, store: &Path) {
         &["cache", "verify"],
         &["episodes", "list", "--set", "dl"],
         &["export", "items", "--set", "dl"],
-        &["model", "list"],
     ] {
         ok(store, args);
     }
-    assert!(left_unclean(store), "the read commands left the store as it was");
+    assert_eq!(
+        left_unclean(store),
+        unclean,
+        "the read commands left the store as it was"
+    );
     ok(store, &["report", "--format", "json"]);
+    ok(store, &["model", "list"]);
     ok(
         store,
-        &["episodes", "export", "--set", "dl", "-o", export.to_str().unwrap()],
+        &[
+            "episodes",
+            "export",
+            "--set",
+            "dl",
+            "-o",
+            export.to_str().unwrap(),
+        ],
     );
-    assert!(!left_unclean(store), "a writing command repaired it");
+    assert!(!left_unclean(store), "a writing command leaves it clean");
 }
 
-/// A store with ingested ProofWriter items and a built set `dl`.
+/// A store with ingested ProofWriter items and a built set `dl`, scored by the tiny model.
 fn prepared(dir: &Path) -> PathBuf {
     let store = dir.join("prepared.redb");
-    let proofwriter = format!("{}/../shared/datasets/proofwriter/logic-lm", env!("CARGO_MANIFEST_DIR"));
+    let proofwriter = format!(
+        "{}/../shared/datasets/proofwriter/logic-lm",
+        env!("CARGO_MANIFEST_DIR")
+    );
     ok(&store, &["ingest", "proofwriter", &proofwriter]);
+    let model = common::tiny_llama(&dir.join("tiny"));
     ok(
         &store,
-        &["build", "deltalogic", "--from", "generated", "--per-type", "2", "--name", "dl"],
+        &["model", "add", model.to_str().unwrap(), "--name", "tiny"],
     );
+    ok(
+        &store,
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--per-type",
+            "2",
+            "--name",
+            "dl",
+        ],
+    );
+    ok(&store, &["score", "--model", "tiny", "--set", "dl"]);
     store
 }
 
 const BIG_BUILD: [&str; 8] = [
-    "build", "deltalogic", "--from", "generated", "--per-type", "400", "--name", "big",
+    "build",
+    "deltalogic",
+    "--from",
+    "generated",
+    "--per-type",
+    "400",
+    "--name",
+    "big",
 ];
 
 #[test]
 fn every_command_works_after_sigint_kill_9_or_a_full_disk() {
     let dir = tempfile::tempdir().unwrap();
     let prepared = prepared(dir.path());
+    // Each store in its own folder: a report writes its figure beside the store.
     let copy = |name: &str| {
-        let p = dir.path().join(name);
+        let folder = dir.path().join(name);
+        std::fs::create_dir(&folder).unwrap();
+        let p = folder.join("registry.redb");
         std::fs::copy(&prepared, &p).unwrap();
         p
     };
     // SIGINT (Ctrl-C) and kill -9 during a long build: the store is left unclean.
-    for (name, signal) in [("sigint.redb", libc::SIGINT), ("kill.redb", libc::SIGKILL)] {
+    for (name, signal) in [("sigint", libc::SIGINT), ("kill", libc::SIGKILL)] {
         let store = copy(name);
         let mut delay = Duration::from_millis(400);
         loop {
@@ -135,20 +177,28 @@ fn every_command_works_after_sigint_kill_9_or_a_full_disk() {
             // sooner on a fresh copy.
             std::fs::copy(&prepared, &store).unwrap();
             delay = delay.mul_f64(0.5);
-            assert!(delay > Duration::from_millis(10), "{name}: no interruption hit");
+            assert!(
+                delay > Duration::from_millis(10),
+                "{name}: no interruption hit"
+            );
         }
-        every_read_command_works(dir.path(), &store);
+        every_read_command_works(store.parent().unwrap(), &store);
         ok(&store, &BIG_BUILD);
     }
     // A full disk during the build's commit: the command says so, and the store reads as of its
     // last commit.
-    let store = copy("full.redb");
-    let kib = std::fs::metadata(&store).unwrap().len() / 1024 + 8;
+    let store = copy("full");
+    // redb keeps free pages inside its file and writes new pages anywhere in it: a limit below
+    // the file's size makes the build's writes past it fail.
+    let kib = std::fs::metadata(&store).unwrap().len() / 1024 / 4;
     let out = limited(&store, kib, &BIG_BUILD);
     let err = stderr(&out);
     assert!(!out.status.success(), "the build fit in {kib} KiB");
-    assert!(err.contains("file size limit") && !err.contains("damaged"), "{err}");
-    every_read_command_works(dir.path(), &store);
+    assert!(
+        err.contains("file size limit") && !err.contains("damaged"),
+        "{err}"
+    );
+    every_read_command_works(store.parent().unwrap(), &store);
     ok(&store, &BIG_BUILD);
 }
 
@@ -168,7 +218,19 @@ fn errors_name_their_real_cause() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let store = dir.path().join("s.redb");
-    ok(&store, &["build", "deltalogic", "--from", "generated", "--per-type", "1", "--name", "dl"]);
+    ok(
+        &store,
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--per-type",
+            "1",
+            "--name",
+            "dl",
+        ],
+    );
     let cause = |out: &Output, want: &str| {
         let err = stderr(out);
         assert!(!out.status.success(), "{want}: succeeded");
@@ -178,16 +240,25 @@ fn errors_name_their_real_cause() {
         }
     };
     // Not found.
-    cause(&run(&dir.path().join("typo.redb"), &["stats"]), "does not exist");
+    cause(
+        &run(&dir.path().join("typo.redb"), &["stats"]),
+        "does not exist",
+    );
     // In use.
     {
         let _held = deltalogic::store::Registry::open_write(&store).unwrap();
-        cause(&run(&store, &["model", "list"]), "in use by another process");
+        cause(
+            &run(&store, &["model", "list"]),
+            "in use by another process",
+        );
     }
     // Permission denied, on the store and on a new store in a read-only folder.
     std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o000)).unwrap();
     cause(&unprivileged(&store, &["stats"]), "permission denied");
-    cause(&unprivileged(&store, &["model", "list"]), "permission denied");
+    cause(
+        &unprivileged(&store, &["model", "list"]),
+        "permission denied",
+    );
     std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o644)).unwrap();
     let locked = dir.path().join("locked");
     std::fs::create_dir(&locked).unwrap();
@@ -198,18 +269,42 @@ fn errors_name_their_real_cause() {
     );
     assert_eq!(std::fs::read_dir(&locked).unwrap().count(), 0);
     // No space: a cache export past the size limit says so and leaves no file behind.
-    let model_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hf/llama");
-    ok(&store, &["model", "add", model_dir.to_str().unwrap(), "--name", "tiny"]);
+    let model_dir = common::tiny_llama(&dir.path().join("tiny"));
+    ok(
+        &store,
+        &[
+            "model",
+            "add",
+            model_dir.to_str().unwrap(),
+            "--name",
+            "tiny",
+        ],
+    );
     ok(&store, &["score", "--model", "tiny", "--set", "dl"]);
-    let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let before: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     let out_file = dir.path().join("cache.redb");
     let out = limited(
         &store,
         40,
-        &["cache", "export", "--model", "tiny", "--set", "dl", "-o", out_file.to_str().unwrap()],
+        &[
+            "cache",
+            "export",
+            "--model",
+            "tiny",
+            "--set",
+            "dl",
+            "-o",
+            out_file.to_str().unwrap(),
+        ],
     );
     cause(&out, "file size limit");
-    let after: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let after: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(after, before, "no file left behind");
     // Damaged.
     let damaged = dir.path().join("damaged.redb");

@@ -63,7 +63,10 @@ fn a_change_mid_run_stops_scoring(path: &Path, changed: &Path, pristine: &Path) 
     };
     episodes::build(&reg, &spec, "set").unwrap();
     let (set_id, set) = reg.set_by_name("set").unwrap().unwrap();
-    assert!(set.members.len() * 3 > 2 * eval::BATCH, "the run must span batches");
+    assert!(
+        set.members.len() * 3 > 2 * eval::BATCH,
+        "the run must span batches"
+    );
     let benchmark = benchmarks::named(&set.benchmark).unwrap();
     let (_, record) = models::resolve(&reg, "m").unwrap();
     let mut progress = RewriteAfter {
@@ -106,19 +109,16 @@ fn a_change_mid_run_stops_scoring(path: &Path, changed: &Path, pristine: &Path) 
     }
     // The changed files are another model: loading under the old fingerprint is refused.
     let again = models::Loaded::open(&record).err().expect("refused");
-    assert!(format!("{again:#}").contains("not those of model"), "{again:#}");
+    assert!(
+        format!("{again:#}").contains("not those of model"),
+        "{again:#}"
+    );
 }
 
 #[test]
 fn a_hugging_face_directory_changed_mid_score_stores_nothing_of_it() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hf/llama");
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("llama");
-    copy_dir(&fixture, &dir);
-    // Its prompts are longer than the fixture's 512 positions (rotary, so any length works).
-    let config = dir.join("config.json");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(&config, text.replace("\"max_position_embeddings\": 512", "\"max_position_embeddings\": 8192")).unwrap();
+    let dir = common::tiny_llama(&tmp.path().join("llama"));
     let pristine = tmp.path().join("pristine");
     copy_dir(&dir, &pristine);
     let weights = dir.join("model.safetensors");

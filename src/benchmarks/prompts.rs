@@ -198,7 +198,9 @@ pub fn render_chat(jinja: &str, turns: &[(&str, String)]) -> Result<String> {
     let contents: Vec<String> = turns.iter().map(|(_, c)| plain(c).into_owned()).collect();
     // Rendered once with a stand-in for each content, spaced so that a template that trims its
     // content shows it: the template's own text is what lies between the stand-ins.
-    let holders: Vec<String> = (0..turns.len()).map(|i| format!(" {HOLD}{i}{HOLD} ")).collect();
+    let holders: Vec<String> = (0..turns.len())
+        .map(|i| format!(" {HOLD}{i}{HOLD} "))
+        .collect();
     let framed = render(&holders)?;
     let mut out = String::new();
     let mut rest = framed.as_str();

@@ -2,7 +2,7 @@
 //! the same value the same way, with the allowed range in the message (`tests/cli_bounds.rs`
 //! feeds random argument vectors through the parser and every command's checks).
 
-use clap::builder::{RangedU64ValueParser, TypedValueParser};
+use clap::builder::TypedValueParser;
 
 /// Sizes of a set or a build (items per type, per set, quotas): enough for any dataset here,
 /// and never an allocation that cannot be made.
@@ -29,22 +29,41 @@ pub const MAX_REPS: u64 = 1_000;
 /// thousands of OS threads.
 pub const THREADS_PER_CORE: usize = 4;
 
-/// A count in `lo..=hi`; clap's message names the range.
-pub fn count(lo: u64, hi: u64) -> RangedU64ValueParser<usize> {
-    RangedU64ValueParser::<usize>::new().range(lo..=hi)
+/// A count in `lo..=hi`; a refusal names the range, whatever was given.
+pub fn count(lo: u64, hi: u64) -> impl TypedValueParser<Value = usize> {
+    clap::builder::StringValueParser::new().try_map(move |s: String| {
+        whole(&s, lo, hi).and_then(|n| usize::try_from(n).map_err(|_| range(&s, lo, hi)))
+    })
 }
 
 /// A count in `lo..=hi`, as a `u32`.
-pub fn count32(lo: u64, hi: u64) -> RangedU64ValueParser<u32> {
-    RangedU64ValueParser::<u32>::new().range(lo..=hi)
+pub fn count32(lo: u64, hi: u64) -> impl TypedValueParser<Value = u32> {
+    clap::builder::StringValueParser::new().try_map(move |s: String| {
+        whole(&s, lo, hi).and_then(|n| u32::try_from(n).map_err(|_| range(&s, lo, hi)))
+    })
+}
+
+fn whole(s: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    s.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (lo..=hi).contains(n))
+        .ok_or_else(|| range(s, lo, hi))
+}
+
+fn range(s: &str, lo: u64, hi: u64) -> String {
+    format!("`{s}`: give a whole number from {lo} to {hi}")
 }
 
 /// A seed: any whole number from 0 to 2^64 - 1, the message saying so.
 pub fn seed() -> impl TypedValueParser<Value = u64> {
     clap::builder::StringValueParser::new().try_map(|s: String| {
-        s.trim()
-            .parse::<u64>()
-            .map_err(|_| format!("`{s}` is not a seed: give a whole number from 0 to {}", u64::MAX))
+        s.trim().parse::<u64>().map_err(|_| {
+            format!(
+                "`{s}` is not a seed: give a whole number from 0 to {}",
+                u64::MAX
+            )
+        })
     })
 }
 

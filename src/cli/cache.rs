@@ -78,9 +78,13 @@ impl Recomputer<'_> {
         let model = c.model();
         if !self.loaded.contains_key(&model) {
             // Only a model registered here, whose files are where its record says, is used.
+            // A record merged from another store may point at a path that exists only there:
+            // such a model is not available here until `model add` records where it is.
             let found = match models::resolve(self.store, &model.hex()) {
-                Ok((_, record)) => Some(models::Loaded::open(&record)?),
-                Err(_) => None,
+                Ok((_, record)) if std::path::Path::new(&record.path).exists() => {
+                    Some(models::Loaded::open(&record)?)
+                }
+                _ => None,
             };
             self.loaded.insert(model, found);
         }
@@ -226,7 +230,10 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
             Ok(())
         }
         Command::Verify { file, recompute } => {
-            if let Some(f) = file.as_ref().filter(|f| !crate::store::same_file(reg.path(), f)) {
+            if let Some(f) = file
+                .as_ref()
+                .filter(|f| !crate::store::same_file(reg.path(), f))
+            {
                 if recompute.is_some() {
                     bail!(
                         "{}: --recompute checks the store's unverified scores (it marks them \
@@ -234,7 +241,14 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
                         f.display()
                     );
                 }
-                return run_file(f, json, &Command::Verify { file: None, recompute });
+                return run_file(
+                    f,
+                    json,
+                    &Command::Verify {
+                        file: None,
+                        recompute,
+                    },
+                );
             }
             if let Some(n) = recompute {
                 let mut recomputer = Recomputer {
@@ -243,13 +257,8 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
                     loaded: BTreeMap::new(),
                 };
                 let mut recompute = |c: &Computed| recomputer.recompute(c);
-                let r = cache::recheck_unverified(
-                    reg,
-                    n,
-                    0,
-                    eval::SCORE_TOLERANCE,
-                    &mut recompute,
-                )?;
+                let r =
+                    cache::recheck_unverified(reg, n, 0, eval::SCORE_TOLERANCE, &mut recompute)?;
                 emit(json, &r, || {
                     for (m, n) in &r.recomputed {
                         println!(

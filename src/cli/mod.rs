@@ -179,7 +179,10 @@ pub fn access(command: &Command) -> Access {
             | cache::Command::Stats { .. },
         ) => Access::Read,
         Command::Cache(
-            cache::Command::Export { .. } | cache::Command::Verify { recompute: Some(_), .. },
+            cache::Command::Export { .. }
+            | cache::Command::Verify {
+                recompute: Some(_), ..
+            },
         ) => Access::Update,
         _ => Access::Create,
     }

@@ -24,12 +24,7 @@ use std::path::Path;
 /// Decodes (validating the archive) and checks that the key is the hash of the content. A
 /// result in a store of schema 2 may be keyed by its schema 2 id ([`ResultRecord::legacy_id`]).
 pub fn check(reg: &Registry, kind: Kind, id: &Id, bytes: &[u8]) -> Result<()> {
-    fn go<R: Record>(
-        path: &Path,
-        id: &Id,
-        bytes: &[u8],
-        also: impl Fn(&R) -> bool,
-    ) -> Result<R>
+    fn go<R: Record>(path: &Path, id: &Id, bytes: &[u8], also: impl Fn(&R) -> bool) -> Result<R>
     where
         R::Archived: for<'a> rkyv::bytecheck::CheckBytes<
                 rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>,
@@ -63,7 +58,9 @@ pub fn check(reg: &Registry, kind: Kind, id: &Id, bytes: &[u8]) -> Result<()> {
         .map(drop),
         Kind::Question => go::<Question>(path, id, bytes, |_| false).map(drop),
         Kind::Generation => go::<GenerationRecord>(path, id, bytes, |_| false).map(drop),
-        Kind::Problem => go::<crate::benchmarks::deduce::Problem>(path, id, bytes, |_| false).map(drop),
+        Kind::Problem => {
+            go::<crate::benchmarks::deduce::Problem>(path, id, bytes, |_| false).map(drop)
+        }
         Kind::ClomoItem => go::<ClomoItem>(path, id, bytes, |_| false).map(drop),
     }
 }
@@ -399,15 +396,7 @@ fn check_sample(
         .into_iter()
         .take(opts.sample_per_model)
     {
-        let Some(ours) = (opts.recompute)(record).with_context(|| {
-            format!(
-                "recomputing {} {} of model {}",
-                noun(record),
-                key.short(),
-                model.short()
-            )
-        })?
-        else {
+        let Some(ours) = recompute_one(opts.recompute, model, *key, record)? else {
             return Ok(0);
         };
         if let Some((stored, recomputed)) = difference(record, &ours, opts.tolerance) {
@@ -424,6 +413,23 @@ fn check_sample(
         checked += 1;
     }
     Ok(checked)
+}
+
+/// One record recomputed (`None`: its model is not available here), errors naming it.
+fn recompute_one(
+    recompute: &mut Recompute<'_>,
+    model: Id,
+    key: Id,
+    record: &Computed,
+) -> Result<Option<Recomputed>> {
+    recompute(record).with_context(|| {
+        format!(
+            "recomputing {} {} of model {}",
+            noun(record),
+            key.short(),
+            model.short()
+        )
+    })
 }
 
 /// `record`'s sample order: a hash of the seed and the key, so a sample does not depend on the
@@ -510,17 +516,17 @@ pub fn recheck_unverified(
                 None => continue,
             },
         };
-        by_model.entry(record.model()).or_default().push((key, record));
+        by_model
+            .entry(record.model())
+            .or_default()
+            .push((key, record));
     }
     let mut out = Rechecked::default();
     let mut verified = Vec::new();
     for (model, records) in &by_model {
         let mut checked = 0;
         for (key, record) in ranked(seed, records).into_iter().take(per_model) {
-            let Some(ours) = recompute(record).with_context(|| {
-                format!("recomputing {} {} of model {}", noun(record), key.short(), model.short())
-            })?
-            else {
+            let Some(ours) = recompute_one(recompute, *model, *key, record)? else {
                 break;
             };
             if let Some((stored, recomputed)) = difference(record, &ours, tolerance) {

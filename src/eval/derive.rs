@@ -117,24 +117,9 @@ pub fn derive(reg: &Registry, r: &ResultRecord) -> Result<()> {
     for turn in 0..turns {
         for (i, row) in r.rows.iter().enumerate() {
             let at = || format!("item {}, turn {}", Id(row.item).short(), turn + 1);
-            let request = prepared
-                .request(i, turn, &earlier[i])
-                .and_then(|q| Pending::new(subject, judge, q))
-                .with_context(at)?;
-            let fillers: &[&str] = match request {
-                Pending::Score { .. } => norm.fillers(),
-                Pending::Generate { .. } => &[],
-            };
-            let free = fillers
-                .iter()
-                .map(|filler| {
-                    let q = prepared
-                        .content_free(i, turn, &earlier[i], filler)?
-                        .context("no content-free form of this turn")?;
-                    Pending::new(subject, judge, q)
-                })
-                .collect::<Result<Vec<_>>>()
-                .with_context(at)?;
+            let (request, free) =
+                super::turn_requests(&*prepared, (i, turn, &earlier[i]), norm, (subject, judge))
+                    .with_context(at)?;
             let stored = &row.turns[turn];
             let mut keys = request.keys();
             keys.extend(free.iter().flat_map(Pending::keys));

@@ -768,6 +768,37 @@ impl Asked {
     }
 }
 
+/// The request of item `item` at turn `turn` given its earlier answers, and the content-free
+/// requests `norm` compares a scored turn with, filler by filler (none for a generated turn):
+/// what the runner asks and what a derivation checks (`derive`).
+fn turn_requests(
+    prepared: &dyn crate::benchmarks::Prepared,
+    (item, turn, earlier): (usize, usize, &[Answer]),
+    norm: Normalisation,
+    (subject, judge): (Id, Id),
+) -> Result<(Pending, Vec<Pending>)> {
+    let request = Pending::new(subject, judge, prepared.request(item, turn, earlier)?)?;
+    let fillers: &[&str] = match request {
+        Pending::Score { .. } => norm.fillers(),
+        Pending::Generate { .. } => &[],
+    };
+    let free = fillers
+        .iter()
+        .map(|filler| {
+            let r = prepared
+                .content_free(item, turn, earlier, filler)?
+                .with_context(|| {
+                    format!(
+                        "no content-free form of this turn, which the `{}` normalisation needs",
+                        norm.as_str()
+                    )
+                })?;
+            Pending::new(subject, judge, r)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((request, free))
+}
+
 /// [`run_each`] over the whole set or one part of it (`shard`): the report and one result record
 /// per normalisation, not stored.
 #[allow(clippy::too_many_arguments)]
@@ -831,31 +862,13 @@ fn answer<M: LanguageModel>(
             let mut of_norm = Vec::new();
             for (i, earlier) in earlier_by_item.iter().enumerate() {
                 let what = || format!("item {}, turn {}", items[i].short(), turn + 1);
-                let request = prepared
-                    .request(i, turn, earlier)
-                    .and_then(|r| Pending::new(model_id, judge, r))
-                    .with_context(what)?;
-                let fillers: &[&str] = match request {
-                    Pending::Score { .. } => norm.fillers(),
-                    Pending::Generate { .. } => &[],
-                };
-                let free = fillers
-                    .iter()
-                    .map(|filler| {
-                        let r = prepared
-                            .content_free(i, turn, earlier, filler)?
-                            .with_context(|| {
-                                format!(
-                                    "{} gives no content-free form of this turn, which the \
-                                     `{}` normalisation needs",
-                                    benchmark.title(),
-                                    norm.as_str()
-                                )
-                            })?;
-                        Ok(asked.add(None, Pending::new(model_id, judge, r)?))
-                    })
-                    .collect::<Result<Vec<_>>>()
-                    .with_context(what)?;
+                let (request, free) =
+                    turn_requests(&*prepared, (i, turn, earlier), norm, (model_id, judge))
+                        .with_context(|| format!("{}: {}", benchmark.title(), what()))?;
+                let free = free
+                    .into_iter()
+                    .map(|p| asked.add(None, p))
+                    .collect::<Vec<_>>();
                 of_norm.push((asked.add(Some(i), request), free));
             }
             plan.push(of_norm);

@@ -337,11 +337,14 @@ impl Tokenizer {
         while at < text.len() {
             if !in_markup {
                 // Plain text up to the next opening mark, whole.
-                let end = text[at..]
-                    .find(MARKUP_OPEN)
-                    .map_or(text.len(), |i| at + i);
+                let end = text[at..].find(MARKUP_OPEN).map_or(text.len(), |i| at + i);
                 run.extend(text[at..end].split(MARKUP_CLOSE));
-                at = end + if end < text.len() { MARKUP_OPEN.len_utf8() } else { 0 };
+                at = end
+                    + if end < text.len() {
+                        MARKUP_OPEN.len_utf8()
+                    } else {
+                        0
+                    };
                 in_markup = end < text.len();
                 continue;
             }

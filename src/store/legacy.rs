@@ -8,7 +8,7 @@
 //! under today's id, which also covers its answers.
 
 use super::records::{ResultRecord, ResultRow, Turn};
-use super::{Id, Record};
+use super::Id;
 use crate::logic::Label;
 use anyhow::{anyhow, bail, Result};
 

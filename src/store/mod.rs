@@ -309,7 +309,7 @@ impl Registry {
         }
         // A schema 1 store is copied before redb opens it for writing (which rewrites parts of
         // its header), so the backup is the very file.
-        let copied = Registry::open_read(path).is_ok_and(|r| r.version == 1);
+        let copied = Registry::peek_version(path) == Some(1);
         if copied {
             migrate::backup_v1(path)?;
         }
@@ -337,6 +337,19 @@ impl Registry {
         Ok(reg)
     }
 
+    /// The schema version of a store that opens read-only as it is (closed cleanly), if any:
+    /// no repair, no copy.
+    fn peek_version(path: &Path) -> Option<u32> {
+        let db = shield(path, Place::default(), || Ok(ReadOnlyDatabase::open(path)?)).ok()?;
+        let reg = Registry {
+            db: Arc::new(Db::Read(db)),
+            path: path.to_path_buf(),
+            version: SCHEMA_VERSION,
+            under: None,
+        };
+        reg.schema().ok().flatten()
+    }
+
     /// Opens an existing store for a command that writes (repairs an unclean one, migrates an
     /// older schema); a missing store is refused, never created.
     pub fn open_existing(path: &Path) -> Result<Registry> {
@@ -356,9 +369,7 @@ impl Registry {
     pub fn open_read(path: &Path) -> Result<Registry> {
         check_exists(path)?;
         check_redb_file(path)?;
-        let opened = shield(path, Place::default(), || {
-            Ok(ReadOnlyDatabase::open(path))
-        })?;
+        let opened = shield(path, Place::default(), || Ok(ReadOnlyDatabase::open(path)))?;
         let db = match opened {
             Ok(db) => db,
             Err(redb::DatabaseError::RepairAborted) => repaired_copy(path)?,
@@ -390,7 +401,11 @@ impl Registry {
         let made = (|| {
             let mut reg = Registry::create(&temp).map_err(|e| {
                 // The message names the store the user asked for, not the temporary name.
-                anyhow!("{}: cannot create the store: {}", path.display(), cause_of(&e))
+                anyhow!(
+                    "{}: cannot create the store: {}",
+                    path.display(),
+                    cause_of(&e)
+                )
             })?;
             reg.path = temp.clone();
             reg.initialise()
@@ -511,8 +526,8 @@ impl Registry {
             );
         };
         let unwritten = |e: anyhow::Error| storage_error(&self.path, e);
-        let txn = shield(&self.path, Place::default(), || Ok(db.begin_write()?))
-            .map_err(unwritten)?;
+        let txn =
+            shield(&self.path, Place::default(), || Ok(db.begin_write()?)).map_err(unwritten)?;
         let mut w = Writer {
             txn: &txn,
             path: &self.path,
@@ -793,7 +808,11 @@ fn check_exists(path: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             bail!("{}: no such store (it does not exist)", path.display())
         }
-        Err(e) => bail!("{}: cannot open the store: {}", path.display(), io_cause(&e)),
+        Err(e) => bail!(
+            "{}: cannot open the store: {}",
+            path.display(),
+            io_cause(&e)
+        ),
     }
 }
 
@@ -802,8 +821,13 @@ fn check_exists(path: &Path) -> Result<()> {
 fn check_redb_file(path: &Path) -> Result<()> {
     use std::io::Read;
     check_exists(path)?;
-    let meta = std::fs::metadata(path)
-        .map_err(|e| anyhow!("{}: cannot open the store: {}", path.display(), io_cause(&e)))?;
+    let meta = std::fs::metadata(path).map_err(|e| {
+        anyhow!(
+            "{}: cannot open the store: {}",
+            path.display(),
+            io_cause(&e)
+        )
+    })?;
     if !meta.is_file() {
         bail!("{}: not a file, so not a deltalogic store", path.display());
     }
@@ -811,8 +835,13 @@ fn check_redb_file(path: &Path) -> Result<()> {
         bail!("{}: an empty file, not a deltalogic store", path.display());
     }
     let mut head = [0u8; REDB_MAGIC.len()];
-    let mut file = std::fs::File::open(path)
-        .map_err(|e| anyhow!("{}: cannot open the store: {}", path.display(), io_cause(&e)))?;
+    let mut file = std::fs::File::open(path).map_err(|e| {
+        anyhow!(
+            "{}: cannot open the store: {}",
+            path.display(),
+            io_cause(&e)
+        )
+    })?;
     let read = file.read_exact(&mut head).is_ok();
     if !read || head != REDB_MAGIC {
         bail!(
@@ -837,14 +866,13 @@ pub(crate) fn temp_beside(path: &Path, what: &str) -> PathBuf {
 fn repaired_copy(path: &Path) -> Result<ReadOnlyDatabase> {
     static COPIES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let copy = std::env::temp_dir().join(format!(
-        "deltalogic-repair-{}-{n}.redb",
-        std::process::id()
-    ));
+    let copy =
+        std::env::temp_dir().join(format!("deltalogic-repair-{}-{n}.redb", std::process::id()));
     let opened = (|| {
         std::fs::copy(path, &copy).map_err(|e| {
             anyhow!(
-                "{}: not closed cleanly, and a copy to read its last commit from cannot be made                  in {}: {}; run any command that writes to the store (it repairs on open)",
+                "{}: not closed cleanly, and a copy to read its last commit from cannot be made \
+                 in {}: {}; run any command that writes to the store (it repairs on open)",
                 path.display(),
                 std::env::temp_dir().display(),
                 io_cause(&e)
@@ -858,7 +886,8 @@ fn repaired_copy(path: &Path) -> Result<ReadOnlyDatabase> {
     let _ = std::fs::remove_file(&copy);
     let db = opened?;
     eprintln!(
-        "{}: not closed cleanly (an interrupted command); read as of its last commit. Any          command that writes to it repairs it in place.",
+        "{}: not closed cleanly (an interrupted command); read as of its last commit. Any \
+         command that writes to it repairs it in place.",
         path.display()
     );
     Ok(db)
@@ -905,7 +934,9 @@ pub fn io_cause(e: &std::io::Error) -> String {
         Some(libc::EACCES | libc::EPERM) => "permission denied".into(),
         Some(libc::ENOSPC) => "no space left on the device".into(),
         Some(libc::EDQUOT) => "the disk quota is exceeded".into(),
-        Some(libc::EFBIG) => "the file size limit was reached (File too large; see `ulimit -f`)".into(),
+        Some(libc::EFBIG) => {
+            "the file size limit was reached (File too large; see `ulimit -f`)".into()
+        }
         Some(libc::EROFS) => "the file system is read-only".into(),
         Some(libc::ENOENT) => "not found".into(),
         _ => e.to_string(),
@@ -925,7 +956,8 @@ fn storage_error(path: &Path, e: anyhow::Error) -> anyhow::Error {
     };
     match io.raw_os_error() {
         Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG) => anyhow!(
-            "{}: {}: nothing after the store's last commit was written, and it reads as of that              commit; make room and run the command again",
+            "{}: {}: nothing after the store's last commit was written, and it reads as of that \
+             commit; make room and run the command again",
             path.display(),
             io_cause(io)
         ),

@@ -194,3 +194,25 @@ pub fn fetched_model(file: &str) -> Option<std::path::PathBuf> {
 pub fn smollm2() -> Option<std::path::PathBuf> {
     fetched_model("SmolLM2-135M-Instruct.Q4_1.gguf")
 }
+
+/// The tiny Hugging Face llama fixture, copied to `to` with room for DeltaLogic's prompts (its
+/// 512 positions are only a number in its config: rotary positions take any length).
+pub fn tiny_llama(to: &std::path::Path) -> std::path::PathBuf {
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hf/llama");
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+    }
+    let config = to.join("config.json");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(
+            "\"max_position_embeddings\": 512",
+            "\"max_position_embeddings\": 8192",
+        ),
+    )
+    .unwrap();
+    to.to_path_buf()
+}

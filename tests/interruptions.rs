@@ -185,21 +185,47 @@ fn every_command_works_after_sigint_kill_9_or_a_full_disk() {
         every_read_command_works(store.parent().unwrap(), &store);
         ok(&store, &BIG_BUILD);
     }
-    // A full disk during the build's commit: the command says so, and the store reads as of its
-    // last commit.
-    let store = copy("full");
-    // redb keeps free pages inside its file and writes new pages anywhere in it: a limit below
-    // the file's size makes the build's writes past it fail.
-    let kib = std::fs::metadata(&store).unwrap().len() / 1024 / 4;
-    let out = limited(&store, kib, &BIG_BUILD);
+    // A full disk during an ingest: the command says so, and the store reads as of its last
+    // commit.
+    // (A small store, which the ingest must grow: redb writes inside its file's free pages, and
+    // the size limit stops only growth.)
+    let folder = dir.path().join("full");
+    std::fs::create_dir(&folder).unwrap();
+    let store = folder.join("registry.redb");
+    let model = common::tiny_llama(&folder.join("tiny"));
+    ok(
+        &store,
+        &["model", "add", model.to_str().unwrap(), "--name", "tiny"],
+    );
+    ok(
+        &store,
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--per-type",
+            "1",
+            "--name",
+            "dl",
+        ],
+    );
+    ok(&store, &["score", "--model", "tiny", "--set", "dl"]);
+    let kib = std::fs::metadata(&store).unwrap().len() / 1024;
+    let proofwriter = format!(
+        "{}/../shared/datasets/proofwriter/logic-lm",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let ingest = ["ingest", "proofwriter", proofwriter.as_str()];
+    let out = limited(&store, kib, &ingest);
     let err = stderr(&out);
-    assert!(!out.status.success(), "the build fit in {kib} KiB");
+    assert!(!out.status.success(), "the ingest fit in {kib} KiB");
     assert!(
         err.contains("file size limit") && !err.contains("damaged"),
         "{err}"
     );
-    every_read_command_works(store.parent().unwrap(), &store);
-    ok(&store, &BIG_BUILD);
+    every_read_command_works(&folder, &store);
+    ok(&store, &ingest);
 }
 
 /// A command run as an unprivileged user (when the tests run as root, whom permissions do not

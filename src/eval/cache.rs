@@ -434,7 +434,7 @@ fn recompute_one(
 
 /// `record`'s sample order: a hash of the seed and the key, so a sample does not depend on the
 /// order records were read in, and another seed picks differently.
-fn ranked<'a, T>(seed: u64, records: &'a [(Id, T)]) -> Vec<&'a (Id, T)> {
+fn ranked<T>(seed: u64, records: &[(Id, T)]) -> Vec<&(Id, T)> {
     let mut ranked: Vec<([u8; 32], &(Id, T))> = records
         .iter()
         .map(|s| {

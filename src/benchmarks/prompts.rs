@@ -176,17 +176,78 @@ impl QuestionTemplate for StatementTemplate {
 }
 
 /// `turns` (role, content) rendered with a model's chat template (jinja source), ending with the
-/// assistant's generation prompt.
+/// assistant's generation prompt. The template's own text is marked as markup, where control
+/// tokens are read; the messages' content is plain text, where `<|im_end|>` is only text
+/// (`model::tokenizer`'s module docs). Without the marks, the text is the template's own.
 pub fn render_chat(jinja: &str, turns: &[(&str, String)]) -> Result<String> {
+    use crate::model::tokenizer::{markup, plain, MARKUP_CLOSE, MARKUP_OPEN};
+    /// Stands around a message's index where its content goes (a noncharacter, as the marks).
+    const HOLD: char = '\u{FDD2}';
     let mut env = minijinja::Environment::new();
     env.add_template("chat", jinja).context("chat template")?;
-    let messages: Vec<_> = turns
-        .iter()
-        .map(|(role, content)| minijinja::context! { role => *role, content => content })
+    let render = |contents: &[String]| -> Result<String> {
+        let messages: Vec<_> = turns
+            .iter()
+            .zip(contents)
+            .map(|((role, _), content)| minijinja::context! { role => *role, content => content })
+            .collect();
+        env.get_template("chat")?
+            .render(minijinja::context! { messages => messages, add_generation_prompt => true })
+            .context("rendering the chat template")
+    };
+    let contents: Vec<String> = turns.iter().map(|(_, c)| plain(c).into_owned()).collect();
+    // Rendered once with a stand-in for each content, spaced so that a template that trims its
+    // content shows it: the template's own text is what lies between the stand-ins.
+    let holders: Vec<String> = (0..turns.len())
+        .map(|i| format!(" {HOLD}{i}{HOLD} "))
         .collect();
-    let text = env
-        .get_template("chat")?
-        .render(minijinja::context! { messages => messages, add_generation_prompt => true })
-        .context("rendering the chat template")?;
-    Ok(text)
+    let framed = render(&holders)?;
+    let mut out = String::new();
+    let mut rest = framed.as_str();
+    while let Some(start) = rest.find(HOLD) {
+        let end = start
+            + HOLD.len_utf8()
+            + rest[start + HOLD.len_utf8()..]
+                .find(HOLD)
+                .context("the chat template cuts a message's content")?;
+        let index: usize = rest[start + HOLD.len_utf8()..end]
+            .parse()
+            .context("the chat template changes a message's content")?;
+        let content = contents
+            .get(index)
+            .context("the chat template changes a message's content")?;
+        // The spaces of the stand-in: kept, or trimmed by the template on either side.
+        let (before, after) = (&rest[..start], &rest[end + HOLD.len_utf8()..]);
+        let (lead, before) = match before.strip_suffix(' ') {
+            Some(b) => (false, b),
+            None => (true, before),
+        };
+        let (trail, after) = match after.strip_prefix(' ') {
+            Some(a) => (false, a),
+            None => (true, after),
+        };
+        if !before.is_empty() {
+            out.push_str(&markup(before));
+        }
+        let mut content = content.as_str();
+        if lead {
+            content = content.trim_start();
+        }
+        if trail {
+            content = content.trim_end();
+        }
+        out.push_str(content);
+        rest = after;
+    }
+    if !rest.is_empty() {
+        out.push_str(&markup(rest));
+    }
+    // The marked text must be the template's own text with the content in place.
+    if render(&contents)? != out.replace([MARKUP_OPEN, MARKUP_CLOSE], "") {
+        bail!(
+            "the chat template transforms the messages' content in a way deltalogic cannot \
+             follow, so their text could not be kept apart from the template's control tokens"
+        );
+    }
+    Ok(out)
 }

@@ -11,7 +11,7 @@ pub struct Args {
     /// A result id (or a unique prefix of one), as `report --format json` shows.
     result: String,
     /// Recompute this many sampled scores with the model and report any difference.
-    #[arg(long)]
+    #[arg(long, value_parser = super::bounds::count(1, super::bounds::MAX_SAMPLE))]
     verify: Option<usize>,
     /// Include each score's prompt text (JSON output).
     #[arg(long)]

@@ -25,15 +25,15 @@ pub struct BenchArgs {
     #[arg(long = "model", required = true)]
     pub models: Vec<PathBuf>,
     /// Prompt lengths in tokens, each timed as one prefill from the empty state.
-    #[arg(long, value_delimiter = ',', default_values_t = [256, 1024])]
+    #[arg(long, value_delimiter = ',', default_values_t = [256, 1024], value_parser = super::bounds::count(1, super::bounds::MAX_TOKENS))]
     pub tokens: Vec<usize>,
     /// Tokens generated one at a time after a one-token prompt (the decode figure).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = super::bounds::count(1, super::bounds::MAX_TOKENS))]
     pub decode: usize,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
     pub threads: usize,
     /// Timed repetitions of each figure after one short warm-up; the best is reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::bounds::count(1, super::bounds::MAX_REPS))]
     pub reps: usize,
     /// llama.cpp's llama-bench, for the side-by-side figures (default: the build of
     /// scripts/llamacpp.sh under the current directory, when present).

@@ -21,22 +21,32 @@ pub enum Command {
         output: PathBuf,
     },
     /// Add a colleague's cache file: a union of content-addressed records after every record is
-    /// checked (checksum, archive, key hash) and a seeded sample of the new scores of each model
-    /// whose file is here is recomputed. A key that exists here with another value is a conflict:
-    /// never overwritten, and the command exits with status 3.
+    /// checked (checksum, archive, key hash), every result it adds is re-derived from the scores
+    /// this store will hold (its answers must follow from them), and a seeded sample of the new
+    /// scores of each model whose file is here is recomputed. A key that exists here with
+    /// another value is a conflict: never overwritten, and the command exits with status 3.
     Merge {
         file: PathBuf,
         /// New scores recomputed per model before anything is merged.
-        #[arg(long, default_value_t = 8)]
+        #[arg(long, default_value_t = 8, value_parser = super::bounds::count(0, super::bounds::MAX_SAMPLE))]
         verify_sample: usize,
         /// Merge without recomputing any score (they are recorded as unverified).
         #[arg(long, conflicts_with = "verify_sample")]
         no_verify: bool,
     },
     /// Check every record (checksum, rkyv validity, key = hash of content) of a cache file or the
-    /// store.
-    Verify { file: Option<PathBuf> },
-    /// Record counts of a cache file or the store, with unverified scores per model.
+    /// store, and re-derive every result from the records it names. A file is checked alone:
+    /// no store is needed.
+    Verify {
+        file: Option<PathBuf>,
+        /// Also recompute up to N unverified scores of each registered model whose files are
+        /// here (a seeded sample); when all match, that model's unverified scores are marked
+        /// verified. Works on the store.
+        #[arg(long, value_name = "N", value_parser = super::bounds::count(1, super::bounds::MAX_SAMPLE))]
+        recompute: Option<usize>,
+    },
+    /// Record counts of a cache file or the store, with unverified scores per model. A file is
+    /// read alone: no store is needed.
     Stats { file: Option<PathBuf> },
 }
 
@@ -68,9 +78,13 @@ impl Recomputer<'_> {
         let model = c.model();
         if !self.loaded.contains_key(&model) {
             // Only a model registered here, whose files are where its record says, is used.
+            // A record merged from another store may point at a path that exists only there:
+            // such a model is not available here until `model add` records where it is.
             let found = match models::resolve(self.store, &model.hex()) {
-                Ok((_, record)) => Some(models::Loaded::open(&record)?),
-                Err(_) => None,
+                Ok((_, record)) if std::path::Path::new(&record.path).exists() => {
+                    Some(models::Loaded::open(&record)?)
+                }
+                _ => None,
             };
             self.loaded.insert(model, found);
         }
@@ -94,17 +108,55 @@ impl Recomputer<'_> {
     }
 }
 
+/// Runs the subcommands that read one file, the store's or another: no store is opened.
+pub fn run_file(file: &std::path::Path, json: bool, command: &Command) -> Result<()> {
+    let reg = Registry::open_read(file)?;
+    reg.require_current()?;
+    match command {
+        Command::Verify { .. } => verify(&reg, json),
+        Command::Stats { .. } => stats(&reg, json),
+        _ => unreachable!("only verify and stats read a file alone"),
+    }
+}
+
+fn verify(reg: &Registry, json: bool) -> Result<()> {
+    let mut r = cache::verify(reg)?;
+    r.problems.extend(cache::verify_results(reg)?);
+    emit(json, &r, || {
+        for (k, c) in &r.kinds {
+            println!("{k:<12} {} records, {} bad", c.records, c.bad);
+        }
+        for p in &r.problems {
+            println!("problem: {p}");
+        }
+    })?;
+    if !r.problems.is_empty() {
+        bail!("{}: {} problem(s)", r.file, r.problems.len());
+    }
+    Ok(())
+}
+
+fn stats(reg: &Registry, json: bool) -> Result<()> {
+    let r = cache::stats(reg)?;
+    emit(json, &r, || {
+        println!("{}: {} bytes", r.file, r.bytes);
+        for (k, n) in &r.records {
+            println!("  {k:<12} {n}");
+        }
+        for (m, n) in &r.scores_per_model {
+            println!("  scores of model {m}: {n}");
+        }
+        for (m, n) in &r.unverified_per_model {
+            println!("  unverified scores of model {m}: {n}");
+        }
+    })
+}
+
+/// What a user can do to check scores merged unverified.
+const HOW_TO_VERIFY: &str = "register the model file with `deltalogic model add FILE`, then \
+     `deltalogic cache verify --recompute N` recomputes N of them and marks them verified";
+
 pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
-    let open_other = |file: &Option<PathBuf>| -> Result<Option<Registry>> {
-        file.as_ref()
-            .filter(|f| !crate::store::same_file(reg.path(), f))
-            .map(|f| {
-                let other = Registry::open_read(f)?;
-                other.require_current()?;
-                Ok(other)
-            })
-            .transpose()
-    };
     match command {
         Command::Export { model, set, output } => {
             crate::store::guard_output(reg, &output, false)?;
@@ -137,6 +189,7 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
             let mut opts = cache::MergeOptions::new(&mut recompute);
             opts.sample_per_model = if no_verify { 0 } else { verify_sample };
             opts.tolerance = eval::SCORE_TOLERANCE;
+            let asked = opts.sample_per_model > 0;
             let r = cache::merge(reg, &other, opts)?;
             emit(json, &r, || {
                 for (k, n) in &r.added {
@@ -146,11 +199,26 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
                     "already present: {}",
                     r.already_present.values().sum::<usize>()
                 );
+                if r.results_derived > 0 {
+                    println!(
+                        "re-derived {} result(s) from the scores this store now holds: all follow",
+                        r.results_derived
+                    );
+                }
                 for (m, n) in &r.recomputed {
                     println!("recomputed {n} sampled scores of model {m}: all match");
                 }
                 for (m, n) in &r.unverified {
-                    println!("{n} scores of model {m} merged unverified (no check was possible or asked)");
+                    let why = if asked {
+                        "this store cannot recompute them: the model is not registered here, or \
+                         its file is not where its record says"
+                    } else {
+                        "no check was asked (--no-verify)"
+                    };
+                    println!(
+                        "{n} scores of model {m} merged unverified ({why}); to check them, \
+                         {HOW_TO_VERIFY}"
+                    );
                 }
                 for c in &r.conflicts {
                     println!("conflict {} {}: {}", c.kind, c.key.short(), c.detail);
@@ -161,37 +229,57 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
             }
             Ok(())
         }
-        Command::Verify { file } => {
-            let other = open_other(&file)?;
-            let r = cache::verify(other.as_ref().unwrap_or(reg))?;
-            emit(json, &r, || {
-                for (k, c) in &r.kinds {
-                    println!("{k:<12} {} records, {} bad", c.records, c.bad);
+        Command::Verify { file, recompute } => {
+            if let Some(f) = file
+                .as_ref()
+                .filter(|f| !crate::store::same_file(reg.path(), f))
+            {
+                if recompute.is_some() {
+                    bail!(
+                        "{}: --recompute checks the store's unverified scores (it marks them \
+                         verified there); merge the file first, or verify it without --recompute",
+                        f.display()
+                    );
                 }
-                for p in &r.problems {
-                    println!("problem: {p}");
-                }
-            })?;
-            if !r.problems.is_empty() {
-                bail!("{}: {} problem(s)", r.file, r.problems.len());
+                return run_file(
+                    f,
+                    json,
+                    &Command::Verify {
+                        file: None,
+                        recompute,
+                    },
+                );
             }
-            Ok(())
+            if let Some(n) = recompute {
+                let mut recomputer = Recomputer {
+                    store: reg,
+                    incoming: reg,
+                    loaded: BTreeMap::new(),
+                };
+                let mut recompute = |c: &Computed| recomputer.recompute(c);
+                let r =
+                    cache::recheck_unverified(reg, n, 0, eval::SCORE_TOLERANCE, &mut recompute)?;
+                emit(json, &r, || {
+                    for (m, n) in &r.recomputed {
+                        println!(
+                            "recomputed {n} unverified scores of model {m}: all match; {} marked \
+                             verified",
+                            r.verified[m]
+                        );
+                    }
+                    for (m, n) in &r.unavailable {
+                        println!(
+                            "{n} unverified scores of model {m} left unverified: its file is not \
+                             here ({HOW_TO_VERIFY})"
+                        );
+                    }
+                })?;
+            }
+            verify(reg, json)
         }
-        Command::Stats { file } => {
-            let other = open_other(&file)?;
-            let r = cache::stats(other.as_ref().unwrap_or(reg))?;
-            emit(json, &r, || {
-                println!("{}: {} bytes", r.file, r.bytes);
-                for (k, n) in &r.records {
-                    println!("  {k:<12} {n}");
-                }
-                for (m, n) in &r.scores_per_model {
-                    println!("  scores of model {m}: {n}");
-                }
-                for (m, n) in &r.unverified_per_model {
-                    println!("  unverified scores of model {m}: {n}");
-                }
-            })
-        }
+        Command::Stats { file } => match file.filter(|f| !crate::store::same_file(reg.path(), f)) {
+            Some(f) => run_file(&f, json, &Command::Stats { file: None }),
+            None => stats(reg, json),
+        },
     }
 }

@@ -14,7 +14,7 @@ pub enum Command {
         #[arg(long)]
         dataset: Option<String>,
         /// How many disagreements to list per dataset.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = 20, value_parser = super::bounds::count(0, super::bounds::MAX_SIZE))]
         list: usize,
         /// Instead: the sentences the theory grammar refuses, grouped by shape (entities `E`,
         /// verbs `V`, class nouns `N`, other content words `A`), most frequent first, with how

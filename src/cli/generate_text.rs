@@ -19,13 +19,13 @@ pub struct GenerateTextArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub prompt: String,
     /// At most this many tokens.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = super::bounds::count32(1, super::bounds::MAX_TOKENS))]
     pub max_tokens: u32,
     /// Stop when the text holds this string (cut just before it); may be given several times.
     #[arg(long, allow_hyphen_values = true)]
     pub stop: Vec<String>,
     /// Threads for the tensor kernels.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
     pub threads: usize,
     /// Numerics [default: int8 for a GGUF file with quantised weights, flex otherwise].
     #[arg(long, value_enum)]
@@ -42,7 +42,9 @@ pub fn generate_text(args: &GenerateTextArgs, json: bool) -> anyhow::Result<()> 
         stop: args.stop.clone(),
     };
     let started = std::time::Instant::now();
-    let g = eval::regenerate(&model, &args.prompt, &decoding)
+    // The prompt is the user's own template: control-token text in it is read as control tokens.
+    let prompt = crate::model::tokenizer::markup(&args.prompt);
+    let g = eval::regenerate(&model, &prompt, &decoding)
         .with_context(|| format!("generating with {}", args.model.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     let pieces = g

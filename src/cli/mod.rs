@@ -4,6 +4,7 @@
 
 mod audit;
 mod bench;
+pub mod bounds;
 mod build;
 mod cache;
 mod datasets;
@@ -100,21 +101,17 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Model(model::Command::ExportHf { model: m, output }) => {
             return model::export_hf(m, output, json)
         }
+        // A cache file is checked or counted alone: a colleague's file before any store exists.
+        Command::Cache(
+            c @ (cache::Command::Verify {
+                file: Some(file),
+                recompute: None,
+            }
+            | cache::Command::Stats { file: Some(file) }),
+        ) => return cache::run_file(file, json, c),
         _ => {}
     }
-    let store = match access(&cli.command) {
-        Access::Read => {
-            let store = Registry::open_read(&cli.store)?;
-            store.require_current()?;
-            store
-        }
-        Access::Update => {
-            // Commands that only add bookkeeping (a figure's record) to a store never create one.
-            Registry::open_read(&cli.store)?;
-            Registry::open_write(&cli.store)?
-        }
-        Access::Create => Registry::open_write(&cli.store)?,
-    };
+    let store = open(&cli.store, access(&cli.command))?;
     match cli.command {
         Command::Ingest(a) => ingest::run(&store, json, a),
         Command::Build(a) => build::run(&store, json, a),
@@ -135,16 +132,33 @@ pub fn run(cli: Cli) -> Result<()> {
 }
 
 /// How a command opens the store.
-enum Access {
-    /// Reads only: a missing store is an error, a read-only file works, nothing is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Reads only: a missing store is an error, a read-only file works, nothing is written. A
+    /// store left unclean by an interrupted command is read as of its last commit.
     Read,
-    /// Writes to a store that must exist.
+    /// Writes to a store that must exist (repairing it first if it was not closed cleanly).
     Update,
-    /// Writes, creating the store if it is missing.
+    /// Writes, creating the store if it is missing (and repairing an unclean one).
     Create,
 }
 
-fn access(command: &Command) -> Access {
+/// Opens the store as a command needs it.
+pub fn open(path: &std::path::Path, access: Access) -> Result<Registry> {
+    match access {
+        Access::Read => {
+            let store = Registry::open_read(path)?;
+            store.require_current()?;
+            Ok(store)
+        }
+        // Commands that only add bookkeeping (a figure's record) to a store never create one;
+        // an existing store opens for writing whatever state it was left in.
+        Access::Update => Registry::open_existing(path),
+        Access::Create => Registry::open_write(path),
+    }
+}
+
+pub fn access(command: &Command) -> Access {
     match command {
         Command::Episodes(episodes::Command::Export {
             output: Some(_), ..
@@ -159,10 +173,18 @@ fn access(command: &Command) -> Access {
         | Command::Datasets(_)
         | Command::Stats
         | Command::Audit(_)
-        | Command::Cache(cache::Command::Verify { .. } | cache::Command::Stats { .. }) => {
-            Access::Read
-        }
-        Command::Cache(cache::Command::Export { .. }) => Access::Update,
+        | Command::Cache(
+            cache::Command::Verify {
+                recompute: None, ..
+            }
+            | cache::Command::Stats { .. },
+        ) => Access::Read,
+        Command::Cache(
+            cache::Command::Export { .. }
+            | cache::Command::Verify {
+                recompute: Some(_), ..
+            },
+        ) => Access::Update,
         _ => Access::Create,
     }
 }

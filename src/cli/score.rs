@@ -8,23 +8,6 @@ use crate::model::scorer::Backend;
 use crate::store::{Id, Registry};
 use anyhow::{bail, Context, Result};
 
-/// More threads than this per core only adds scheduling overhead; far more would start
-/// thousands of OS threads.
-const THREADS_PER_CORE: usize = 4;
-
-/// Parses `--threads`: at least 1, at most [`THREADS_PER_CORE`] per available core.
-fn threads(s: &str) -> Result<usize, String> {
-    let n: usize = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let max = cores * THREADS_PER_CORE;
-    if !(1..=max).contains(&n) {
-        return Err(format!(
-            "{n} threads: give 1 to {max} ({THREADS_PER_CORE} per core on this machine's {cores})"
-        ));
-    }
-    Ok(n)
-}
-
 /// Checks a `--norm` value while the command line is parsed, before any store is opened.
 pub(super) fn norm(s: &str) -> Result<String, String> {
     Normalisation::parse_list(&[s.to_string()]).map_err(|e| e.to_string())?;
@@ -57,7 +40,7 @@ pub struct Args {
     #[arg(long)]
     judge: Option<String>,
     /// Threads for the tensor kernels.
-    #[arg(long, default_value = "2", value_parser = threads)]
+    #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
     threads: usize,
     /// Score only part I of N (from 0) of the set, into this store: its scores and generations,
     /// no result. `cache merge` the N part stores, then `score` without --shard writes the
@@ -82,10 +65,10 @@ pub(super) enum Scored {
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Seed of the generated default set.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::bounds::seed())]
     pub(super) seed: u64,
     /// Threads for the tensor kernels.
-    #[arg(long, default_value = "2", value_parser = threads)]
+    #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
     pub(super) threads: usize,
     /// Numerics of the default model [default: int8, as for every GGUF file with quantised
     /// weights; flex gives the scores of the exact f32 mode, in about twice the time].

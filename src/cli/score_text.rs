@@ -21,7 +21,7 @@ pub struct ScoreTextArgs {
     #[arg(long, num_args = 1.., required = true)]
     pub labels: Vec<String>,
     /// Threads for the tensor kernels.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
     pub threads: usize,
     /// Numerics [default: int8 for a GGUF file with quantised weights, flex otherwise].
     #[arg(long, value_enum)]
@@ -33,8 +33,11 @@ pub fn score_text(args: &ScoreTextArgs, json: bool) -> anyhow::Result<()> {
     set_threads(args.threads)?;
     let backend = crate::eval::models::backend_for(&args.model, args.backend)?;
     let scorer = Scorer::open(&args.model, backend)?;
+    // The context is the user's own template: control-token text in it is read as control
+    // tokens; the labels are plain text.
+    let context = crate::model::tokenizer::markup(&args.context);
     let scores = scorer
-        .score(&args.context, &args.labels)
+        .score(&context, &args.labels)
         .with_context(|| format!("scoring with {}", args.model.display()))?;
     let mut out = std::io::stdout().lock();
     if json {
@@ -66,7 +69,7 @@ pub struct MakeFixturesArgs {
     /// Where the per-architecture directories go.
     #[arg(long, default_value = "fixtures/hf")]
     pub out: PathBuf,
-    #[arg(long, default_value_t = fixtures::SEED)]
+    #[arg(long, default_value_t = fixtures::SEED, value_parser = super::bounds::seed())]
     pub seed: u64,
 }
 

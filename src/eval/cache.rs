@@ -7,7 +7,7 @@
 
 use super::generate::Generated;
 use super::records::same_bits;
-use super::{GenerationRecord, ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
+use super::{derive, GenerationRecord, ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
 use crate::benchmarks::clomo::ClomoItem;
 use crate::benchmarks::deltalogic::Episode;
 use crate::benchmarks::prompts::TemplateRecord;
@@ -21,16 +21,17 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Decodes (validating the archive) and checks that the key is the hash of the content.
-pub fn check(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<()> {
-    fn go<R: Record>(path: &Path, id: &Id, bytes: &[u8]) -> Result<R>
+/// Decodes (validating the archive) and checks that the key is the hash of the content. A
+/// result in a store of schema 2 may be keyed by its schema 2 id ([`ResultRecord::legacy_id`]).
+pub fn check(reg: &Registry, kind: Kind, id: &Id, bytes: &[u8]) -> Result<()> {
+    fn go<R: Record>(path: &Path, id: &Id, bytes: &[u8], also: impl Fn(&R) -> bool) -> Result<R>
     where
         R::Archived: for<'a> rkyv::bytecheck::CheckBytes<
                 rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>,
             > + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
     {
         let r: R = decode(bytes, path, id)?;
-        if r.id() != *id {
+        if r.id() != *id && !also(&r) {
             bail!(
                 "{}: {} {} does not hash to its key",
                 path.display(),
@@ -40,21 +41,27 @@ pub fn check(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<()> {
         }
         Ok(r)
     }
+    let path = reg.path();
     match kind {
-        Kind::SourceFile => go::<SourceFile>(path, id, bytes).map(drop),
-        Kind::BaseItem => go::<BaseItem>(path, id, bytes).map(drop),
-        Kind::Episode => go::<Episode>(path, id, bytes).map(drop),
-        Kind::EpisodeSet => go::<StoredSet>(path, id, bytes).map(drop),
-        Kind::BuildSpec => go::<StoredSpec>(path, id, bytes).map(drop),
-        Kind::Model => go::<ModelRecord>(path, id, bytes).map(drop),
-        Kind::Template => go::<TemplateRecord>(path, id, bytes).map(drop),
-        Kind::Prompt => go::<PromptRecord>(path, id, bytes).map(drop),
-        Kind::Score => go::<ScoreRecord>(path, id, bytes).map(drop),
-        Kind::Result => go::<ResultRecord>(path, id, bytes).map(drop),
-        Kind::Question => go::<Question>(path, id, bytes).map(drop),
-        Kind::Generation => go::<GenerationRecord>(path, id, bytes).map(drop),
-        Kind::Problem => go::<crate::benchmarks::deduce::Problem>(path, id, bytes).map(drop),
-        Kind::ClomoItem => go::<ClomoItem>(path, id, bytes).map(drop),
+        Kind::SourceFile => go::<SourceFile>(path, id, bytes, |_| false).map(drop),
+        Kind::BaseItem => go::<BaseItem>(path, id, bytes, |_| false).map(drop),
+        Kind::Episode => go::<Episode>(path, id, bytes, |_| false).map(drop),
+        Kind::EpisodeSet => go::<StoredSet>(path, id, bytes, |_| false).map(drop),
+        Kind::BuildSpec => go::<StoredSpec>(path, id, bytes, |_| false).map(drop),
+        Kind::Model => go::<ModelRecord>(path, id, bytes, |_| false).map(drop),
+        Kind::Template => go::<TemplateRecord>(path, id, bytes, |_| false).map(drop),
+        Kind::Prompt => go::<PromptRecord>(path, id, bytes, |_| false).map(drop),
+        Kind::Score => go::<ScoreRecord>(path, id, bytes, |_| false).map(drop),
+        Kind::Result => go::<ResultRecord>(path, id, bytes, |r| {
+            reg.schema_version() < 3 && r.legacy_id() == *id
+        })
+        .map(drop),
+        Kind::Question => go::<Question>(path, id, bytes, |_| false).map(drop),
+        Kind::Generation => go::<GenerationRecord>(path, id, bytes, |_| false).map(drop),
+        Kind::Problem => {
+            go::<crate::benchmarks::deduce::Problem>(path, id, bytes, |_| false).map(drop)
+        }
+        Kind::ClomoItem => go::<ClomoItem>(path, id, bytes, |_| false).map(drop),
     }
 }
 
@@ -83,7 +90,7 @@ pub fn verify(reg: &Registry) -> Result<VerifyReport> {
         let count = report.kinds.entry(kind.noun().to_string()).or_default();
         for (id, body) in reg.scan(kind)? {
             count.records += 1;
-            if let Err(e) = body.and_then(|b| check(kind, reg.path(), &id, &b)) {
+            if let Err(e) = body.and_then(|b| check(reg, kind, &id, &b)) {
                 count.bad += 1;
                 report.problems.push(format!("{e:#}"));
             }
@@ -107,6 +114,26 @@ pub fn verify(reg: &Registry) -> Result<VerifyReport> {
     Ok(report)
 }
 
+/// Re-derives every result of a store from the records it holds ([`derive::derive`]): the
+/// problems, one per result that does not follow, naming it. Results whose records do not
+/// verify are left to [`verify`].
+pub fn verify_results(reg: &Registry) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    for (id, body) in reg.scan(Kind::Result)? {
+        let Ok(r) = body.and_then(|b| decode::<ResultRecord>(&b, reg.path(), &id)) else {
+            continue;
+        };
+        if let Err(e) = derive::derive(reg, &r) {
+            problems.push(format!(
+                "{}: result {} does not follow from the records it names: {e:#}",
+                reg.path().display(),
+                id.short()
+            ));
+        }
+    }
+    Ok(problems)
+}
+
 #[derive(Debug, Serialize)]
 pub struct Conflict {
     pub kind: String,
@@ -124,6 +151,8 @@ pub struct MergeReport {
     /// Per model (short id): scores added without a check (model file not available, or no
     /// sample asked for); they are marked in `unverified_scores`.
     pub unverified: BTreeMap<String, usize>,
+    /// Incoming results re-derived from the records the store holds after the merge.
+    pub results_derived: usize,
 }
 
 /// Opens a cache file to merge into `reg`, read-only; the store itself (under any path or link)
@@ -225,9 +254,12 @@ impl<'a> MergeOptions<'a> {
 }
 
 /// Adds every record of `other` that this store lacks. Nothing is written if `other` has any
-/// invalid record (checksum, archive, key hash) or if a recomputed sample of its new scores
-/// differs beyond the tolerance. A model's new scores are verified when its sample was
-/// recomputed and matched; otherwise they are added and marked unverified.
+/// invalid record (checksum, archive, key hash), if a result it would add does not follow from
+/// the records the store would hold after the merge (ours first, then theirs: [`derive`]), or if
+/// a recomputed sample of its new scores differs beyond the tolerance. A model's new scores are
+/// verified when its sample was recomputed and matched; otherwise they are added and marked
+/// unverified. Results are stored under their ids as this build derives them (a file of schema
+/// 2 keys them otherwise).
 pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Result<MergeReport> {
     let problems = verify(other)?.problems;
     if !problems.is_empty() {
@@ -247,8 +279,18 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
     let mut incoming = Vec::new();
     // New scores and generations per model, in key order.
     let mut new_scores: BTreeMap<Id, Vec<(Id, Computed)>> = BTreeMap::new();
+    let mut results = Vec::new();
     for kind in Kind::ALL {
         for (id, bytes) in other.raw_all(kind)? {
+            let id = match kind {
+                Kind::Result => {
+                    let r: ResultRecord = decode(&bytes, other.path(), &id)?;
+                    let ours = r.id();
+                    results.push((ours, r));
+                    ours
+                }
+                _ => id,
+            };
             match reg.raw_get(kind, &id)? {
                 None => {
                     if let Some(c) = Computed::decode(kind, other.path(), &id, &bytes)? {
@@ -277,6 +319,28 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
             }
         }
     }
+    // Every result it adds must follow from the scores the store will hold after the merge.
+    let after = reg.layered(other);
+    let adding: BTreeSet<Id> = incoming
+        .iter()
+        .filter(|(kind, _, _)| *kind == Kind::Result)
+        .map(|(_, id, _)| *id)
+        .collect();
+    for (id, r) in results.iter().filter(|(id, _)| adding.contains(id)) {
+        derive::derive(&after, r).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: result {} (model {}, set {}, `{}`) does not follow from the records it \
+                 names: {e:#}; nothing merged",
+                other.path().display(),
+                id.short(),
+                Id(r.model).short(),
+                Id(r.set).short(),
+                r.normalisation
+            )
+        })?;
+        report.results_derived += 1;
+    }
+    drop(after);
     let mut unverified: Vec<Id> = other.unverified_scores()?;
     for (model, scores) in &new_scores {
         let checked = check_sample(other, *model, scores, &mut opts)?;
@@ -327,64 +391,15 @@ fn check_sample(
     scores: &[(Id, Computed)],
     opts: &mut MergeOptions<'_>,
 ) -> Result<usize> {
-    // Each key's rank is a hash of the seed and the key: the sample does not depend on the
-    // order records were read in, and a different seed picks differently.
-    let mut ranked: Vec<([u8; 32], &(Id, Computed))> = scores
-        .iter()
-        .map(|s| {
-            let mut h = blake3::Hasher::new();
-            h.update(&opts.seed.to_le_bytes());
-            h.update(&s.0 .0);
-            (*h.finalize().as_bytes(), s)
-        })
-        .collect();
-    ranked.sort_by_key(|a| a.0);
     let mut checked = 0;
-    for (_, (key, record)) in ranked.into_iter().take(opts.sample_per_model) {
-        let Some(ours) = (opts.recompute)(record).with_context(|| {
-            format!(
-                "recomputing {} {} of model {}",
-                noun(record),
-                key.short(),
-                model.short()
-            )
-        })?
-        else {
+    for (key, record) in ranked(opts.seed, scores)
+        .into_iter()
+        .take(opts.sample_per_model)
+    {
+        let Some(ours) = recompute_one(opts.recompute, model, *key, record)? else {
             return Ok(0);
         };
-        let same = match (record, &ours) {
-            (Computed::Score(score), Recomputed::Logprobs(ours)) => {
-                if opts.tolerance == 0.0 {
-                    same_bits(ours, &score.logprobs)
-                } else {
-                    ours.len() == score.logprobs.len()
-                        && ours
-                            .iter()
-                            .zip(&score.logprobs)
-                            .all(|(a, b)| (a - b).abs() <= opts.tolerance)
-                }
-            }
-            // A generation is a sequence of choices: only the same bits mean the same text.
-            (Computed::Generation(g), Recomputed::Generation(ours)) => {
-                g.tokens == ours.tokens
-                    && g.text == ours.text
-                    && g.stop == ours.stop
-                    && same_bits(&g.logprobs, &ours.logprobs)
-            }
-            _ => false,
-        };
-        if !same {
-            let (stored, recomputed) = match (record, &ours) {
-                (Computed::Score(s), Recomputed::Logprobs(o)) => (
-                    format!("label {:?}: {:?}", s.label, s.logprobs),
-                    format!("{o:?}"),
-                ),
-                (Computed::Generation(g), Recomputed::Generation(o)) => (
-                    format!("{:?} {:?}", g.text, g.tokens),
-                    format!("{:?} {:?}", o.text, o.tokens),
-                ),
-                _ => ("a record".into(), "another kind of record".into()),
-            };
+        if let Some((stored, recomputed)) = difference(record, &ours, opts.tolerance) {
             bail!(
                 "{}: {} {} (model {}) differs from its recomputation: stored {stored}, \
                  recomputed {recomputed} (tolerance {}); nothing merged",
@@ -398,6 +413,146 @@ fn check_sample(
         checked += 1;
     }
     Ok(checked)
+}
+
+/// One record recomputed (`None`: its model is not available here), errors naming it.
+fn recompute_one(
+    recompute: &mut Recompute<'_>,
+    model: Id,
+    key: Id,
+    record: &Computed,
+) -> Result<Option<Recomputed>> {
+    recompute(record).with_context(|| {
+        format!(
+            "recomputing {} {} of model {}",
+            noun(record),
+            key.short(),
+            model.short()
+        )
+    })
+}
+
+/// `record`'s sample order: a hash of the seed and the key, so a sample does not depend on the
+/// order records were read in, and another seed picks differently.
+fn ranked<T>(seed: u64, records: &[(Id, T)]) -> Vec<&(Id, T)> {
+    let mut ranked: Vec<([u8; 32], &(Id, T))> = records
+        .iter()
+        .map(|s| {
+            let mut h = blake3::Hasher::new();
+            h.update(&seed.to_le_bytes());
+            h.update(&s.0 .0);
+            (*h.finalize().as_bytes(), s)
+        })
+        .collect();
+    ranked.sort_by_key(|a| a.0);
+    ranked.into_iter().map(|(_, s)| s).collect()
+}
+
+/// How a stored record and its recomputation differ (stored, recomputed), if they do.
+fn difference(record: &Computed, ours: &Recomputed, tolerance: f32) -> Option<(String, String)> {
+    let same = match (record, ours) {
+        (Computed::Score(score), Recomputed::Logprobs(ours)) => {
+            if tolerance == 0.0 {
+                same_bits(ours, &score.logprobs)
+            } else {
+                ours.len() == score.logprobs.len()
+                    && ours
+                        .iter()
+                        .zip(&score.logprobs)
+                        .all(|(a, b)| (a - b).abs() <= tolerance)
+            }
+        }
+        // A generation is a sequence of choices: only the same bits mean the same text.
+        (Computed::Generation(g), Recomputed::Generation(ours)) => {
+            g.tokens == ours.tokens
+                && g.text == ours.text
+                && g.stop == ours.stop
+                && same_bits(&g.logprobs, &ours.logprobs)
+        }
+        _ => false,
+    };
+    (!same).then(|| match (record, ours) {
+        (Computed::Score(s), Recomputed::Logprobs(o)) => (
+            format!("label {:?}: {:?}", s.label, s.logprobs),
+            format!("{o:?}"),
+        ),
+        (Computed::Generation(g), Recomputed::Generation(o)) => (
+            format!("{:?} {:?}", g.text, g.tokens),
+            format!("{:?} {:?}", o.text, o.tokens),
+        ),
+        _ => ("a record".into(), "another kind of record".into()),
+    })
+}
+
+/// What `cache verify --recompute` did.
+#[derive(Debug, Default, Serialize)]
+pub struct Rechecked {
+    /// Per model (short id): unverified scores and generations recomputed, all equal.
+    pub recomputed: BTreeMap<String, usize>,
+    /// Per model: marks cleared (all its unverified records, once its sample matched).
+    pub verified: BTreeMap<String, usize>,
+    /// Per model: unverified records left as they are, its files not being available here.
+    pub unavailable: BTreeMap<String, usize>,
+}
+
+/// Recomputes a seeded sample of up to `per_model` unverified scores and generations of each
+/// model whose files are available (`recompute` gives `None` for the others), and clears the
+/// marks of all that model's unverified records when every one matches: the rule a merge
+/// applies to a model whose sample it recomputed. A difference is an error naming the record;
+/// nothing is marked then.
+pub fn recheck_unverified(
+    reg: &Registry,
+    per_model: usize,
+    seed: u64,
+    tolerance: f32,
+    recompute: &mut Recompute<'_>,
+) -> Result<Rechecked> {
+    let mut by_model: BTreeMap<Id, Vec<(Id, Computed)>> = BTreeMap::new();
+    for key in reg.unverified_scores()? {
+        let record = match reg.get::<ScoreRecord>(&key)? {
+            Some(s) => Computed::Score(s),
+            None => match reg.get::<GenerationRecord>(&key)? {
+                Some(g) => Computed::Generation(g),
+                None => continue,
+            },
+        };
+        by_model
+            .entry(record.model())
+            .or_default()
+            .push((key, record));
+    }
+    let mut out = Rechecked::default();
+    let mut verified = Vec::new();
+    for (model, records) in &by_model {
+        let mut checked = 0;
+        for (key, record) in ranked(seed, records).into_iter().take(per_model) {
+            let Some(ours) = recompute_one(recompute, *model, *key, record)? else {
+                break;
+            };
+            if let Some((stored, recomputed)) = difference(record, &ours, tolerance) {
+                bail!(
+                    "{}: {} {} (model {}) differs from its recomputation: stored {stored}, \
+                     recomputed {recomputed}; it stays unverified, and so do the others",
+                    reg.path().display(),
+                    noun(record),
+                    key.short(),
+                    model.short()
+                );
+            }
+            checked += 1;
+        }
+        if checked == 0 {
+            out.unavailable.insert(model.short(), records.len());
+            continue;
+        }
+        out.recomputed.insert(model.short(), checked);
+        out.verified.insert(model.short(), records.len());
+        verified.extend(records.iter().map(|(k, _)| *k));
+    }
+    if !verified.is_empty() {
+        reg.write(|w| verified.iter().try_for_each(|k| w.mark_verified(*k)))?;
+    }
+    Ok(out)
 }
 
 fn noun(c: &Computed) -> &'static str {
@@ -453,10 +608,30 @@ pub fn export(
             found.push((*kind, *id, bytes));
         }
     }
-    let target = Registry::open_write(out)?;
+    // Made whole under a temporary name, then linked into place: a failure (a full disk) or an
+    // interruption never leaves a partial cache file under the name asked for, and every
+    // failure removes the temporary one.
+    let temp = crate::store::temp_beside(out, "partial");
+    let _ = std::fs::remove_file(&temp);
+    let written = (|| {
+        let target = Registry::open_write(&temp)?;
+        target.write(|w| store(w, &found, names))
+    })()
+    .and_then(|records| {
+        std::fs::hard_link(&temp, out).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: cannot put the cache file in place: {}",
+                out.display(),
+                crate::store::io_cause(&e)
+            )
+        })?;
+        Ok(records)
+    });
+    let _ = std::fs::remove_file(&temp);
+    let records = written.with_context(|| format!("writing the cache file {}", out.display()))?;
     Ok(ExportReport {
         file: out.display().to_string(),
-        records: target.write(|w| store(w, &found, names))?,
+        records,
     })
 }
 

@@ -6,6 +6,7 @@
 
 pub mod audit;
 pub mod cache;
+pub mod derive;
 pub mod generate;
 pub mod models;
 pub mod normalise;
@@ -21,7 +22,7 @@ pub use records::{
 
 use crate::benchmarks::{Answer, Answered, Benchmark, Decoding, ModelInfo, Models, Request, Role};
 use crate::logic::Label;
-use crate::store::{Id, Record, Registry, StoredSet};
+use crate::store::{Id, Kind, Record, Registry, StoredSet};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -47,6 +48,14 @@ pub trait LanguageModel: Sync {
     fn decode(&self, tokens: &[u32]) -> Result<String>;
     /// The tokens that end a generation, sorted.
     fn end_of_generation(&self) -> Vec<u32>;
+    /// Checks that the files the model was loaded from are still those of its fingerprint:
+    /// cheaply (their identity on disk) before every commit of its scores, and with `rehash`
+    /// (their bytes hashed again) before the last. A model read from no registered file has
+    /// nothing to check.
+    fn check_files(&self, rehash: bool) -> Result<()> {
+        let _ = rehash;
+        Ok(())
+    }
 }
 
 /// Largest |difference| accepted between a stored log-prob and the same score recomputed from the
@@ -331,7 +340,9 @@ fn must(reg: &Registry, keys: &[Id]) -> Result<Vec<ScoreRecord>> {
     cached(reg, keys)?
         .into_iter()
         .zip(keys)
-        .map(|(s, k)| s.ok_or_else(|| anyhow!("score {} is missing after scoring", k.short())))
+        .map(|(s, k)| {
+            s.ok_or_else(|| anyhow!("{}: score {} is missing", reg.path().display(), k.short()))
+        })
         .collect()
 }
 
@@ -346,13 +357,30 @@ fn must_generation(reg: &Registry, key: Id) -> Result<GenerationRecord> {
 }
 
 /// An item of a stored result with each turn's answer as its benchmark reads it (a generated
-/// turn's text from its generation record).
+/// turn's text from its generation record). A scored turn whose scores the store does not hold
+/// all is refused: a result is shown only as far as its scores back it (whether its answers
+/// follow from them, `derive` checks).
 pub fn answered(reg: &Registry, row: &ResultRow) -> Result<Answered> {
     let answers = row
         .turns
         .iter()
-        .map(|t| match (t.answer.label(), &t.keys[..]) {
-            (Some(label), _) => Ok(Answer::Label(label)),
+        .enumerate()
+        .map(|(turn, t)| match (t.answer.label(), &t.keys[..]) {
+            (Some(label), keys) => {
+                let keys: Vec<Id> = keys.iter().map(|k| Id(*k)).collect();
+                if let Some(absent) = reg.missing(Kind::Score, &keys)?.first() {
+                    bail!(
+                        "{}: item {}, turn {} reads score {}, which the store does not hold: \
+                         the result cannot be backed by its scores (merge the cache file that \
+                         has them, or score the set again)",
+                        reg.path().display(),
+                        Id(row.item).short(),
+                        turn + 1,
+                        absent.short()
+                    );
+                }
+                Ok(Answer::Label(label))
+            }
             (None, [key]) => Ok(Answer::Text(must_generation(reg, Id(*key))?.text)),
             (None, keys) => bail!(
                 "{}: a generated turn of item {} names {} records, not 1",
@@ -431,6 +459,21 @@ impl Batch {
         *self = Batch::default();
         Ok(())
     }
+}
+
+/// Refuses to commit a batch computed by a model whose files changed since it was loaded: its
+/// scores may be of other weights, and would be stored under the old fingerprint. The batch is
+/// dropped (earlier batches were committed before the change was made, each after the same
+/// check).
+fn unchanged<M: LanguageModel>(model: &M, batch: &Batch, rehash: bool) -> Result<()> {
+    model.check_files(rehash).map_err(|e| {
+        anyhow!(
+            "{e:#}; the {} record(s) computed since the last commit were discarded (those \
+             committed before were computed before the change). Register the new file with \
+             `deltalogic model add` to score with it",
+            batch.len()
+        )
+    })
 }
 
 /// Refuses a non-finite log-prob: it would be stored and read back as an answer.
@@ -584,11 +627,13 @@ fn compute<M: LanguageModel>(
             progress.advance(1, forward - reported_tokens);
             reported_tokens = forward;
             if batch.len() >= BATCH {
+                unchanged(model, &batch, false)?;
                 batch.flush(reg)?;
             }
             Ok(())
         },
     )?;
+    unchanged(model, &batch, true)?;
     batch.flush(reg)?;
     progress.finish();
     report.forward_tokens += stats.forward_tokens;
@@ -727,6 +772,37 @@ impl Asked {
     }
 }
 
+/// The request of item `item` at turn `turn` given its earlier answers, and the content-free
+/// requests `norm` compares a scored turn with, filler by filler (none for a generated turn):
+/// what the runner asks and what a derivation checks (`derive`).
+fn turn_requests(
+    prepared: &dyn crate::benchmarks::Prepared,
+    (item, turn, earlier): (usize, usize, &[Answer]),
+    norm: Normalisation,
+    (subject, judge): (Id, Id),
+) -> Result<(Pending, Vec<Pending>)> {
+    let request = Pending::new(subject, judge, prepared.request(item, turn, earlier)?)?;
+    let fillers: &[&str] = match request {
+        Pending::Score { .. } => norm.fillers(),
+        Pending::Generate { .. } => &[],
+    };
+    let free = fillers
+        .iter()
+        .map(|filler| {
+            let r = prepared
+                .content_free(item, turn, earlier, filler)?
+                .with_context(|| {
+                    format!(
+                        "no content-free form of this turn, which the `{}` normalisation needs",
+                        norm.as_str()
+                    )
+                })?;
+            Pending::new(subject, judge, r)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((request, free))
+}
+
 /// [`run_each`] over the whole set or the run's part of it: the report and one result record
 /// per normalisation, not stored.
 fn answer<M: LanguageModel>(
@@ -792,31 +868,13 @@ fn answer<M: LanguageModel>(
             let mut of_norm = Vec::new();
             for (i, earlier) in earlier_by_item.iter().enumerate() {
                 let what = || format!("item {}, turn {}", items[i].short(), turn + 1);
-                let request = prepared
-                    .request(i, turn, earlier)
-                    .and_then(|r| Pending::new(model_id, judge, r))
-                    .with_context(what)?;
-                let fillers: &[&str] = match request {
-                    Pending::Score { .. } => norm.fillers(),
-                    Pending::Generate { .. } => &[],
-                };
-                let free = fillers
-                    .iter()
-                    .map(|filler| {
-                        let r = prepared
-                            .content_free(i, turn, earlier, filler)?
-                            .with_context(|| {
-                                format!(
-                                    "{} gives no content-free form of this turn, which the \
-                                     `{}` normalisation needs",
-                                    benchmark.title(),
-                                    norm.as_str()
-                                )
-                            })?;
-                        Ok(asked.add(None, Pending::new(model_id, judge, r)?))
-                    })
-                    .collect::<Result<Vec<_>>>()
-                    .with_context(what)?;
+                let (request, free) =
+                    turn_requests(&*prepared, (i, turn, earlier), norm, (model_id, judge))
+                        .with_context(|| format!("{}: {}", benchmark.title(), what()))?;
+                let free = free
+                    .into_iter()
+                    .map(|p| asked.add(None, p))
+                    .collect::<Vec<_>>();
                 of_norm.push((asked.add(Some(i), request), free));
             }
             plan.push(of_norm);

@@ -315,22 +315,88 @@ fn check_files(record: &ModelRecord) -> Result<()> {
     Ok(())
 }
 
+/// What tells a model's files apart on disk without reading them: for each file its device,
+/// inode, size, modification time and status-change time. Any write to a file, or a change of its
+/// times (`touch -d` sets the modification time back, but the status-change time moves on),
+/// changes it; so does replacing the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FileIdentity(Vec<(PathBuf, [i64; 7])>);
+
+impl FileIdentity {
+    fn of(path: &Path) -> Result<FileIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        model_files(path)?
+            .into_iter()
+            .map(|f| {
+                let m = std::fs::metadata(&f)
+                    .with_context(|| format!("cannot read {}", f.display()))?;
+                let ids = [
+                    m.dev() as i64,
+                    m.ino() as i64,
+                    m.len() as i64,
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    m.ctime(),
+                    m.ctime_nsec(),
+                ];
+                Ok((f, ids))
+            })
+            .collect::<Result<_>>()
+            .map(FileIdentity)
+    }
+
+    /// The first file that differs from `self` in `now` (or that appeared or went).
+    fn changed(&self, now: &FileIdentity) -> Option<PathBuf> {
+        if self.0.len() != now.0.len() {
+            return Some(self.0.first().map_or_else(PathBuf::new, |f| f.0.clone()));
+        }
+        self.0
+            .iter()
+            .zip(&now.0)
+            .find(|(a, b)| a != b)
+            .map(|(a, _)| a.0.clone())
+    }
+}
+
+/// A registered model's files as they were when it was loaded.
+struct Watched {
+    record: ModelRecord,
+    identity: FileIdentity,
+}
+
 /// A loaded model with the backend it runs on.
 pub struct Loaded {
     scorer: Scorer,
     backend: &'static str,
+    /// The files of a registered model, checked before every commit of its scores.
+    watched: Option<Watched>,
 }
 
 impl Loaded {
-    /// Loads the model after checking its files are the ones the record fingerprints.
+    /// Loads the model after checking its files are the ones the record fingerprints. Their
+    /// identity on disk is noted first, so a change while they are hashed or loaded is seen.
     pub fn open(record: &ModelRecord) -> Result<Loaded> {
+        let path = Path::new(&record.path);
+        let identity = FileIdentity::of(path).with_context(|| {
+            format!(
+                "model {} is recorded at {}; if it moved, run `deltalogic model add NEWPATH`",
+                record.id().short(),
+                record.path
+            )
+        })?;
         check_files(record)?;
         let backend = match record.backend.as_str() {
             "flex" => Backend::Flex,
             "int8" => Backend::Int8,
             other => bail!("model backend `{other}` is not built into this deltalogic"),
         };
-        Loaded::file(Path::new(&record.path), backend)
+        let mut loaded = Loaded::file(path, backend)?;
+        loaded.watched = Some(Watched {
+            record: record.clone(),
+            identity,
+        });
+        loaded.unchanged(false)?;
+        Ok(loaded)
     }
 
     /// Loads a model file that no store has registered (`score-text`, `generate-text`).
@@ -343,12 +409,43 @@ impl Loaded {
         Loaded {
             scorer,
             backend: backend_name(backend),
+            watched: None,
         }
+    }
+
+    /// Whether a registered model's files are still the ones it was loaded from: their identity
+    /// on disk (cheap: one `stat` per file) and, when `rehash`, their bytes against the model's
+    /// fingerprint.
+    fn unchanged(&self, rehash: bool) -> Result<()> {
+        let Some(w) = &self.watched else {
+            return Ok(());
+        };
+        let path = Path::new(&w.record.path);
+        let changed = match FileIdentity::of(path) {
+            Ok(now) => w.identity.changed(&now),
+            Err(_) => Some(path.to_path_buf()),
+        };
+        if let Some(file) = changed {
+            bail!(
+                "{}: the file of model {} changed while it was in use (its size, times or inode \
+                 differ from when it was loaded)",
+                file.display(),
+                w.record.id().short()
+            );
+        }
+        if rehash {
+            check_files(&w.record)?;
+        }
+        Ok(())
     }
 }
 
 impl LanguageModel for Loaded {
     type State = State;
+
+    fn check_files(&self, rehash: bool) -> Result<()> {
+        self.unchanged(rehash)
+    }
 
     fn backend(&self) -> &str {
         self.backend

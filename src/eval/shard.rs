@@ -30,15 +30,20 @@ pub struct Shard {
 impl FromStr for Shard {
     type Err = String;
 
-    /// `I/N` with `0 <= I < N`.
+    /// `I/N` with `0 <= I < N <= MAX_SHARDS`.
     fn from_str(s: &str) -> Result<Shard, String> {
-        let bad = || format!("`{s}` is not a shard: give I/N with 0 <= I < N (e.g. 0/4)");
+        let bad = || {
+            format!(
+                "`{s}` is not a shard: give I/N with 0 <= I < N and N from 1 to {} (e.g. 0/4)",
+                crate::cli::bounds::MAX_SHARDS
+            )
+        };
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count) = (
             i.trim().parse().map_err(|_| bad())?,
             n.trim().parse().map_err(|_| bad())?,
         );
-        if index >= count {
+        if index >= count || count > crate::cli::bounds::MAX_SHARDS {
             return Err(bad());
         }
         Ok(Shard { index, count })

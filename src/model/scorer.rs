@@ -107,8 +107,14 @@ impl Scorer {
         &self.path
     }
 
+    /// A prompt's tokens: control tokens only where its template marked its own markup (see
+    /// `tokenizer`'s module docs); everything else, items and generations, is plain text.
     pub fn tokenize(&self, text: &str) -> Result<Vec<u32>, ModelError> {
-        self.tokenizer.encode(text)
+        self.tokenizer.encode_prompt(text)
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
     }
 
     /// The text of `tokens` (special tokens written out).
@@ -136,7 +142,13 @@ impl Scorer {
         let labels = labels
             .iter()
             .map(|label| {
-                let full = self.tokenize(&format!("{context}{label}"))?;
+                // A label is plain text: a closing mark keeps it out of any markup the context
+                // leaves open, and marks in it are dropped.
+                let label = super::tokenizer::plain(label);
+                let full = self.tokenize(&format!(
+                    "{context}{}{label}",
+                    super::tokenizer::MARKUP_CLOSE
+                ))?;
                 match full.strip_prefix(ctx.as_slice()) {
                     Some(rest) if !rest.is_empty() => Ok(rest.to_vec()),
                     Some(_) => Err(ModelError::Scoring(format!(

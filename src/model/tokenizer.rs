@@ -5,7 +5,20 @@
 //! pre-tokenizer (`tokenizer.ggml.pre`); this module rebuilds what llama.cpp does from them so
 //! that ids match `llama-tokenize` exactly (checked against golden files in
 //! `tests/tokenizer_golden.rs`).
+//!
+//! # Control tokens come from templates only
+//! A prompt is a template's text around content: items, labels, generations. The text of a
+//! control token (`<|im_end|>`, `<|endoftext|>`) in the content must stay text, or a dataset
+//! could end a chat turn. So [`Tokenizer::encode_prompt`] reads control tokens only inside the
+//! template's own markup, which a template marks with [`markup`] (the chat renderer marks
+//! everything of its output but the messages' content); everything else is plain text, as
+//! `llama-tokenize` without `--parse-special` reads it (user-defined tokens are still matched).
+//! The marks are two Unicode noncharacters, never part of interchange text; [`plain`] strips
+//! them from content, and tokenizing drops them. [`Tokenizer::encode`] reads control tokens
+//! everywhere, as `llama-tokenize` does by default.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
@@ -15,7 +28,7 @@ use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::processors::template::TemplateProcessing;
-use tokenizers::{AddedToken, SplitDelimiterBehavior};
+use tokenizers::{AddedToken, Encoding, SplitDelimiterBehavior};
 
 use super::gguf::Gguf;
 use super::ModelError;
@@ -76,12 +89,42 @@ fn merges(gguf: &Gguf) -> Result<Vec<(String, String)>, ModelError> {
         .collect()
 }
 
+/// Where a template's markup begins in a prompt: only inside it is control-token text read as
+/// the control token (module docs). A Unicode noncharacter (U+FDD0).
+pub const MARKUP_OPEN: char = '\u{FDD0}';
+/// Where a template's markup ends (U+FDD1).
+pub const MARKUP_CLOSE: char = '\u{FDD1}';
+
+/// `text` as a template's own markup: control-token text in it is read as control tokens.
+pub fn markup(text: &str) -> String {
+    format!("{MARKUP_OPEN}{}{MARKUP_CLOSE}", plain(text))
+}
+
+/// `text` as content: without markup marks, so nothing in it is read as a control token.
+pub fn plain(text: &str) -> Cow<'_, str> {
+    if text.contains([MARKUP_OPEN, MARKUP_CLOSE]) {
+        Cow::Owned(text.replace([MARKUP_OPEN, MARKUP_CLOSE], ""))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
 /// A tokenizer and the special-token facts the scorer needs.
 pub struct Tokenizer {
+    /// Encodes control-token text as text (`encode_special_tokens`): control tokens are found
+    /// by [`Tokenizer::pieces`], where they may be.
     inner: tokenizers::Tokenizer,
     source: PathBuf,
     bos: Option<u32>,
     eos: Option<u32>,
+    /// The control tokens by first character, each list longest first.
+    control: BTreeMap<char, Vec<(String, u32)>>,
+}
+
+/// A run of a prompt: text, or a control token.
+enum Piece<'a> {
+    Text(Cow<'a, str>),
+    Control(&'a str, u32),
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -204,12 +247,7 @@ impl Tokenizer {
                 .map_err(|e| err(format!("BOS template: {e}")))?;
             inner.with_post_processor(Some(template));
         }
-        Ok(Tokenizer {
-            inner,
-            source: path.to_path_buf(),
-            bos,
-            eos,
-        })
+        Ok(Tokenizer::new(inner, path, bos, eos))
     }
 
     /// Loads a Hugging Face `tokenizer.json`. BOS/EOS come from a `tokenizer_config.json` beside
@@ -243,19 +281,146 @@ impl Tokenizer {
         } else {
             (None, None)
         };
-        Ok(Tokenizer {
+        Ok(Tokenizer::new(inner, path, bos, eos))
+    }
+
+    /// The tokenizer around `inner`, whose special (control) tokens it then finds itself.
+    fn new(
+        mut inner: tokenizers::Tokenizer,
+        path: &Path,
+        bos: Option<u32>,
+        eos: Option<u32>,
+    ) -> Tokenizer {
+        let mut control: BTreeMap<char, Vec<(String, u32)>> = BTreeMap::new();
+        for (id, token) in inner.get_added_tokens_decoder() {
+            if let (true, Some(first)) = (token.special, token.content.chars().next()) {
+                control.entry(first).or_default().push((token.content, id));
+            }
+        }
+        for tokens in control.values_mut() {
+            tokens.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.1.cmp(&b.1)));
+        }
+        inner.set_encode_special_tokens(true);
+        Tokenizer {
             inner,
             source: path.to_path_buf(),
             bos,
             eos,
-        })
+            control,
+        }
     }
 
-    /// Token ids for `text`, with BOS only where the model adds one. Special-token text such as
-    /// `<|im_start|>` is matched as that token.
+    /// Token ids for `text`, with BOS only where the model adds one. Control-token text such as
+    /// `<|im_start|>` is matched as that token anywhere (`llama-tokenize`'s default).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
-        let encoding = self.inner.encode(text, true).map_err(|e| self.error(e))?;
+        self.ids(self.pieces(text, true))
+    }
+
+    /// Token ids for a prompt: control-token text is matched as that token only inside the
+    /// template's markup ([`markup`]); everything else is plain text. The marks are dropped.
+    pub fn encode_prompt(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        self.ids(self.pieces(text, false))
+    }
+
+    /// Token ids for plain text: no control token at all.
+    pub fn encode_plain(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        self.ids(vec![Piece::Text(Cow::Borrowed(text))])
+    }
+
+    /// `text` cut into plain runs and control tokens: control tokens everywhere when
+    /// `everywhere`, else only inside markup (whose marks are dropped).
+    fn pieces<'a>(&'a self, text: &'a str, everywhere: bool) -> Vec<Piece<'a>> {
+        let mut pieces = Vec::new();
+        let mut run = String::new();
+        let mut in_markup = everywhere;
+        let mut at = 0;
+        while at < text.len() {
+            if !in_markup {
+                // Plain text up to the next opening mark, whole.
+                let end = text[at..].find(MARKUP_OPEN).map_or(text.len(), |i| at + i);
+                run.extend(text[at..end].split(MARKUP_CLOSE));
+                at = end
+                    + if end < text.len() {
+                        MARKUP_OPEN.len_utf8()
+                    } else {
+                        0
+                    };
+                in_markup = end < text.len();
+                continue;
+            }
+            let c = text[at..].chars().next().expect("inside the text");
+            if !everywhere && c == MARKUP_CLOSE {
+                in_markup = false;
+                at += c.len_utf8();
+                continue;
+            }
+            let found = self.control.get(&c).and_then(|tokens| {
+                tokens
+                    .iter()
+                    .find(|(t, _)| text[at..].starts_with(t.as_str()))
+            });
+            match found {
+                Some((token, id)) => {
+                    if !run.is_empty() {
+                        pieces.push(Piece::Text(Cow::Owned(std::mem::take(&mut run))));
+                    }
+                    pieces.push(Piece::Control(token, *id));
+                    at += token.len();
+                }
+                None => {
+                    if everywhere || c != MARKUP_OPEN {
+                        run.push(c);
+                    }
+                    at += c.len_utf8();
+                }
+            }
+        }
+        if !run.is_empty() {
+            pieces.push(Piece::Text(Cow::Owned(run)));
+        }
+        pieces
+    }
+
+    /// The ids of `pieces`: each text run encoded alone (as the library does between added
+    /// tokens), control tokens as they are, then the model's post-processing (BOS) once.
+    fn ids(&self, pieces: Vec<Piece<'_>>) -> Result<Vec<u32>, ModelError> {
+        let encodings = pieces
+            .into_iter()
+            .map(|p| match p {
+                Piece::Text(text) => self
+                    .inner
+                    .encode_fast(text.as_ref(), false)
+                    .map_err(|e| self.error(e)),
+                Piece::Control(token, id) => Ok(Encoding::new(
+                    vec![id],
+                    vec![0],
+                    vec![token.to_string()],
+                    vec![None],
+                    vec![(0, 0)],
+                    vec![1],
+                    vec![1],
+                    Vec::new(),
+                    Default::default(),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let encoding = self
+            .inner
+            .post_process(Encoding::merge(encodings, false), None, true)
+            .map_err(|e| self.error(e))?;
         Ok(encoding.get_ids().to_vec())
+    }
+
+    /// The control tokens of the vocabulary, by id.
+    pub fn control_tokens(&self) -> Vec<(u32, String)> {
+        let mut out: Vec<(u32, String)> = self
+            .control
+            .values()
+            .flatten()
+            .map(|(t, id)| (*id, t.clone()))
+            .collect();
+        out.sort();
+        out
     }
 
     /// Text for `ids`, special tokens included.

@@ -3,12 +3,12 @@
 //! results (table `question_results`: one answer and its keys per question). Schema 2 has one
 //! [`ResultRecord`] whose rows hold every turn of an item.
 //!
-//! An upgraded DeltaLogic result keeps its id (the id hashes the same inputs under the same
-//! context); a question result gets the id of a schema-2 result, as every result now shares one
-//! key context.
+//! An upgraded DeltaLogic result hashes to its key under the schema 1-2 derivation
+//! ([`ResultRecord::legacy_id`]), which checks the upgrade; every upgraded result is then stored
+//! under today's id, which also covers its answers.
 
 use super::records::{ResultRecord, ResultRow, Turn};
-use super::{Id, Record};
+use super::Id;
 use crate::logic::Label;
 use anyhow::{anyhow, bail, Result};
 
@@ -121,7 +121,7 @@ pub(super) fn upgrade_result(table: &str, key: Id, bytes: &[u8]) -> Result<Resul
         }
         _ => bail!("table `{table}` holds no schema-1 results"),
     };
-    if table == EPISODE_RESULTS_V1 && record.id() != key {
+    if table == EPISODE_RESULTS_V1 && record.legacy_id() != key {
         bail!(
             "schema-1 result {} does not hash to its key after the upgrade",
             key.short()

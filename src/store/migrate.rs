@@ -1,5 +1,8 @@
-//! Schema 1 -> 2, in place on the first writing open: the old file is copied beside the store,
-//! then every value is rewritten with its checksum in one transaction (all or nothing).
+//! Migrations, in place on the first writing open, each in one transaction (all or nothing):
+//! - schema 1 -> 3: the old file is copied beside the store, then every value is rewritten with
+//!   its checksum, and results of both schema 1 kinds become the one kind, under today's ids;
+//! - schema 2 -> 3: results are re-keyed under ids that cover their answers. Only keys change
+//!   (and so the checksums, which cover the key): no backup is made.
 
 use super::{checksum, legacy, Id, Kind, Record, Registry, META, SCHEMA_VERSION};
 use anyhow::{bail, Context, Result};
@@ -64,7 +67,7 @@ fn convert_v1(
         .collect()
 }
 
-pub(super) fn v1_to_v2(reg: &Registry) -> Result<()> {
+pub(super) fn v1_to_current(reg: &Registry) -> Result<()> {
     reg.transaction(|txn| {
         let mut rows = Vec::new();
         let legacy_tables = [(legacy::QUESTION_RESULTS_V1, Kind::Result)];
@@ -101,9 +104,64 @@ pub(super) fn v1_to_v2(reg: &Registry) -> Result<()> {
     })?;
     eprintln!(
         "{}: migrated from schema 1 to {SCHEMA_VERSION} (every value now carries a checksum, \
-         results of every benchmark are one kind; the schema 1 file is kept as {}",
+         results of every benchmark are one kind and their ids cover their answers); the schema 1 \
+         file is kept as {}",
         reg.path().display(),
         backup_path(reg.path()).display()
+    );
+    Ok(())
+}
+
+/// Schema 2 -> 3: every result under the id that covers its answers. A value that fails its
+/// checksum or does not decode stays under its old key, for `cache verify` to report.
+pub(super) fn v2_to_v3(reg: &Registry) -> Result<()> {
+    let mut rekeyed = 0;
+    reg.transaction(|txn| {
+        let table = Kind::Result.table_name();
+        let mut moves = Vec::new();
+        match txn.open_table(Kind::Result.table()) {
+            Ok(t) => {
+                for entry in t.iter()? {
+                    let (k, v) = entry?;
+                    let old = Id(k.value());
+                    let Some(body) = checksum::unseal(table, &old.0, v.value()) else {
+                        continue;
+                    };
+                    let Ok(record) =
+                        rkyv::from_bytes::<super::ResultRecord, rkyv::rancor::Error>(body)
+                    else {
+                        continue;
+                    };
+                    let new = record.id();
+                    if new != old {
+                        moves.push((old, new, body.to_vec()));
+                    }
+                }
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let mut t = txn.open_table(Kind::Result.table())?;
+        for (old, new, body) in &moves {
+            t.remove(&old.0)?;
+            t.insert(&new.0, checksum::seal(table, &new.0, body).as_slice())?;
+        }
+        rekeyed = moves.len();
+        drop(t);
+        txn.open_table(META)?
+            .insert("schema_version", SCHEMA_VERSION.to_le_bytes().as_slice())?;
+        Ok(())
+    })
+    .with_context(|| {
+        format!(
+            "{}: migrating from schema 2 to {SCHEMA_VERSION} failed; the store is unchanged",
+            reg.path().display()
+        )
+    })?;
+    eprintln!(
+        "{}: migrated from schema 2 to {SCHEMA_VERSION}: {rekeyed} result(s) re-keyed under ids \
+         that cover their answers (nothing else changed)",
+        reg.path().display()
     );
     Ok(())
 }

@@ -9,7 +9,8 @@
 //!   `unaligned`. redb does not align value slices, so archives are made alignment-free and read
 //!   through validated access (`bytecheck`) straight from the page, never trusted blindly.
 //! - A `meta` table holds the schema version; a database of another version is refused.
-//! - Every command writes in one transaction: a failure or interruption leaves the store as it was.
+//! - Every command writes in transactions, each atomic: a failure or interruption leaves the store
+//!   as of its last commit, which every command can read afterwards (see [`Registry::open_read`]).
 
 mod checksum;
 pub mod ingest;
@@ -22,7 +23,7 @@ mod shield;
 pub use outputs::{guard_output, record_output, same_file};
 pub use records::{ResultRecord, ResultRow, SourceFile, StoredSet, StoredSpec, Turn, TurnAnswer};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use redb::{
     Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable, ReadableTableMetadata,
     TableDefinition, TableHandle,
@@ -35,10 +36,12 @@ use rkyv::util::AlignedVec;
 use shield::{shield, Place};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// Bumped whenever a table or record layout changes. Version 2 frames every value with a
-/// checksum (see `checksum.rs`); version 1 stores are migrated on their first writing open.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Bumped whenever a table or record layout, or the derivation of an id, changes. Version 2
+/// frames every value with a checksum (see `checksum.rs`); version 3 derives a result's id from
+/// its answers too (see [`ResultRecord`]). Older stores are migrated on their first writing open.
+pub const SCHEMA_VERSION: u32 = 3;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
@@ -165,7 +168,7 @@ impl Kind {
             Kind::Template => "deltalogic 2026-11-21 prompt template v1",
             Kind::Prompt => "deltalogic 2026-11-21 prompt text v1",
             Kind::Score => "deltalogic 2026-11-21 score key v1",
-            Kind::Result => "deltalogic 2026-11-21 result v1",
+            Kind::Result => records::RESULT_CONTEXT,
             Kind::Question => "deltalogic 2026-11-21 question v1",
             Kind::Generation => "deltalogic 2026-11-23 generation key v1",
             Kind::Problem => "deltalogic 2026-11-23 deduce problem v1",
@@ -277,10 +280,13 @@ impl Db {
 /// The store, opened for reading ([`Registry::open_read`], never writes) or for writing
 /// ([`Registry::open_write`], creates it and migrates an older schema).
 pub struct Registry {
-    db: Db,
+    db: Arc<Db>,
     path: PathBuf,
-    /// The schema its values are in: a read-only store of version 1 is read as it is.
+    /// The schema its values are in: a read-only store of an older version is read as it is.
     version: u32,
+    /// Read where this store lacks a record ([`Registry::layered`]): a merge's view of the store
+    /// as it will be after the merge.
+    under: Option<Box<Registry>>,
 }
 
 impl Registry {
@@ -288,8 +294,13 @@ impl Registry {
     /// migrates a schema 1 store in place, after copying it beside itself.
     pub fn open_write(path: &Path) -> Result<Registry> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create the store folder {}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                anyhow!(
+                    "{}: cannot create the store folder: {}",
+                    dir.display(),
+                    io_cause(&e)
+                )
+            })?;
         }
         if path.exists() {
             check_redb_file(path)?;
@@ -298,7 +309,7 @@ impl Registry {
         }
         // A schema 1 store is copied before redb opens it for writing (which rewrites parts of
         // its header), so the backup is the very file.
-        let copied = Registry::open_read(path).is_ok_and(|r| r.version == 1);
+        let copied = Registry::peek_version(path) == Some(1);
         if copied {
             migrate::backup_v1(path)?;
         }
@@ -313,7 +324,11 @@ impl Registry {
                     migrate::backup_v1(path)?;
                     reg = Registry::create(path)?;
                 }
-                migrate::v1_to_v2(&reg)?;
+                migrate::v1_to_current(&reg)?;
+                reg.version = SCHEMA_VERSION;
+            }
+            Some(2) => {
+                migrate::v2_to_v3(&reg)?;
                 reg.version = SCHEMA_VERSION;
             }
             Some(v) => bail!(version_refused(path, v)),
@@ -322,25 +337,52 @@ impl Registry {
         Ok(reg)
     }
 
+    /// The schema version of a store that opens read-only as it is (closed cleanly), if any:
+    /// no repair, no copy.
+    fn peek_version(path: &Path) -> Option<u32> {
+        let db = shield(path, Place::default(), || Ok(ReadOnlyDatabase::open(path)?)).ok()?;
+        let reg = Registry {
+            db: Arc::new(Db::Read(db)),
+            path: path.to_path_buf(),
+            version: SCHEMA_VERSION,
+            under: None,
+        };
+        reg.schema().ok().flatten()
+    }
+
+    /// Opens an existing store for a command that writes (repairs an unclean one, migrates an
+    /// older schema); a missing store is refused, never created.
+    pub fn open_existing(path: &Path) -> Result<Registry> {
+        check_redb_file(path)?;
+        Registry::open_write(path)
+    }
+
     /// Opens an existing store without ever writing to it (works on read-only files). A missing,
     /// empty, non-redb or non-deltalogic file is refused. A schema 1 store is read as it is:
     /// its values carry no checksums, so they are validated (archive, and key hash where a
     /// command checks it) but not checksummed.
+    ///
+    /// A store left unclean by an interrupted command (killed, out of space) is read as of its
+    /// last commit: redb must repair such a file before reading it, which writes, so the repair
+    /// is made on a private copy (in the temporary folder, removed at once: only the open file
+    /// handle keeps it) and the store itself is left as it is for a writing command to repair.
     pub fn open_read(path: &Path) -> Result<Registry> {
-        if !path.exists() {
-            bail!("{}: no such store (it does not exist)", path.display());
-        }
+        check_exists(path)?;
         check_redb_file(path)?;
-        let db = shield(path, Place::default(), || {
-            ReadOnlyDatabase::open(path).map_err(|e| open_error(path, e))
-        })?;
+        let opened = shield(path, Place::default(), || Ok(ReadOnlyDatabase::open(path)))?;
+        let db = match opened {
+            Ok(db) => db,
+            Err(redb::DatabaseError::RepairAborted) => repaired_copy(path)?,
+            Err(e) => return Err(open_error(path, e)),
+        };
         let mut reg = Registry {
-            db: Db::Read(db),
+            db: Arc::new(Db::Read(db)),
             path: path.to_path_buf(),
             version: SCHEMA_VERSION,
+            under: None,
         };
         match reg.schema()? {
-            Some(v @ (1 | SCHEMA_VERSION)) => reg.version = v,
+            Some(v @ 1..=SCHEMA_VERSION) => reg.version = v,
             Some(v) => bail!(version_refused(path, v)),
             None => bail!(
                 "{}: a redb database without a deltalogic schema record: not a deltalogic store",
@@ -354,25 +396,35 @@ impl Registry {
     /// temporary name beside it, then linked into place, so a process killed while creating a
     /// store leaves no half-written file where the store should be (only the temporary one).
     fn create_new(path: &Path) -> Result<()> {
-        let mut name = path.as_os_str().to_owned();
-        name.push(format!(".new-{}", std::process::id()));
-        let temp = PathBuf::from(name);
+        let temp = temp_beside(path, "new");
         let _ = std::fs::remove_file(&temp);
-        {
-            let mut reg = Registry::create(&temp)?;
+        let made = (|| {
+            let mut reg = Registry::create(&temp).map_err(|e| {
+                // The message names the store the user asked for, not the temporary name.
+                anyhow!(
+                    "{}: cannot create the store: {}",
+                    path.display(),
+                    cause_of(&e)
+                )
+            })?;
             reg.path = temp.clone();
-            reg.initialise()?;
-        }
+            reg.initialise()
+        })();
         // A hard link never replaces a file: of two processes creating the same store at once,
         // the second finds the first's store and uses it.
-        let linked = std::fs::hard_link(&temp, path);
+        let linked = made.and_then(|()| {
+            std::fs::hard_link(&temp, path).or_else(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => Ok(()),
+                _ => bail!(
+                    "{}: cannot put the new store in place: {}",
+                    path.display(),
+                    io_cause(&e)
+                ),
+            })
+        });
+        // On every path, success or failure: no temporary file stays behind.
         let _ = std::fs::remove_file(&temp);
-        match linked {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-            other => other.with_context(|| {
-                format!("cannot put the new store in place at {}", path.display())
-            }),
-        }
+        linked
     }
 
     fn create(path: &Path) -> Result<Registry> {
@@ -380,10 +432,28 @@ impl Registry {
             Database::create(path).map_err(|e| open_error(path, e))
         })?;
         Ok(Registry {
-            db: Db::Write(db),
+            db: Arc::new(Db::Write(db)),
             path: path.to_path_buf(),
             version: SCHEMA_VERSION,
+            under: None,
         })
+    }
+
+    /// This store read over `under`: a record, name or mark this store lacks is read from
+    /// `under` (ours first, as a merge keeps ours). What a merge of `under` into this store would
+    /// leave, before anything is written; the view itself never writes.
+    pub fn layered(&self, under: &Registry) -> Registry {
+        Registry {
+            db: Arc::clone(&self.db),
+            path: self.path.clone(),
+            version: self.version,
+            under: Some(Box::new(Registry {
+                db: Arc::clone(&under.db),
+                path: under.path.clone(),
+                version: under.version,
+                under: None,
+            })),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -398,7 +468,8 @@ impl Registry {
     /// Refuses a schema 1 store opened for reading: its results are in the old layout, which only
     /// the migration reads. Any command that writes migrates a store in place (after a backup).
     pub fn require_current(&self) -> Result<()> {
-        if self.version < SCHEMA_VERSION {
+        // Schema 2 has today's layout; only its result ids differ, and they are read as stored.
+        if self.version < 2 {
             bail!(
                 "{}: written by schema {} of deltalogic; run a command that writes to it (for \
                  example `deltalogic --store {} report`) to migrate it in place, after a backup \
@@ -448,30 +519,27 @@ impl Registry {
 
     /// Runs `f` inside one write transaction; it is committed only if `f` succeeds.
     pub fn write<T>(&self, f: impl FnOnce(&mut Writer<'_>) -> Result<T>) -> Result<T> {
-        let Db::Write(db) = &self.db else {
+        let (Db::Write(db), None) = (&*self.db, &self.under) else {
             bail!(
                 "{}: opened read-only; this command cannot write to it",
                 self.path.display()
             );
         };
-        let txn = shield(&self.path, Place::default(), || Ok(db.begin_write()?))?;
+        let unwritten = |e: anyhow::Error| storage_error(&self.path, e);
+        let txn =
+            shield(&self.path, Place::default(), || Ok(db.begin_write()?)).map_err(unwritten)?;
         let mut w = Writer {
             txn: &txn,
             path: &self.path,
         };
-        let out = f(&mut w)?;
-        shield(&self.path, Place::default(), || Ok(txn.commit()?)).with_context(|| {
-            format!(
-                "{}: commit failed; nothing was written",
-                self.path.display()
-            )
-        })?;
+        let out = f(&mut w).map_err(unwritten)?;
+        shield(&self.path, Place::default(), || Ok(txn.commit()?)).map_err(unwritten)?;
         Ok(out)
     }
 
     /// Runs `f` on the raw write transaction (schema set-up and migration), shielded.
     fn transaction(&self, f: impl FnOnce(&redb::WriteTransaction) -> Result<()>) -> Result<()> {
-        let Db::Write(db) = &self.db else {
+        let Db::Write(db) = &*self.db else {
             bail!("{}: opened read-only", self.path.display());
         };
         shield(&self.path, Place::default(), || {
@@ -480,6 +548,7 @@ impl Registry {
             txn.commit()?;
             Ok(())
         })
+        .map_err(|e| storage_error(&self.path, e))
     }
 
     /// Runs `f` on a table in a read transaction; `None` when the table was never written.
@@ -538,8 +607,9 @@ impl Registry {
             .collect()
     }
 
-    /// Every record of a kind as its archive, checksums checked, in id order; the first value
-    /// that fails its checksum is an error.
+    /// Every record of a kind as its archive, checksums checked, in id order (with a layered
+    /// store's, [`Registry::layered`], ours where both hold one); the first value that fails its
+    /// checksum is an error.
     pub fn raw_all(&self, kind: Kind) -> Result<Vec<(Id, Vec<u8>)>> {
         self.scan(kind)?
             .into_iter()
@@ -558,7 +628,18 @@ impl Registry {
             }
             Ok(out)
         })?;
-        Ok(found.unwrap_or_default())
+        let mut out = found.unwrap_or_default();
+        if let Some(under) = &self.under {
+            let ours: std::collections::BTreeSet<Id> = out.iter().map(|(id, _)| *id).collect();
+            out.extend(
+                under
+                    .scan(kind)?
+                    .into_iter()
+                    .filter(|(id, _)| !ours.contains(id)),
+            );
+            out.sort_by_key(|(id, _)| *id);
+        }
+        Ok(out)
     }
 
     /// One record's archive, checksum checked.
@@ -566,10 +647,30 @@ impl Registry {
         let found = self.read(kind.table(), |t| {
             Ok(t.get(&id.0)?.map(|v| v.value().to_vec()))
         })?;
-        found
-            .flatten()
-            .map(|stored| self.body(kind, id, &stored))
-            .transpose()
+        match (found.flatten(), &self.under) {
+            (Some(stored), _) => self.body(kind, id, &stored).map(Some),
+            (None, Some(under)) => under.raw_get(kind, id),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Which of `ids` this store lacks, in the order asked, read in one transaction (the values
+    /// are not read: a report asks whether a result's scores are all there).
+    pub fn missing(&self, kind: Kind, ids: &[Id]) -> Result<Vec<Id>> {
+        let found = self.read(kind.table(), |t| {
+            let mut out = Vec::new();
+            for id in ids {
+                if t.get(&id.0)?.is_none() {
+                    out.push(*id);
+                }
+            }
+            Ok(out)
+        })?;
+        let lacking = found.unwrap_or_else(|| ids.to_vec());
+        match &self.under {
+            Some(under) if !lacking.is_empty() => under.missing(kind, &lacking),
+            _ => Ok(lacking),
+        }
     }
 
     /// Records of a kind by id, in the order asked, read in one transaction (a report reads
@@ -584,15 +685,15 @@ impl Registry {
                 .map(|id| Ok(t.get(&id.0)?.map(|v| v.value().to_vec())))
                 .collect::<Result<Vec<_>>>()
         })?;
-        let Some(found) = found else {
-            return Ok(ids.iter().map(|_| None).collect());
-        };
+        let found = found.unwrap_or_else(|| ids.iter().map(|_| None).collect());
         ids.iter()
             .zip(found)
-            .map(|(id, stored)| {
-                stored
-                    .map(|stored| decode(&self.body(R::KIND, id, &stored)?, &self.path, id))
-                    .transpose()
+            .map(|(id, stored)| match (stored, &self.under) {
+                (Some(stored), _) => {
+                    decode(&self.body(R::KIND, id, &stored)?, &self.path, id).map(Some)
+                }
+                (None, Some(under)) => under.get(id),
+                (None, None) => Ok(None),
             })
             .collect()
     }
@@ -626,14 +727,18 @@ impl Registry {
 
     /// The id a name points at.
     pub fn lookup(&self, names: Names, name: &str) -> Result<Option<Id>> {
-        Ok(self
+        let found = self
             .read(names.table(), |t| Ok(t.get(name)?.map(|v| Id(v.value()))))?
-            .flatten())
+            .flatten();
+        match (found, &self.under) {
+            (None, Some(under)) => under.lookup(names, name),
+            (found, _) => Ok(found),
+        }
     }
 
     /// Every name of a table, sorted.
     pub fn names(&self, names: Names) -> Result<Vec<(String, Id)>> {
-        let found = self.read(names.table(), |t| {
+        let found: Option<Vec<(String, Id)>> = self.read(names.table(), |t| {
             t.iter()?
                 .map(|e| {
                     e.map(|(k, v)| (k.value().to_string(), Id(v.value())))
@@ -641,7 +746,15 @@ impl Registry {
                 })
                 .collect()
         })?;
-        Ok(found.unwrap_or_default())
+        let mut out = found.unwrap_or_default();
+        if let Some(under) = &self.under {
+            for (name, id) in under.names(names)? {
+                if let Err(at) = out.binary_search_by(|(n, _)| n.as_str().cmp(&name)) {
+                    out.insert(at, (name, id));
+                }
+            }
+        }
+        Ok(out)
     }
 
     pub fn set_by_name(&self, name: &str) -> Result<Option<(Id, StoredSet)>> {
@@ -660,9 +773,13 @@ impl Registry {
 
     /// Whether a score was merged from another store without a recomputed check.
     pub fn is_unverified(&self, score: &Id) -> Result<bool> {
-        Ok(self
+        let here = self
             .read(UNVERIFIED, |t| Ok(t.get(&score.0)?.is_some()))?
-            .unwrap_or(false))
+            .unwrap_or(false);
+        match &self.under {
+            Some(under) if !here => under.is_unverified(score),
+            _ => Ok(here),
+        }
     }
 
     /// Every score key marked unverified, in key order.
@@ -683,12 +800,34 @@ impl Registry {
     }
 }
 
+/// Refuses a path that names no store, saying why: a missing file, or one that cannot be looked
+/// at (a folder without permission).
+fn check_exists(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("{}: no such store (it does not exist)", path.display())
+        }
+        Err(e) => bail!(
+            "{}: cannot open the store: {}",
+            path.display(),
+            io_cause(&e)
+        ),
+    }
+}
+
 /// Refuses what cannot be a store before redb sees it: redb would initialise an empty file (and
 /// so rewrite a colleague's 0-byte download) and gives poor messages for other files.
 fn check_redb_file(path: &Path) -> Result<()> {
     use std::io::Read;
-    let meta =
-        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    check_exists(path)?;
+    let meta = std::fs::metadata(path).map_err(|e| {
+        anyhow!(
+            "{}: cannot open the store: {}",
+            path.display(),
+            io_cause(&e)
+        )
+    })?;
     if !meta.is_file() {
         bail!("{}: not a file, so not a deltalogic store", path.display());
     }
@@ -696,9 +835,14 @@ fn check_redb_file(path: &Path) -> Result<()> {
         bail!("{}: an empty file, not a deltalogic store", path.display());
     }
     let mut head = [0u8; REDB_MAGIC.len()];
-    let read = std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok();
+    let mut file = std::fs::File::open(path).map_err(|e| {
+        anyhow!(
+            "{}: cannot open the store: {}",
+            path.display(),
+            io_cause(&e)
+        )
+    })?;
+    let read = file.read_exact(&mut head).is_ok();
     if !read || head != REDB_MAGIC {
         bail!(
             "{}: not a deltalogic store (not a redb database)",
@@ -706,6 +850,124 @@ fn check_redb_file(path: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A temporary name beside `path` for a file made whole before it is linked into place:
+/// `PATH.WHAT-PID`.
+pub(crate) fn temp_beside(path: &Path, what: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{what}-{}", std::process::id()));
+    PathBuf::from(name)
+}
+
+/// The store as of its last commit, when it was not closed cleanly: a copy in the temporary
+/// folder, repaired by a writing open there, then opened read-only and unlinked (the open file
+/// keeps it until the command ends). The store itself is not touched.
+fn repaired_copy(path: &Path) -> Result<ReadOnlyDatabase> {
+    static COPIES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let copy =
+        std::env::temp_dir().join(format!("deltalogic-repair-{}-{n}.redb", std::process::id()));
+    let opened = (|| {
+        std::fs::copy(path, &copy).map_err(|e| {
+            anyhow!(
+                "{}: not closed cleanly, and a copy to read its last commit from cannot be made \
+                 in {}: {}; run any command that writes to the store (it repairs on open)",
+                path.display(),
+                std::env::temp_dir().display(),
+                io_cause(&e)
+            )
+        })?;
+        shield(path, Place::default(), || {
+            drop(Database::create(&copy).map_err(|e| open_error(path, e))?);
+            ReadOnlyDatabase::open(&copy).map_err(|e| open_error(path, e))
+        })
+    })();
+    let _ = std::fs::remove_file(&copy);
+    let db = opened?;
+    eprintln!(
+        "{}: not closed cleanly (an interrupted command); read as of its last commit. Any \
+         command that writes to it repairs it in place.",
+        path.display()
+    );
+    Ok(db)
+}
+
+/// The I/O error under a storage error, if there is one: redb's errors do not chain theirs.
+fn io_error_of(e: &anyhow::Error) -> Option<&std::io::Error> {
+    fn storage(s: &redb::StorageError) -> Option<&std::io::Error> {
+        match s {
+            redb::StorageError::Io(io) => Some(io),
+            _ => None,
+        }
+    }
+    e.chain().find_map(|c| {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return Some(io);
+        }
+        if let Some(s) = c.downcast_ref::<redb::StorageError>() {
+            return storage(s);
+        }
+        if let Some(redb::DatabaseError::Storage(s)) = c.downcast_ref::<redb::DatabaseError>() {
+            return storage(s);
+        }
+        if let Some(redb::TransactionError::Storage(s)) = c.downcast_ref::<redb::TransactionError>()
+        {
+            return storage(s);
+        }
+        if let Some(redb::CommitError::Storage(s)) = c.downcast_ref::<redb::CommitError>() {
+            return storage(s);
+        }
+        if let Some(redb::TableError::Storage(s)) = c.downcast_ref::<redb::TableError>() {
+            return storage(s);
+        }
+        if let Some(redb::Error::Io(io)) = c.downcast_ref::<redb::Error>() {
+            return Some(io);
+        }
+        None
+    })
+}
+
+/// Why an I/O operation failed, in the words a user acts on: each cause its own message.
+pub fn io_cause(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => "permission denied".into(),
+        Some(libc::ENOSPC) => "no space left on the device".into(),
+        Some(libc::EDQUOT) => "the disk quota is exceeded".into(),
+        Some(libc::EFBIG) => {
+            "the file size limit was reached (File too large; see `ulimit -f`)".into()
+        }
+        Some(libc::EROFS) => "the file system is read-only".into(),
+        Some(libc::ENOENT) => "not found".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// The cause of an error: its I/O cause where it has one, else its own message.
+fn cause_of(e: &anyhow::Error) -> String {
+    io_error_of(e).map_or_else(|| format!("{e:#}"), io_cause)
+}
+
+/// An error of a write to the store, naming its real cause: out of space (or past a size
+/// limit), permission, a read-only file system. Other errors pass unchanged.
+fn storage_error(path: &Path, e: anyhow::Error) -> anyhow::Error {
+    let Some(io) = io_error_of(&e) else {
+        return e;
+    };
+    match io.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG) => anyhow!(
+            "{}: {}: nothing after the store's last commit was written, and it reads as of that \
+             commit; make room and run the command again",
+            path.display(),
+            io_cause(io)
+        ),
+        Some(libc::EACCES | libc::EPERM | libc::EROFS) => anyhow!(
+            "{}: cannot write to the store: {}",
+            path.display(),
+            io_cause(io)
+        ),
+        _ => e,
+    }
 }
 
 fn open_error(path: &Path, e: redb::DatabaseError) -> anyhow::Error {
@@ -716,13 +978,19 @@ fn open_error(path: &Path, e: redb::DatabaseError) -> anyhow::Error {
         ),
         redb::DatabaseError::RepairAborted => anyhow!(
             "{}: the store was not closed cleanly (an interrupted command) and cannot be repaired \
-             while opened read-only; run any command that writes to it (it repairs on open), \
-             or restore a backup",
+             while opened read-only; run any command that writes to it (it repairs on open)",
             path.display()
         ),
+        redb::DatabaseError::Storage(redb::StorageError::Io(io)) => {
+            let verb = match io.raw_os_error() {
+                Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG) => "cannot grow the store",
+                _ => "cannot open the store",
+            };
+            anyhow!("{}: {verb}: {}", path.display(), io_cause(&io))
+        }
         e => anyhow!(
-            "{}: not a deltalogic store, or damaged: {e}; run `deltalogic cache verify` or \
-             restore a backup",
+            "{}: damaged (not readable as a deltalogic store): {e}; run `deltalogic cache verify` \
+             or restore a backup",
             path.display()
         ),
     }
@@ -730,7 +998,7 @@ fn open_error(path: &Path, e: redb::DatabaseError) -> anyhow::Error {
 
 fn version_refused(path: &Path, v: u32) -> String {
     format!(
-        "{}: written by deltalogic schema version {v}; this build reads versions 1 and \
+        "{}: written by deltalogic schema version {v}; this build reads versions 1 to \
          {SCHEMA_VERSION}. Use a deltalogic that matches, or another --store.",
         path.display()
     )
@@ -817,6 +1085,19 @@ impl Writer<'_> {
             Place::record("unverified_scores", &score.0),
             || {
                 self.txn.open_table(UNVERIFIED)?.insert(&score.0, ())?;
+                Ok(())
+            },
+        )
+    }
+
+    /// Clears a score's unverified mark: it was recomputed here and matched (`cache verify
+    /// --recompute`).
+    pub fn mark_verified(&mut self, score: Id) -> Result<()> {
+        shield(
+            self.path,
+            Place::record("unverified_scores", &score.0),
+            || {
+                self.txn.open_table(UNVERIFIED)?.remove(&score.0)?;
                 Ok(())
             },
         )

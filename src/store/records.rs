@@ -166,8 +166,12 @@ pub struct ResultRow {
     pub turns: Vec<Turn>,
 }
 
-/// A result of any benchmark (the runner writes them, `crate::eval`): identified by its inputs (model, set, template, normalisation and
-/// the set of score keys read; order does not matter). The set names the benchmark.
+/// A result of any benchmark (the runner writes them, `crate::eval`). Its id covers everything
+/// it says: model, set, template, normalisation and every row as stored — each item, each turn's
+/// answer and the keys it was read from, in order — so two results that differ in any answer
+/// have different ids (schema 3; see [`ResultRecord::legacy_id`] for the ids of schema 2). The
+/// set names the benchmark. What the id cannot say — that the answers follow from the scores the
+/// keys name — `crate::eval::derive` checks.
 #[derive(
     Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
 )]
@@ -188,17 +192,60 @@ impl ResultRecord {
     }
 }
 
+/// The key-derivation context of result ids since schema 3 (they cover the answers).
+pub(super) const RESULT_CONTEXT: &str = "deltalogic 2026-11-30 result v2";
+
+/// The context of result ids in schemas 1 and 2 (inputs and the set of keys read, no answers).
+const LEGACY_RESULT_CONTEXT: &str = "deltalogic 2026-11-21 result v1";
+
+impl ResultRecord {
+    /// The id schemas 1 and 2 gave this result: its inputs and the set of score keys it read
+    /// (order did not matter), but not its answers. A store of schema 2 keys its results so;
+    /// its migration re-keys them under [`Record::id`].
+    pub fn legacy_id(&self) -> Id {
+        let mut keys: Vec<String> = self.keys().map(|k| k.hex()).collect();
+        keys.sort();
+        Id(blake3::derive_key(
+            LEGACY_RESULT_CONTEXT,
+            &canonical(&(
+                Id(self.model).hex(),
+                Id(self.set).hex(),
+                Id(self.template).hex(),
+                &self.normalisation,
+                keys,
+            )),
+        ))
+    }
+}
+
+/// A row as a result id hashes it: the item and each turn's answer and keys, in order.
+#[derive(Serialize)]
+struct RowContent {
+    item: String,
+    turns: Vec<(TurnAnswer, Vec<String>)>,
+}
+
 impl Record for ResultRecord {
     const KIND: Kind = Kind::Result;
     fn content(&self) -> Vec<u8> {
-        let mut keys: Vec<String> = self.keys().map(|k| k.hex()).collect();
-        keys.sort();
+        let rows: Vec<RowContent> = self
+            .rows
+            .iter()
+            .map(|r| RowContent {
+                item: Id(r.item).hex(),
+                turns: r
+                    .turns
+                    .iter()
+                    .map(|t| (t.answer, t.keys.iter().map(|k| Id(*k).hex()).collect()))
+                    .collect(),
+            })
+            .collect();
         canonical(&(
             Id(self.model).hex(),
             Id(self.set).hex(),
             Id(self.template).hex(),
             &self.normalisation,
-            keys,
+            rows,
         ))
     }
 }

@@ -225,3 +225,25 @@ pub fn golden(name: &str) -> Golden {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// The tiny Hugging Face llama fixture, copied to `to` with room for DeltaLogic's prompts (its
+/// 512 positions are only a number in its config: rotary positions take any length).
+pub fn tiny_llama(to: &std::path::Path) -> std::path::PathBuf {
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hf/llama");
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+    }
+    let config = to.join("config.json");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(
+            "\"max_position_embeddings\": 512",
+            "\"max_position_embeddings\": 8192",
+        ),
+    )
+    .unwrap();
+    to.to_path_buf()
+}

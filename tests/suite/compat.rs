@@ -1,13 +1,24 @@
 //! Stores written by schema 1 keep working: `fixtures/v1` was made by the last schema-1 code
 //! (`scripts/make_v1_fixture.sh`) with the stand-in model. Opened by today's code, it is migrated
-//! in place after a backup, reports the same numbers, and a rescore finds every score.
+//! in place after a backup, reports the same numbers, every result re-derives from its scores,
+//! and a rescore finds every score. Result ids changed in schema 3 (they cover the answers): a
+//! migrated result is stored under its new id, and its old one is its `legacy_id`.
 
 use crate::common;
 
 use common::{ByteModel, NoChat};
 use deltalogic::benchmarks;
+use deltalogic::eval::ResultRecord;
 use deltalogic::eval::{self, Normalisation, Quiet};
-use deltalogic::store::{Names, Registry};
+use deltalogic::store::{Id, Names, Record, Registry};
+
+fn hex32(hex: &str) -> [u8; 32] {
+    let bytes: Vec<u8> = (0..64)
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    bytes.try_into().unwrap()
+}
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -42,7 +53,7 @@ fn key(r: &Value) -> (String, String, String, String) {
 fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
     let dir = tempfile::tempdir().unwrap();
     let reg = migrated(&dir);
-    assert_eq!(reg.schema_version(), 2);
+    assert_eq!(reg.schema_version(), deltalogic::store::SCHEMA_VERSION);
     let backup = dir.path().join("registry.redb.v1.bak");
     assert_eq!(
         std::fs::read(&backup).unwrap(),
@@ -81,13 +92,18 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
     for r in &got {
         let (id, metrics) = &want[&key(r)];
         assert_eq!(&r["metrics"], metrics, "{:?}", key(r));
+        let new_id = Id(hex32(r["result_id"].as_str().unwrap()));
+        let record = reg.get::<ResultRecord>(&new_id).unwrap().unwrap();
+        assert_eq!(record.id(), new_id, "stored under today's id");
         if !id.is_empty() {
-            // A DeltaLogic result keeps its id; a question result gets the one-kind id.
-            assert_eq!(r["result_id"].as_str().unwrap(), id);
+            // A DeltaLogic result's old id is its legacy id; a question result had another kind.
+            assert_eq!(&record.legacy_id().hex(), id);
         } else {
-            assert!(!question_ids.contains(&r["result_id"].as_str().unwrap().to_string()));
+            assert!(!question_ids.contains(&new_id.hex()));
         }
     }
+    let underived = deltalogic::eval::cache::verify_results(&reg).unwrap();
+    assert!(underived.is_empty(), "{underived:?}");
 
     // Every score is found: rescoring each set with its stand-in model computes nothing and
     // gives the same result ids.
@@ -132,5 +148,5 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
     drop(reg);
     // A second open finds schema 2: no second migration, the backup untouched.
     let again = Registry::open_write(&dir.path().join("registry.redb")).unwrap();
-    assert_eq!(again.schema_version(), 2);
+    assert_eq!(again.schema_version(), deltalogic::store::SCHEMA_VERSION);
 }

@@ -308,7 +308,7 @@ fn a_schema_1_store_is_migrated_once_after_a_backup() {
     let original = std::fs::read(&path).unwrap();
 
     let reg = Registry::open_write(&path).unwrap();
-    assert_eq!(reg.schema_version(), 2);
+    assert_eq!(reg.schema_version(), deltalogic::store::SCHEMA_VERSION);
     assert_eq!(reg.get::<BaseItem>(&id).unwrap(), Some(item("Bob is red.")));
     drop(reg);
     let backup = dir.path().join("registry.redb.v1.bak");
@@ -701,4 +701,271 @@ fn every_read_path(path: &Path) -> anyhow::Result<()> {
     let set = reg.set_by_name("set")?.expect("the set");
     deltalogic::benchmarks::members::<Episode>(&reg, &set.1)?;
     Ok(())
+}
+
+// ---- Issue 25: results are derived, never trusted -------------------------------------------
+
+/// Removes a record below the registry's checks, as an editor of the file would.
+fn remove(path: &Path, name: &str, key: Id) {
+    let db = Database::create(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    txn.open_table(table(name)).unwrap().remove(&key.0).unwrap();
+    txn.commit().unwrap();
+}
+
+/// Drops a whole table below the registry's checks.
+fn drop_table(path: &Path, name: &str) {
+    let db = Database::create(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    assert!(
+        txn.delete_table(table(name)).unwrap(),
+        "table {name} existed"
+    );
+    txn.commit().unwrap();
+}
+
+/// Every answer of a result changed to another label.
+fn flipped(mut r: deltalogic::store::ResultRecord) -> deltalogic::store::ResultRecord {
+    use deltalogic::store::TurnAnswer;
+    for row in &mut r.rows {
+        for t in &mut row.turns {
+            t.answer = match t.answer {
+                TurnAnswer::True => TurnAnswer::False,
+                TurnAnswer::False => TurnAnswer::Uncertain,
+                TurnAnswer::Uncertain => TurnAnswer::True,
+                TurnAnswer::Generated => TurnAnswer::Generated,
+            };
+        }
+    }
+    r
+}
+
+/// Counts of every kind of record in a store: "unchanged" means these are.
+fn counts(reg: &Registry) -> Vec<u64> {
+    Kind::ALL.iter().map(|k| reg.count(*k).unwrap()).collect()
+}
+
+#[test]
+fn a_forged_result_does_not_merge_and_leaves_the_store_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache_file, _) = export_cache(dir.path());
+    // Every stored answer flipped; the forged result stored under the id the public derivation
+    // gives it, with a valid checksum; the honest one removed. Every record checks.
+    let forged = {
+        let reg = Registry::open_write(&cache_file).unwrap();
+        let mut results = reg.all::<deltalogic::store::ResultRecord>().unwrap();
+        assert_eq!(results.len(), 1);
+        let (honest, r) = results.remove(0);
+        let forged = reg.write(|w| Ok(w.put(&flipped(r))?.0)).unwrap();
+        drop(reg);
+        remove(&cache_file, "results", honest);
+        forged
+    };
+    {
+        let other = Registry::open_read(&cache_file).unwrap();
+        assert!(cache::verify(&other).unwrap().problems.is_empty());
+    }
+    // Into a store that already holds something: it stays exactly as it was.
+    let target_path = dir.path().join("target.redb");
+    scored_store(&target_path);
+    let target = Registry::open_write(&target_path).unwrap();
+    let before = counts(&target);
+    let other = cache::open_incoming(&target, &cache_file).unwrap();
+    let mut unavailable = |_: &cache::Computed| Ok(None);
+    let msg = format!(
+        "{:#}",
+        cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap_err()
+    );
+    assert!(
+        msg.contains(&forged.short()) && msg.contains("does not follow"),
+        "{msg}"
+    );
+    assert!(msg.contains("nothing merged"), "{msg}");
+    assert_eq!(counts(&target), before, "the store is unchanged");
+    drop(other);
+    drop(target);
+    // The command line says the same, and `cache verify` of the file finds it.
+    let out = bin(
+        &target_path,
+        &["cache", "merge", cache_file.to_str().unwrap()],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains(&forged.short()),
+        "{err}"
+    );
+    let out = bin(
+        &target_path,
+        &["cache", "verify", cache_file.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains(&forged.short()) && text.contains("does not follow"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_honest_result_merges_after_it_is_re_derived() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache_file, _) = export_cache(dir.path());
+    let target = Registry::open_write(&dir.path().join("t.redb")).unwrap();
+    let other = cache::open_incoming(&target, &cache_file).unwrap();
+    let mut unavailable = |_: &cache::Computed| Ok(None);
+    let r = cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap();
+    assert_eq!(r.results_derived, 1);
+    assert!(cache::verify_results(&target).unwrap().is_empty());
+    // A result's id covers its answers: the same result with one answer changed is another id.
+    let (id, r) = target
+        .all::<deltalogic::store::ResultRecord>()
+        .unwrap()
+        .remove(0);
+    assert_eq!(r.id(), id);
+    assert_ne!(flipped(r).id(), id);
+}
+
+#[test]
+fn a_result_without_its_scores_neither_merges_nor_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache_file, _) = export_cache(dir.path());
+    let rid = Registry::open_read(&cache_file)
+        .unwrap()
+        .all::<deltalogic::store::ResultRecord>()
+        .unwrap()[0]
+        .0;
+    // A colleague's file whose scores table is missing.
+    drop_table(&cache_file, "scores");
+    let target_path = dir.path().join("target.redb");
+    let target = Registry::open_write(&target_path).unwrap();
+    let other = cache::open_incoming(&target, &cache_file).unwrap();
+    let mut unavailable = |_: &cache::Computed| Ok(None);
+    let msg = format!(
+        "{:#}",
+        cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap_err()
+    );
+    assert!(
+        msg.contains(&rid.short()) && msg.contains("absent") && msg.contains("nothing merged"),
+        "{msg}"
+    );
+    assert!(counts(&target).iter().all(|&n| n == 0), "nothing merged");
+    drop(other);
+    drop(target);
+    // A store that holds such a result (its scores lost): `report` refuses it, naming it.
+    let lost = dir.path().join("lost.redb");
+    std::fs::copy(dir.path().join("source.redb"), &lost).unwrap();
+    drop_table(&lost, "scores");
+    let out = bin(&lost, &["report", "--format", "json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        err.contains(&rid.short()) && err.contains("cannot be backed by its scores"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_cache_file_is_verified_without_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache_file, _) = export_cache(dir.path());
+    let nowhere = dir.path().join("no").join("store.redb");
+    for args in [&["cache", "verify"][..], &["cache", "stats"]] {
+        let mut args = args.to_vec();
+        args.push(cache_file.to_str().unwrap());
+        let out = bin(&nowhere, &args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(!dir.path().join("no").exists(), "no store was created");
+}
+
+fn stats_json(store: &Path) -> serde_json::Value {
+    let out = bin(store, &["--json", "cache", "stats"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Issue 29, item 9: a merge says how to verify what it could not, and `cache verify
+/// --recompute` does it once the model is registered.
+#[test]
+fn merged_unverified_scores_are_verified_once_the_model_is_added() {
+    let dir = tempfile::tempdir().unwrap();
+    // The colleague's copy of the model, gone once the cache file is made; ours, the same bytes.
+    let colleague = common::tiny_llama(&dir.path().join("colleague").join("tiny"));
+    let model = common::tiny_llama(&dir.path().join("tiny"));
+    let model = model.to_str().unwrap();
+    let theirs = dir.path().join("theirs.redb");
+    for args in [
+        &[
+            "model",
+            "add",
+            colleague.to_str().unwrap(),
+            "--name",
+            "tiny",
+        ][..],
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--per-type",
+            "1",
+            "--name",
+            "dl",
+        ],
+        &["score", "--model", "tiny", "--set", "dl"],
+    ] {
+        common::dl(&theirs, args);
+    }
+    let cache_file = dir.path().join("cache.redb");
+    common::dl(
+        &theirs,
+        &[
+            "cache",
+            "export",
+            "--model",
+            "tiny",
+            "--set",
+            "dl",
+            "-o",
+            cache_file.to_str().unwrap(),
+        ],
+    );
+    std::fs::remove_dir_all(dir.path().join("colleague")).unwrap();
+    let ours = dir.path().join("ours.redb");
+    let out = common::dl(&ours, &["cache", "merge", cache_file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("merged unverified")
+            && text.contains("model add")
+            && text.contains("cache verify --recompute N"),
+        "{text}"
+    );
+    let unverified = stats_json(&ours)["unverified_per_model"].clone();
+    assert_eq!(unverified.as_object().unwrap().len(), 1, "{unverified}");
+    // Without the model, nothing can be recomputed: the scores stay unverified.
+    let out = common::dl(&ours, &["cache", "verify", "--recompute", "4"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("left unverified"));
+    assert_eq!(stats_json(&ours)["unverified_per_model"], unverified);
+    // Registered here, its sample is recomputed and the model's scores are marked verified.
+    common::dl(&ours, &["model", "add", model, "--name", "tiny"]);
+    let out = common::dl(&ours, &["cache", "verify", "--recompute", "4"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("recomputed 4") && text.contains("marked verified"),
+        "{text}"
+    );
+    let after = stats_json(&ours)["unverified_per_model"].clone();
+    assert!(after.as_object().unwrap().is_empty(), "{after}");
 }

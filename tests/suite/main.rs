@@ -3,9 +3,11 @@
 
 mod beliefr;
 mod cli;
+mod cli_bounds;
 mod clomo;
 mod common;
 mod compat;
+mod control_tokens;
 mod crash_points;
 mod datasets;
 mod deduce;
@@ -18,7 +20,9 @@ mod gguf_errors;
 mod grammar;
 mod hf_export;
 mod integrity;
+mod interruptions;
 mod lm_eval;
+mod model_change;
 mod model_errors;
 mod normalisation;
 mod numerics;

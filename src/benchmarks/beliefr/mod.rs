@@ -376,10 +376,10 @@ struct BuildArgs {
     name: String,
     /// Keep only this many step-t+1 questions per (belief update/maintain, modus) cell, with the
     /// step-t questions they revise: a sample a real model scores in minutes.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::bounds::count(1, crate::cli::bounds::MAX_SIZE))]
     per_cell: Option<usize>,
     /// Seed of the sample.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cli::bounds::seed())]
     seed: u64,
 }
 

@@ -60,16 +60,16 @@ struct BuildArgs {
     #[arg(long, default_value = "test")]
     split: String,
     /// Only the first N GSM8K lines, or N synthetic problems [synthetic default: 100].
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::bounds::count(1, crate::cli::bounds::MAX_SIZE))]
     limit: Option<usize>,
     /// Perturbed copies of each accepted GSM8K problem, besides the original.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cli::bounds::count(0, crate::cli::bounds::MAX_COPIES))]
     perturb: usize,
     /// Seed of the perturbations and of the synthetic generator.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cli::bounds::seed())]
     seed: u64,
     /// Steps of each synthetic problem (1..=12).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = crate::cli::bounds::count(1, synthetic::MAX_HOPS as u64))]
     hops: usize,
     /// Name of the set [default: deduce, or deduce-synthetic].
     #[arg(long)]

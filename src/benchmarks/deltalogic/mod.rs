@@ -178,10 +178,10 @@ fn group(by: &str, value: &str, m: &Metrics) -> Group {
 #[derive(clap::Parser, Debug)]
 struct BuildArgs {
     /// Seed of every random choice; the same inputs and seed give the same episode ids.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::cli::bounds::seed())]
     seed: u64,
     /// Episodes per (source, edit type) cell [default: 100 split over the cells].
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::bounds::count(1, crate::cli::bounds::MAX_SIZE))]
     per_type: Option<usize>,
     /// Name of the set (a later build of the same name replaces the name, not the old set).
     #[arg(long, default_value = "deltalogic")]

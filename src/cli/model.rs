@@ -53,7 +53,8 @@ pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> 
     let backend = models::backend_for(path, backend).ok();
     let fingerprint = match (&found.not_implemented, backend) {
         (None, Some(b)) => {
-            let dir = std::env::temp_dir().join(format!("deltalogic-inspect-{}", std::process::id()));
+            let dir =
+                std::env::temp_dir().join(format!("deltalogic-inspect-{}", std::process::id()));
             let id = Registry::open_write(&dir.join("inspect.store"))
                 .and_then(|reg| models::add(&reg, path, None, b));
             let _ = std::fs::remove_dir_all(&dir);
@@ -80,15 +81,24 @@ pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> 
                 "rope theta {} over {} dims{}{}; activation {:?}{}{}{}{}",
                 f.rope_theta,
                 f.rotary_dim,
-                f.rope_scaling.as_ref().map(|s| format!(", scaling {s}")).unwrap_or_default(),
-                f.local_rope_theta.map(|t| format!(", local layers theta {t}")).unwrap_or_default(),
+                f.rope_scaling
+                    .as_ref()
+                    .map(|s| format!(", scaling {s}"))
+                    .unwrap_or_default(),
+                f.local_rope_theta
+                    .map(|t| format!(", local layers theta {t}"))
+                    .unwrap_or_default(),
                 f.activation,
                 f.sliding_window
                     .map(|w| format!("; sliding window {w} on {} layers", f.local_layers))
                     .unwrap_or_default(),
                 if f.qk_norm { "; q/k norm" } else { "" },
-                f.attn_softcap.map(|c| format!("; attention soft-cap {c}")).unwrap_or_default(),
-                f.final_softcap.map(|c| format!("; logit soft-cap {c}")).unwrap_or_default(),
+                f.attn_softcap
+                    .map(|c| format!("; attention soft-cap {c}"))
+                    .unwrap_or_default(),
+                f.final_softcap
+                    .map(|c| format!("; logit soft-cap {c}"))
+                    .unwrap_or_default(),
             );
             println!("tied embeddings: {}", f.tied_embeddings);
         }
@@ -102,7 +112,10 @@ pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> 
                 t.kind, t.vocabulary, t.bos, t.eos
             );
         }
-        println!("chat template: {}", if found.chat_template { "yes" } else { "no" });
+        println!(
+            "chat template: {}",
+            if found.chat_template { "yes" } else { "no" }
+        );
         println!("numerics: {}", numerics.unwrap_or("-"));
         match (&found.not_implemented, &fingerprint) {
             (Some(why), _) => println!("NOT LOADABLE: {why}"),

@@ -182,7 +182,9 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
         let seen = first + i + 1;
         s[..seen].iter_mut().for_each(|v| *v *= scale);
         if let Some(cap) = softcap {
-            s[..seen].iter_mut().for_each(|v| *v = cap * (*v / cap).tanh());
+            s[..seen]
+                .iter_mut()
+                .for_each(|v| *v = cap * (*v / cap).tanh());
         }
         // Keys after this row's position, or before its window, are masked: −∞ weighs exactly 0.
         s[seen..].fill(f32::NEG_INFINITY);

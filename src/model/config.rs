@@ -151,9 +151,15 @@ impl Config {
             validate_rope(path, r, self.head_dim)?;
         }
         if !(self.attn_scale > 0.0 && self.attn_scale.is_finite()) {
-            return bad(format!("attention scale {} is not a positive number", self.attn_scale));
+            return bad(format!(
+                "attention scale {} is not a positive number",
+                self.attn_scale
+            ));
         }
-        for (name, cap) in [("attention", self.attn_softcap), ("final logit", self.final_softcap)] {
+        for (name, cap) in [
+            ("attention", self.attn_softcap),
+            ("final logit", self.final_softcap),
+        ] {
             if cap.is_some_and(|c| !(c > 0.0 && c.is_finite())) {
                 return bad(format!("{name} soft-cap {cap:?} is not a positive number"));
             }
@@ -309,7 +315,10 @@ impl HfJson {
             Some("default") | Some("none") => Ok(None),
             Some("linear") => {
                 let factor = s.get("factor").and_then(|f| f.as_f64()).ok_or_else(|| {
-                    invalid(&self.path, format!("rope_scaling {s}: linear needs a factor"))
+                    invalid(
+                        &self.path,
+                        format!("rope_scaling {s}: linear needs a factor"),
+                    )
                 })? as f32;
                 Ok(Some((vec![factor], format!("linear {factor}"))))
             }
@@ -331,7 +340,10 @@ impl HfJson {
                 if !want.contains(&name) {
                     return Err(invalid(
                         &self.path,
-                        format!("{key} {v} is not implemented (expected {})", want.join(" or ")),
+                        format!(
+                            "{key} {v} is not implemented (expected {})",
+                            want.join(" or ")
+                        ),
                     ));
                 }
             }
@@ -392,7 +404,9 @@ impl HfJson {
             if let Some(w) = self.get("sliding_window") {
                 return Err(invalid(
                     &self.path,
-                    format!("use_sliding_window with sliding_window {w} is not implemented for {arch}"),
+                    format!(
+                        "use_sliding_window with sliding_window {w} is not implemented for {arch}"
+                    ),
                 ));
             }
         }

@@ -61,9 +61,9 @@ pub fn hf_local_layers(
     default_pattern: usize,
 ) -> Result<Vec<bool>, ModelError> {
     if let Some(types) = json.get("layer_types") {
-        let list = types.as_array().ok_or_else(|| {
-            invalid(&json.path, format!("layer_types is not a list: {types}"))
-        })?;
+        let list = types
+            .as_array()
+            .ok_or_else(|| invalid(&json.path, format!("layer_types is not a list: {types}")))?;
         return list
             .iter()
             .map(|t| match t.as_str() {

@@ -30,7 +30,9 @@ pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
     if let Some(cap) = json.opt_f32("attn_logit_softcapping")? {
         return Err(super::config::invalid(
             &json.path,
-            format!("attn_logit_softcapping {cap} is not implemented for gemma3 (Gemma 3 has none)"),
+            format!(
+                "attn_logit_softcapping {cap} is not implemented for gemma3 (Gemma 3 has none)"
+            ),
         ));
     }
     cfg.final_softcap = json.opt_f32("final_logit_softcapping")?;

@@ -86,6 +86,56 @@ impl GgufWriter {
             .push((name.into(), shape.to_vec(), store.type_id(), bytes));
     }
 
+    /// Adds a tensor of any type id from its raw bytes.
+    pub fn raw_tensor(
+        &mut self,
+        name: impl Into<String>,
+        shape: &[usize],
+        type_id: u32,
+        bytes: Vec<u8>,
+    ) {
+        self.tensors
+            .push((name.into(), shape.to_vec(), type_id, bytes));
+    }
+
+    pub fn remove_kv(&mut self, key: &str) -> &mut Self {
+        self.kv.retain(|(k, _)| k != key);
+        self
+    }
+
+    pub fn remove_tensor(&mut self, name: &str) -> &mut Self {
+        self.tensors.retain(|t| t.0 != name);
+        self
+    }
+
+    /// A writer holding `src`'s metadata and tensors (float tensors as f32, others as stored).
+    pub fn from_gguf(src: &Gguf) -> Result<GgufWriter, ModelError> {
+        let mut w = GgufWriter::default();
+        copy_metadata(&mut w, src, |_| true);
+        for name in src.tensor_names() {
+            let info = src.tensor_info(name).expect("listed");
+            match info.type_id {
+                0 | 1 => {
+                    let (shape, data) = src.tensor_f32(name)?;
+                    w.tensor(name, &shape, &data, Store::F32);
+                }
+                _ => match src.tensor_blocks(name) {
+                    Some((shape, _, bytes)) => {
+                        w.raw_tensor(name, &shape, info.type_id, bytes.to_vec())
+                    }
+                    None => {
+                        return Err(ModelError::UnsupportedType {
+                            path: src.path().to_path_buf(),
+                            tensor: name.into(),
+                            ty: super::quant::type_name(info.type_id),
+                        })
+                    }
+                },
+            }
+        }
+        Ok(w)
+    }
+
     pub fn has_tensor(&self, name: &str) -> bool {
         self.tensors.iter().any(|t| t.0 == name)
     }
@@ -183,13 +233,19 @@ pub fn quantize_q8_0(data: &[f32]) -> Vec<u8> {
 
 /// The tokenizer metadata of `src` (a GGUF file), copied key by key.
 pub fn copy_tokenizer(w: &mut GgufWriter, src: &Gguf) {
+    copy_metadata(w, src, |k| k.starts_with("tokenizer."));
+}
+
+/// The metadata of `src` whose keys pass `keep`, copied key by key.
+pub fn copy_metadata(w: &mut GgufWriter, src: &Gguf, keep: impl Fn(&str) -> bool) {
     for (k, v) in src.metadata() {
-        if !k.starts_with("tokenizer.") {
+        if !keep(k) {
             continue;
         }
         use super::gguf::Value as V;
         let meta = match v {
             V::String(s) => Meta::Str(s.clone()),
+            V::I32(i) => Meta::I32(*i),
             V::Bool(b) => Meta::Bool(*b),
             V::F32(f) => Meta::F32(*f),
             V::Array(items) => match items.first() {
@@ -202,6 +258,9 @@ pub fn copy_tokenizer(w: &mut GgufWriter, src: &Gguf) {
                         })
                         .collect(),
                 ),
+                Some(V::Bool(_)) => {
+                    Meta::Bools(items.iter().map(|x| matches!(x, V::Bool(true))).collect())
+                }
                 Some(V::F32(_)) => Meta::F32s(
                     items
                         .iter()
@@ -224,6 +283,48 @@ pub fn copy_tokenizer(w: &mut GgufWriter, src: &Gguf) {
     }
 }
 
+/// GGUF tokenizer metadata for a byte-level BPE `tokenizer.json` (vocabulary and merges), as
+/// convert_hf_to_gguf's `_set_vocab_gpt2` writes it, with the GPT-2 pre-tokenizer.
+pub fn tokenizer_from_json(w: &mut GgufWriter, path: &Path) -> Result<(), ModelError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ModelError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| super::config::invalid(path, format!("not valid JSON: {e}")))?;
+    let bad = || super::config::invalid(path, "not a byte-level BPE tokenizer.json");
+    let vocab = json["model"]["vocab"].as_object().ok_or_else(bad)?;
+    let mut tokens = vec![String::new(); vocab.len()];
+    for (t, id) in vocab {
+        let id = id.as_u64().ok_or_else(bad)? as usize;
+        *tokens.get_mut(id).ok_or_else(bad)? = t.clone();
+    }
+    let merges: Vec<String> = json["model"]["merges"]
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|m| match m {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Array(p) => p
+                .iter()
+                .filter_map(|x| x.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => String::new(),
+        })
+        .collect();
+    w.kv("tokenizer.ggml.model", Meta::Str("gpt2".into()));
+    w.kv("tokenizer.ggml.pre", Meta::Str("gpt-2".into()));
+    w.kv(
+        "tokenizer.ggml.token_type",
+        Meta::I32s(vec![1; tokens.len()]),
+    );
+    w.kv("tokenizer.ggml.tokens", Meta::Strs(tokens));
+    w.kv("tokenizer.ggml.merges", Meta::Strs(merges));
+    w.kv("tokenizer.ggml.add_bos_token", Meta::Bool(false));
+    Ok(())
+}
+
 /// The `{arch}.` hyperparameters of `cfg` as convert_hf_to_gguf writes them.
 pub fn config_metadata(w: &mut GgufWriter, cfg: &Config) {
     let a = cfg.arch.clone();
@@ -237,8 +338,14 @@ pub fn config_metadata(w: &mut GgufWriter, cfg: &Config) {
     w.kv(k("attention.head_count_kv"), Meta::U32(cfg.kv_heads as u32));
     w.kv(k("attention.key_length"), Meta::U32(cfg.head_dim as u32));
     w.kv(k("attention.value_length"), Meta::U32(cfg.head_dim as u32));
-    w.kv(k("attention.layer_norm_rms_epsilon"), Meta::F32(cfg.norm_eps));
-    w.kv(k("rope.dimension_count"), Meta::U32(cfg.rope.rotary_dim as u32));
+    w.kv(
+        k("attention.layer_norm_rms_epsilon"),
+        Meta::F32(cfg.norm_eps),
+    );
+    w.kv(
+        k("rope.dimension_count"),
+        Meta::U32(cfg.rope.rotary_dim as u32),
+    );
     w.kv(k("rope.freq_base"), Meta::F32(cfg.rope.theta));
     if let Some(l) = &cfg.rope.longrope {
         w.kv(k("rope.scaling.attn_factor"), Meta::F32(l.attention_factor));
@@ -249,7 +356,10 @@ pub fn config_metadata(w: &mut GgufWriter, cfg: &Config) {
     } else if let Some(name) = &cfg.rope.scaling {
         if let Some(f) = name.strip_prefix("linear ") {
             w.kv(k("rope.scaling.type"), Meta::Str("linear".into()));
-            w.kv(k("rope.scaling.factor"), Meta::F32(f.parse().unwrap_or(1.0)));
+            w.kv(
+                k("rope.scaling.factor"),
+                Meta::F32(f.parse().unwrap_or(1.0)),
+            );
         }
     }
     if let Some(c) = cfg.attn_softcap {
@@ -278,13 +388,21 @@ pub fn config_metadata(w: &mut GgufWriter, cfg: &Config) {
 
 /// Converts the Hugging Face directory `dir` to the GGUF file `out` with matrices stored as
 /// `store` (norms, biases and rope factors as f32), the tokenizer metadata taken from
-/// `tokenizer` (a GGUF file describing the same tokenizer as `dir`'s tokenizer.json).
-pub fn hf_to_gguf(dir: &Path, out: &Path, store: Store, tokenizer: &Gguf) -> Result<Config, ModelError> {
+/// `tokenizer` (a GGUF file describing the same tokenizer) or else from `dir/tokenizer.json`.
+pub fn hf_to_gguf(
+    dir: &Path,
+    out: &Path,
+    store: Store,
+    tokenizer: Option<&Gguf>,
+) -> Result<Config, ModelError> {
     let cfg = hf_config(dir)?;
     let weights = hf::Weights::open(dir)?;
     let mut w = GgufWriter::default();
     config_metadata(&mut w, &cfg);
-    copy_tokenizer(&mut w, tokenizer);
+    match tokenizer {
+        Some(g) => copy_tokenizer(&mut w, g),
+        None => tokenizer_from_json(&mut w, &dir.join("tokenizer.json"))?,
+    }
     let gguf_naming: fn(Part) -> String = match cfg.arch.as_str() {
         "phi3" => phi3::gguf_name_fused,
         "gemma2" | "gemma3" => gemma2::gguf_name,
@@ -302,7 +420,9 @@ pub fn hf_to_gguf(dir: &Path, out: &Path, store: Store, tokenizer: &Gguf) -> Res
                     tensor: naming(part),
                 })?;
             let name = gguf_naming(part);
-            let stored = name.split_once('[').map_or(name.clone(), |(n, _)| n.to_string());
+            let stored = name
+                .split_once('[')
+                .map_or(name.clone(), |(n, _)| n.to_string());
             match stacked.iter_mut().find(|s| s.0 == stored) {
                 Some(s) => {
                     s.1[0] += shape[0];
@@ -319,7 +439,12 @@ pub fn hf_to_gguf(dir: &Path, out: &Path, store: Store, tokenizer: &Gguf) -> Res
     if let Some(l) = &cfg.rope.longrope {
         let n = l.short_factor.len();
         w.tensor("rope_factors_long.weight", &[n], &l.long_factor, Store::F32);
-        w.tensor("rope_factors_short.weight", &[n], &l.short_factor, Store::F32);
+        w.tensor(
+            "rope_factors_short.weight",
+            &[n],
+            &l.short_factor,
+            Store::F32,
+        );
     } else if cfg.rope.scaling.as_deref() == Some("llama3") {
         let f = cfg.rope.freq_factors.as_ref().expect("llama3 sets factors");
         w.tensor("rope_freqs.weight", &[f.len()], f, Store::F32);

@@ -199,11 +199,7 @@ impl TensorFile for Weights {
     fn names(&self) -> Vec<String> {
         let all: Vec<String> = match &self.index {
             Some(index) => index.keys().cloned().collect(),
-            None => self.shards[0]
-                .meta
-                .tensors()
-                .into_keys()
-                .collect(),
+            None => self.shards[0].meta.tensors().into_keys().collect(),
         };
         all.into_iter()
             .filter(|n| !n.ends_with("rotary_emb.inv_freq"))

@@ -153,7 +153,8 @@ pub fn inspect(path: &Path) -> Inspection {
         out.architecture = g.architecture().unwrap_or_default().to_string();
         for name in g.tensor_names() {
             if let Some(info) = g.tensor_info(name) {
-                types(name, super::quant::type_name(info.type_id));
+                let ty = super::quant::type_name(info.type_id);
+                types(name, ty.split(" (").next().unwrap_or_default().to_string());
             }
         }
         out.chat_template = g.get("tokenizer.chat_template").is_some();

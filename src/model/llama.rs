@@ -57,7 +57,10 @@ pub fn llama3_factors(json: &HfJson, s: &Value, cfg: &Config) -> Result<Vec<f32>
         match s.get(key) {
             None | Some(Value::Null) => Ok(default),
             Some(v) => v.as_f64().ok_or_else(|| {
-                invalid(&json.path, format!("rope_scaling {key} is not a number: {v}"))
+                invalid(
+                    &json.path,
+                    format!("rope_scaling {key} is not a number: {v}"),
+                )
             }),
         }
     };
@@ -68,7 +71,9 @@ pub fn llama3_factors(json: &HfJson, s: &Value, cfg: &Config) -> Result<Vec<f32>
     if !(factor > 0.0 && low > 0.0 && high > low && old > 0.0) {
         return Err(invalid(
             &json.path,
-            format!("rope_scaling {s}: needs factor > 0 and high_freq_factor > low_freq_factor > 0"),
+            format!(
+                "rope_scaling {s}: needs factor > 0 and high_freq_factor > low_freq_factor > 0"
+            ),
         ));
     }
     let (base, dim) = (cfg.rope.theta, cfg.rope.rotary_dim);

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 
 use super::config::{Config, HfJson};
 use super::gguf::Gguf;
-use super::tokenizer::Tokenizer;
 use super::quant::{self, GgmlType};
-use super::transformer::{Blocks, RawTensor, State, TensorDesc, TensorFile, Transformer};
+use super::tokenizer::Tokenizer;
 use super::transformer::Naming;
+use super::transformer::{Blocks, RawTensor, State, TensorDesc, TensorFile, Transformer};
 use super::{gemma2, gemma3, hf, llama, phi3, qwen2, qwen3, ModelError};
 
 /// The scores of one label.
@@ -286,7 +286,11 @@ fn with_gguf<R>(
                 Some(_) => phi3::gguf_name_fused,
                 None => phi3::gguf_name_split,
             };
-            f(&phi3::Unfused::new(g, cfg), naming, phi3::GGUF_EXTRA_TENSORS)
+            f(
+                &phi3::Unfused::new(g, cfg),
+                naming,
+                phi3::GGUF_EXTRA_TENSORS,
+            )
         }
         "llama" => f(g, llama::gguf_name, llama::GGUF_EXTRA_TENSORS),
         "gemma2" | "gemma3" => f(g, gemma2::gguf_name, &[]),

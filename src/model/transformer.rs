@@ -332,7 +332,10 @@ impl Transformer {
                 out.extend([(Part::QNorm(l), vec![hd]), (Part::KNorm(l), vec![hd])]);
             }
             if cfg.post_norms {
-                out.extend([(Part::PostAttnNorm(l), vec![d]), (Part::PostMlpNorm(l), vec![d])]);
+                out.extend([
+                    (Part::PostAttnNorm(l), vec![d]),
+                    (Part::PostMlpNorm(l), vec![d]),
+                ]);
             }
         }
         out
@@ -670,7 +673,13 @@ impl Transformer {
 
     /// cos and sin `[t, rotary/2]` for positions `p0..p0+t` at frequencies `inv_freq`, times
     /// the longrope factor `scale`.
-    fn rope_tables(&self, inv_freq: &[f32], scale: f32, p0: usize, t: usize) -> (Vec<f32>, Vec<f32>) {
+    fn rope_tables(
+        &self,
+        inv_freq: &[f32],
+        scale: f32,
+        p0: usize,
+        t: usize,
+    ) -> (Vec<f32>, Vec<f32>) {
         let half = inv_freq.len();
         let scale = scale as f64;
         let mut cos = Vec::with_capacity(t * half);

@@ -148,11 +148,35 @@ pub fn export_hf(model: &Path, output: &Path, json: bool) -> Result<()> {
 pub enum DevCommand {
     /// Write the tiny random-weight model fixtures of every architecture.
     MakeFixtures(super::score_text::MakeFixturesArgs),
+    /// Write the random-weight GGUF files at the real models' shapes (2 layers) that llama.cpp
+    /// scores for the family goldens (scripts/llamacpp_families.py), in f32 and Q8_0.
+    FamilyFiles {
+        #[arg(long)]
+        out: PathBuf,
+        /// Only this file (a name of `model::family_files::FILES`).
+        #[arg(long)]
+        only: Option<String>,
+    },
 }
 
 pub fn dev(c: &DevCommand) -> Result<()> {
-    let DevCommand::MakeFixtures(a) = c;
-    super::score_text::make_fixtures(a)
+    match c {
+        DevCommand::MakeFixtures(a) => super::score_text::make_fixtures(a),
+        DevCommand::FamilyFiles { out, only } => {
+            use crate::model::{family_files, gguf_write::Store};
+            std::fs::create_dir_all(out)?;
+            for (name, real) in family_files::FILES {
+                if only.as_deref().is_some_and(|o| o != name) {
+                    continue;
+                }
+                for store in [Store::F32, Store::Q8_0] {
+                    let path = family_files::write(out, name, store)?;
+                    println!("{} ({real} shapes, 2 layers)", path.display());
+                }
+            }
+            Ok(())
+        }
+    }
 }
 
 pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {

@@ -394,7 +394,7 @@ fn byte_chars() -> Vec<char> {
 /// A byte-level BPE tokenizer.json: 256 byte tokens plus `MERGES` merges learned greedily
 /// (most frequent pair, ties to the smallest) from `CORPUS`, split into words the way GPT-2's
 /// pre-tokenizer does for plain text (a leading space joins the word).
-fn tokenizer_json() -> Value {
+pub fn tokenizer_json() -> Value {
     let chars = byte_chars();
     let mut words: BTreeMap<Vec<String>, usize> = BTreeMap::new();
     let mut current = String::new();

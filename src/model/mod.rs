@@ -7,6 +7,7 @@ pub mod tokenizer;
 
 pub mod attention;
 pub mod config;
+pub mod family_files;
 pub mod fixtures;
 pub mod gemma2;
 pub mod gemma3;

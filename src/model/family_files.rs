@@ -33,7 +33,14 @@ pub const FILES: [(&str, &str); 5] = [
     ("gemma3-1b", "gemma-3-1b-it"),
 ];
 
-fn base(arch: &str, hidden: usize, intermediate: usize, heads: usize, kv: usize, hd: usize) -> Config {
+fn base(
+    arch: &str,
+    hidden: usize,
+    intermediate: usize,
+    heads: usize,
+    kv: usize,
+    hd: usize,
+) -> Config {
     Config {
         arch: arch.into(),
         vocab_size: VOCAB,
@@ -104,8 +111,12 @@ pub fn config(name: &str) -> Option<Config> {
             c.max_positions = 131_072;
             // Longrope divisors of Phi-4-mini's shape (48 each); short ones near 1, long ones
             // rising, as in the released config.
-            let short: Vec<f32> = (0..48).map(|i| 1.0 + 0.05 * (i as f32 / 47.0).powi(3)).collect();
-            let long: Vec<f32> = (0..48).map(|i| 1.0 + 40.0 * (i as f32 / 47.0).powi(2)).collect();
+            let short: Vec<f32> = (0..48)
+                .map(|i| 1.0 + 0.05 * (i as f32 / 47.0).powi(3))
+                .collect();
+            let long: Vec<f32> = (0..48)
+                .map(|i| 1.0 + 40.0 * (i as f32 / 47.0).powi(2))
+                .collect();
             let factor = 131_072.0f64 / 4096.0;
             c.rope.longrope = Some(LongRope {
                 short_factor: short,
@@ -159,7 +170,13 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
     let path = dir.join(format!("{name}-{suffix}.gguf"));
     let mut w = GgufWriter::default();
     config_metadata(&mut w, &cfg);
-    w.kv("general.name", Meta::Str(format!("{name} (random weights)")));
+    // Not the file name: llama.cpp changes token attributes for a general.name containing
+    // "phi3", which needs that family's own special tokens.
+    let real = FILES.iter().find(|f| f.0 == name).map_or(name, |f| f.1);
+    w.kv(
+        "general.name",
+        Meta::Str(format!("{real} shapes, random weights")),
+    );
     let tok = dir.join(format!("{name}-tokenizer.json"));
     super::hf::write(&tok, &super::hf::pretty(&super::fixtures::tokenizer_json()))?;
     tokenizer_from_json(&mut w, &tok)?;
@@ -175,7 +192,9 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
         let n: usize = shape.iter().product();
         let fan_in = *shape.last().unwrap_or(&1);
         let vector = shape.len() == 1;
-        let gemma_norm = cfg.post_norms && vector && !matches!(part, Part::QBias(_) | Part::KBias(_) | Part::VBias(_));
+        let gemma_norm = cfg.post_norms
+            && vector
+            && !matches!(part, Part::QBias(_) | Part::KBias(_) | Part::VBias(_));
         let data: Vec<f32> = (0..n)
             .map(|_| {
                 let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
@@ -188,7 +207,9 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
             })
             .collect();
         let name = naming(part);
-        let stored = name.split_once('[').map_or(name.clone(), |(n, _)| n.to_string());
+        let stored = name
+            .split_once('[')
+            .map_or(name.clone(), |(n, _)| n.to_string());
         match stacked.iter_mut().find(|s| s.0 == stored) {
             Some(s) => {
                 s.1[0] += shape[0];
@@ -200,13 +221,22 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
     for (name, shape, data) in &stacked {
         // The embedding stays f32 in the quantised files, as in the mixes llama.cpp writes for
         // small vocabularies; every matrix of the blocks is Q8_0.
-        let s = if name == "token_embd.weight" { Store::F32 } else { store };
+        let s = if name == "token_embd.weight" {
+            Store::F32
+        } else {
+            store
+        };
         w.tensor(name.clone(), shape, data, s);
     }
     if let Some(l) = &cfg.rope.longrope {
         let n = l.short_factor.len();
         w.tensor("rope_factors_long.weight", &[n], &l.long_factor, Store::F32);
-        w.tensor("rope_factors_short.weight", &[n], &l.short_factor, Store::F32);
+        w.tensor(
+            "rope_factors_short.weight",
+            &[n],
+            &l.short_factor,
+            Store::F32,
+        );
     }
     if cfg.rope.scaling.as_deref() == Some("llama3") {
         let f = cfg.rope.freq_factors.as_ref().expect("llama3 sets factors");

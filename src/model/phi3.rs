@@ -109,7 +109,7 @@ pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
             ))
         }
     }
-    if let Some(_) = g.get("phi3.attention.sliding_window") {
+    if g.get("phi3.attention.sliding_window").is_some() {
         let w = g.get_u32("phi3.attention.sliding_window")? as usize;
         refuse_short_window(g.path(), "phi3.attention.sliding_window", w, &cfg)?;
     }

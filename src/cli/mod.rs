@@ -98,6 +98,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::GenerateText(a) => return generate_text::generate_text(a, json),
         Command::Bench(a) => return bench::bench(a, json),
         Command::Dev(c) => return model::dev(c),
+        Command::Model(model::Command::Inspect { path, backend }) => {
+            return model::inspect(path, *backend, json)
+        }
         Command::Model(model::Command::ExportHf { model: m, output }) => {
             return model::export_hf(m, output, json)
         }

@@ -1,4 +1,4 @@
-//! `deltalogic model add|list|export-hf` and the developer tools.
+//! `deltalogic model add|list|inspect|export-hf` and the developer tools.
 
 use super::emit;
 use crate::eval::{models, ModelRecord};
@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
-    /// Register a GGUF file or Hugging Face directory (same bytes, same model).
+    /// Register a GGUF file or Hugging Face directory (same bytes, same model). Runs the checks
+    /// a load runs (architecture, every metadata key and tensor, shapes, types, tokenizer and
+    /// vocabulary) without reading the weights' data: a file that cannot load is refused.
     Add {
         path: PathBuf,
         /// An alias [default: the file name without extension].
@@ -21,6 +23,16 @@ pub enum Command {
     },
     /// Registered models and their names.
     List,
+    /// Describe a GGUF file or Hugging Face directory without loading its weights: family,
+    /// shapes, parameter count, storage types per tensor group, tokenizer and vocabulary, chat
+    /// template, context window, the numerics a load would use and the fingerprint; or exactly
+    /// what is not implemented. No store is used.
+    Inspect {
+        path: PathBuf,
+        /// Numerics to describe [default: as `model add` chooses].
+        #[arg(long, value_enum)]
+        backend: Option<Backend>,
+    },
     /// Write a GGUF model (llama, qwen2) as a Hugging Face directory: f32 model.safetensors,
     /// config.json, tokenizer.json built from the GGUF metadata. Scoring the directory gives the
     /// same bits as scoring the file; no store is used.
@@ -32,6 +44,89 @@ pub enum Command {
         #[arg(short, long)]
         output: PathBuf,
     },
+}
+
+/// `model inspect`, which reads model files only. The fingerprint is the id `model add` gives
+/// the model, computed by registering it in a temporary store.
+pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> {
+    let found = crate::model::inspect::inspect(path);
+    let backend = models::backend_for(path, backend).ok();
+    let fingerprint = match (&found.not_implemented, backend) {
+        (None, Some(b)) => {
+            let dir =
+                std::env::temp_dir().join(format!("deltalogic-inspect-{}", std::process::id()));
+            let id = Registry::open_write(&dir.join("inspect.store"))
+                .and_then(|reg| models::add(&reg, path, None, b));
+            let _ = std::fs::remove_dir_all(&dir);
+            Some(id?.0.to_string())
+        }
+        _ => None,
+    };
+    let numerics = backend.map(models::backend_name);
+    let mut out = serde_json::to_value(&found)?;
+    out["numerics"] = serde_json::json!(numerics);
+    out["fingerprint"] = serde_json::json!(fingerprint);
+    emit(json, &out, || {
+        println!("{} ({} {})", found.path, found.format, found.architecture);
+        if let Some(f) = &found.family {
+            println!(
+                "family {}: {} layers, hidden {}, intermediate {}, heads {} / kv {} x {}, vocabulary {}",
+                f.family, f.layers, f.hidden, f.intermediate, f.heads, f.kv_heads, f.head_dim, f.vocab_size
+            );
+            println!(
+                "parameters {}; context window {} (scores up to {} positions)",
+                f.parameters, f.context_window, f.position_limit
+            );
+            println!(
+                "rope theta {} over {} dims{}{}; activation {:?}{}{}{}{}",
+                f.rope_theta,
+                f.rotary_dim,
+                f.rope_scaling
+                    .as_ref()
+                    .map(|s| format!(", scaling {s}"))
+                    .unwrap_or_default(),
+                f.local_rope_theta
+                    .map(|t| format!(", local layers theta {t}"))
+                    .unwrap_or_default(),
+                f.activation,
+                f.sliding_window
+                    .map(|w| format!("; sliding window {w} on {} layers", f.local_layers))
+                    .unwrap_or_default(),
+                if f.qk_norm { "; q/k norm" } else { "" },
+                f.attn_softcap
+                    .map(|c| format!("; attention soft-cap {c}"))
+                    .unwrap_or_default(),
+                f.final_softcap
+                    .map(|c| format!("; logit soft-cap {c}"))
+                    .unwrap_or_default(),
+            );
+            println!("tied embeddings: {}", f.tied_embeddings);
+        }
+        for (group, types) in &found.tensor_types {
+            let list: Vec<String> = types.iter().map(|(t, n)| format!("{t} x{n}")).collect();
+            println!("  {group:<28} {}", list.join(", "));
+        }
+        if let Some(t) = &found.tokenizer {
+            println!(
+                "tokenizer {}: {} tokens, bos {:?}, eos {:?}",
+                t.kind, t.vocabulary, t.bos, t.eos
+            );
+        }
+        println!(
+            "chat template: {}",
+            if found.chat_template { "yes" } else { "no" }
+        );
+        println!("numerics: {}", numerics.unwrap_or("-"));
+        match (&found.not_implemented, &fingerprint) {
+            (Some(why), _) => println!("NOT LOADABLE: {why}"),
+            (None, Some(id)) => println!("fingerprint: {id}"),
+            (None, None) => {}
+        }
+    })?;
+    if let Some(why) = &found.not_implemented {
+        anyhow::bail!("{why}");
+    }
+    Ok(())
 }
 
 /// `model export-hf`, which reads and writes model files only.
@@ -53,11 +148,35 @@ pub fn export_hf(model: &Path, output: &Path, json: bool) -> Result<()> {
 pub enum DevCommand {
     /// Write the tiny random-weight model fixtures of every architecture.
     MakeFixtures(super::score_text::MakeFixturesArgs),
+    /// Write the random-weight GGUF files at the real models' shapes (2 layers) that llama.cpp
+    /// scores for the family goldens (scripts/llamacpp_families.py), in f32 and Q8_0.
+    FamilyFiles {
+        #[arg(long)]
+        out: PathBuf,
+        /// Only this file (a name of `model::family_files::FILES`).
+        #[arg(long)]
+        only: Option<String>,
+    },
 }
 
 pub fn dev(c: &DevCommand) -> Result<()> {
-    let DevCommand::MakeFixtures(a) = c;
-    super::score_text::make_fixtures(a)
+    match c {
+        DevCommand::MakeFixtures(a) => super::score_text::make_fixtures(a),
+        DevCommand::FamilyFiles { out, only } => {
+            use crate::model::{family_files, gguf_write::Store};
+            std::fs::create_dir_all(out)?;
+            for (name, real) in family_files::FILES {
+                if only.as_deref().is_some_and(|o| o != name) {
+                    continue;
+                }
+                for store in [Store::F32, Store::Q8_0] {
+                    let path = family_files::write(out, name, store)?;
+                    println!("{} ({real} shapes, 2 layers)", path.display());
+                }
+            }
+            Ok(())
+        }
+    }
 }
 
 pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {
@@ -67,6 +186,8 @@ pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {
             name,
             backend,
         } => {
+            // The checks of a load, without reading the weights: never register what cannot load.
+            crate::model::scorer::check(&path)?;
             let backend = models::backend_for(&path, backend)?;
             let (id, added) = models::add(reg, &path, name.as_deref(), backend)?;
             let out = serde_json::json!({"fingerprint": id, "added": added});
@@ -81,7 +202,9 @@ pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {
                 )
             })
         }
-        Command::ExportHf { .. } => unreachable!("handled before the store opens"),
+        Command::ExportHf { .. } | Command::Inspect { .. } => {
+            unreachable!("handled before the store opens")
+        }
         Command::List => {
             let names = reg.names(Names::Models)?;
             let list: Vec<_> = reg

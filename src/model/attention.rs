@@ -3,7 +3,7 @@
 //!
 //! For query row `i` (position `p0 + i`) of head `h`, over the keys and values of positions
 //! `0..=p0 + i` of its kv head:
-//! - scores `s_j = dot(q, k_j) · scale`, the dot product one chain of fused multiply-adds in
+//! - scores `s_j = dot(q, k_j) · scale` (then `cap · tanh(s_j / cap)` under a soft-cap), the dot product one chain of fused multiply-adds in
 //!   dimension order (`0 + q_0 k_0`, then `+ q_1 k_1`, …). Keys are the vector lanes (the cache
 //!   is transposed per call), so a block of 16 keys costs `head_dim` vector multiply-adds per
 //!   query row and no horizontal sums;
@@ -11,6 +11,8 @@
 //! - `total = Σ w_j` in 16 f32 lanes by position (`j mod 16`, in order), then the fixed tree;
 //! - `p_j = w_j / total`;
 //! - `out[d] = Σ_j p_j · v_j[d]`, fused multiply-adds in position order.
+//!
+//! Keys outside a sliding window (position `≤ p0 + i − window`) are masked like later ones.
 //!
 //! Every step depends only on the row's own keys and values by absolute position, so a prefix
 //! computed alone, inside a longer run or across cache chunks gives the same bits.
@@ -32,6 +34,12 @@ pub struct Heads {
     pub heads: usize,
     pub kv_heads: usize,
     pub head_dim: usize,
+    /// Multiplies q·k (usually 1/√head_dim).
+    pub scale: f32,
+    /// Scores become `cap · tanh(s / cap)`.
+    pub softcap: Option<f32>,
+    /// Each query sees only the last `window` positions, itself included.
+    pub window: Option<usize>,
 }
 
 /// Attention of `q: [t, heads, hd]` (positions `p0..p0 + t`) over `spans`, the keys and values of
@@ -42,6 +50,9 @@ pub fn attention(spans: &[(&[f32], &[f32])], q: &[f32], shape: Heads, p0: usize)
         heads,
         kv_heads,
         head_dim: hd,
+        scale,
+        softcap,
+        window,
     } = shape;
     let t = q.len() / (heads * hd);
     let kv_row = kv_heads * hd;
@@ -78,7 +89,6 @@ pub fn attention(spans: &[(&[f32], &[f32])], q: &[f32], shape: Heads, p0: usize)
             (keys, values)
         })
         .unzip();
-    let scale = 1.0 / (hd as f32).sqrt();
     let group = heads / kv_heads;
     let blocks = t.div_ceil(ROWS);
     let results: Vec<Vec<f32>> = (0..heads * blocks)
@@ -99,6 +109,8 @@ pub fn attention(spans: &[(&[f32], &[f32])], q: &[f32], shape: Heads, p0: usize)
                 hdp,
                 first: p0 + rows.start,
                 scale,
+                softcap,
+                window,
             };
             on_lanes!(attend(task: &Task) -> Vec<f32>)
         })
@@ -127,6 +139,8 @@ struct Task<'a> {
     /// The position of the first query row.
     first: usize,
     scale: f32,
+    softcap: Option<f32>,
+    window: Option<usize>,
 }
 
 /// The outputs `[rows, hd]` of a task (module docs).
@@ -140,6 +154,8 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
         hdp,
         first,
         scale,
+        softcap,
+        window,
     } = *task;
     let rows = q.len() / hd;
     // Keys visible to the last row, and the scores' row length in whole lanes.
@@ -165,9 +181,16 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
     {
         let seen = first + i + 1;
         s[..seen].iter_mut().for_each(|v| *v *= scale);
-        // Keys after this row's position are masked: −∞ weighs exactly 0.
+        if let Some(cap) = softcap {
+            s[..seen]
+                .iter_mut()
+                .for_each(|v| *v = cap * (*v / cap).tanh());
+        }
+        // Keys after this row's position, or before its window, are masked: −∞ weighs exactly 0.
         s[seen..].fill(f32::NEG_INFINITY);
-        let max = L::splat(max_on::<L>(&s[..seen]));
+        let low = window.map_or(0, |w| seen.saturating_sub(w));
+        s[..low].fill(f32::NEG_INFINITY);
+        let max = L::splat(max_on::<L>(&s[low..seen]));
         let mut total = L::zero();
         for c in s.chunks_exact_mut(LANES) {
             let w = L::load(c.as_ptr()).sub(max).exp();
@@ -263,6 +286,9 @@ mod tests {
         heads: 4,
         kv_heads: 2,
         head_dim: 24,
+        scale: 0.204_124_15, // 1/√24
+        softcap: None,
+        window: None,
     };
 
     /// The straightforward definition in f64.
@@ -271,6 +297,7 @@ mod tests {
             heads,
             kv_heads,
             head_dim: hd,
+            ..
         } = SHAPE;
         let t = q.len() / (heads * hd);
         let mut out = vec![0f32; q.len()];

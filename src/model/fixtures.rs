@@ -34,10 +34,22 @@ const CORPUS: &str = "All cats are animals. Tom is a cat. Is Tom an animal? Answ
     Bob is big. Big things are heavy. Anne is kind. Kind people are nice. The cat is nice. \
     Something is red then it is round. Erin is rough and green. Fiona likes the mouse.";
 
+/// Further architectures `write_one` writes (not committed: `tests/families.rs` writes them to
+/// compare their two formats), and a llama with Llama 3 rope scaling.
+pub const MORE_ARCHS: [&str; 3] = ["gemma2", "gemma3", "llama3"];
+
 /// Writes `dir/<arch>/{config.json, tokenizer.json, weights}` for every architecture.
 pub fn write_all(dir: &Path, seed: u64) -> Result<(), ModelError> {
-    let tokenizer = tokenizer_json();
     for arch in ARCHS {
+        write_one(dir, arch, seed)?;
+    }
+    Ok(())
+}
+
+/// Writes `dir/<arch>/` for one architecture of `ARCHS` or `MORE_ARCHS`.
+pub fn write_one(dir: &Path, arch: &'static str, seed: u64) -> Result<(), ModelError> {
+    let tokenizer = tokenizer_json();
+    {
         let out = dir.join(arch);
         std::fs::create_dir_all(&out).map_err(|source| ModelError::Io {
             path: out.clone(),
@@ -72,6 +84,7 @@ struct Spec {
     dtype: Dtype,
     shards: usize,
     theta: f64,
+    gemma: bool,
 }
 
 impl Spec {
@@ -88,6 +101,7 @@ impl Spec {
             dtype: Dtype::F32,
             shards: 1,
             theta: 10_000.0,
+            gemma: false,
         };
         match arch {
             "qwen2" => Spec {
@@ -115,6 +129,25 @@ impl Spec {
                 dtype: Dtype::BF16,
                 ..base
             },
+            "gemma2" => Spec {
+                class: "Gemma2ForCausalLM",
+                gemma: true,
+                ..base
+            },
+            "gemma3" => Spec {
+                class: "Gemma3ForCausalLM",
+                gemma: true,
+                qk_norm: true,
+                head_dim: 24,
+                dtype: Dtype::BF16,
+                theta: 1_000_000.0,
+                ..base
+            },
+            "llama3" => Spec {
+                tied: false,
+                theta: 500_000.0,
+                ..base
+            },
             _ => base,
         }
     }
@@ -136,6 +169,35 @@ impl Spec {
             "tie_word_embeddings": self.tied,
             "torch_dtype": format!("{:?}", self.dtype).to_lowercase(),
         });
+        match self.arch {
+            "llama3" => {
+                // Wavelengths of the 8 frequencies (head dim 16) fall on both sides of the
+                // band [16, 64] and inside it, so every branch of the factors is taken.
+                c["model_type"] = json!("llama");
+                c["rope_theta"] = json!(10_000.0);
+                c["rope_scaling"] = json!({"rope_type": "llama3", "factor": 8.0,
+                    "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 64});
+            }
+            "gemma2" => {
+                c["hidden_activation"] = json!("gelu_pytorch_tanh");
+                c["query_pre_attn_scalar"] = json!(self.head_dim);
+                c["attn_logit_softcapping"] = json!(50.0);
+                c["final_logit_softcapping"] = json!(30.0);
+                // A short window, so that the tests' sequences cross it.
+                c["sliding_window"] = json!(8);
+            }
+            "gemma3" => {
+                c["model_type"] = json!("gemma3_text");
+                c["hidden_activation"] = json!("gelu_pytorch_tanh");
+                c["query_pre_attn_scalar"] = json!(self.head_dim);
+                c["sliding_window"] = json!(8);
+                c["layer_types"] = json!(["sliding_attention", "full_attention"]);
+                c["rope_local_base_freq"] = json!(10_000.0);
+                c["rope_scaling"] = json!({"rope_type": "linear", "factor": 8.0});
+            }
+            _ => {}
+        }
         if self.arch == "phi3" {
             // 16 * 0.75 = 12 rotated dims: 6 frequencies, each with its own longrope divisor.
             let short: Vec<f64> = (0..6).map(|i| 1.0 + 0.25 * i as f64).collect();
@@ -166,7 +228,9 @@ impl Spec {
         );
         for l in 0..LAYERS {
             let p = |s: &str| format!("model.layers.{l}.{s}");
-            add(p("input_layernorm.weight"), vec![HIDDEN], Init::Norm);
+            // Gemma stores its norms as offsets from 1.
+            let norm = if self.gemma { Init::Bias } else { Init::Norm };
+            add(p("input_layernorm.weight"), vec![HIDDEN], norm);
             if self.fused {
                 add(
                     p("self_attn.qkv_proj.weight"),
@@ -190,23 +254,15 @@ impl Spec {
                 }
             }
             if self.qk_norm {
-                add(
-                    p("self_attn.q_norm.weight"),
-                    vec![self.head_dim],
-                    Init::Norm,
-                );
-                add(
-                    p("self_attn.k_norm.weight"),
-                    vec![self.head_dim],
-                    Init::Norm,
-                );
+                add(p("self_attn.q_norm.weight"), vec![self.head_dim], norm);
+                add(p("self_attn.k_norm.weight"), vec![self.head_dim], norm);
             }
             add(p("self_attn.o_proj.weight"), vec![HIDDEN, q], Init::Matrix);
-            add(
-                p("post_attention_layernorm.weight"),
-                vec![HIDDEN],
-                Init::Norm,
-            );
+            add(p("post_attention_layernorm.weight"), vec![HIDDEN], norm);
+            if self.gemma {
+                add(p("pre_feedforward_layernorm.weight"), vec![HIDDEN], norm);
+                add(p("post_feedforward_layernorm.weight"), vec![HIDDEN], norm);
+            }
             if self.fused {
                 add(
                     p("mlp.gate_up_proj.weight"),
@@ -231,7 +287,8 @@ impl Spec {
                 Init::Matrix,
             );
         }
-        add("model.norm.weight".into(), vec![HIDDEN], Init::Norm);
+        let norm = if self.gemma { Init::Bias } else { Init::Norm };
+        add("model.norm.weight".into(), vec![HIDDEN], norm);
         if !self.tied {
             add("lm_head.weight".into(), vec![VOCAB, HIDDEN], Init::Embed);
         }
@@ -337,7 +394,7 @@ fn byte_chars() -> Vec<char> {
 /// A byte-level BPE tokenizer.json: 256 byte tokens plus `MERGES` merges learned greedily
 /// (most frequent pair, ties to the smallest) from `CORPUS`, split into words the way GPT-2's
 /// pre-tokenizer does for plain text (a leading space joins the word).
-fn tokenizer_json() -> Value {
+pub fn tokenizer_json() -> Value {
     let chars = byte_chars();
     let mut words: BTreeMap<Vec<String>, usize> = BTreeMap::new();
     let mut current = String::new();

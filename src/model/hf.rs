@@ -12,7 +12,7 @@ use safetensors::tensor::{Dtype, Metadata};
 use safetensors::SafeTensors;
 
 use super::config::invalid;
-use super::transformer::{RawTensor, TensorFile};
+use super::transformer::{RawTensor, TensorDesc, TensorFile};
 use super::ModelError;
 
 const SINGLE: &str = "model.safetensors";
@@ -46,6 +46,23 @@ impl Shard {
             header_len,
             meta,
         })
+    }
+
+    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
+        let Some(info) = self.meta.info(name) else {
+            return Ok(None);
+        };
+        if !matches!(info.dtype, Dtype::F32 | Dtype::F16 | Dtype::BF16) {
+            return Err(ModelError::UnsupportedType {
+                path: self.path.clone(),
+                tensor: name.to_string(),
+                ty: format!("{:?}", info.dtype),
+            });
+        }
+        Ok(Some(TensorDesc {
+            shape: info.shape.clone(),
+            ty: format!("{:?}", info.dtype),
+        }))
     }
 
     fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
@@ -157,6 +174,38 @@ impl TensorFile for Weights {
         &self.path
     }
 
+    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
+        match &self.index {
+            None => self.shards[0].describe(name),
+            Some(index) => match index.get(name) {
+                None => Ok(None),
+                Some(&i) => {
+                    let shard = &self.shards[i];
+                    let d = shard.describe(name)?;
+                    if d.is_none() {
+                        return Err(invalid(
+                            &shard.path,
+                            format!("{INDEX} lists tensor {name} here but the file lacks it"),
+                        ));
+                    }
+                    Ok(d)
+                }
+            },
+        }
+    }
+
+    /// Every tensor, less the rotary buffers (`rotary_emb.inv_freq`) older checkpoints saved,
+    /// which hold nothing the config does not say.
+    fn names(&self) -> Vec<String> {
+        let all: Vec<String> = match &self.index {
+            Some(index) => index.keys().cloned().collect(),
+            None => self.shards[0].meta.tensors().into_keys().collect(),
+        };
+        all.into_iter()
+            .filter(|n| !n.ends_with("rotary_emb.inv_freq"))
+            .collect()
+    }
+
     fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
         match &self.index {
             None => self.shards[0].tensor(name),
@@ -179,7 +228,7 @@ impl TensorFile for Weights {
 }
 
 /// Writes a file of a model directory (the fixtures, `hf_export`).
-pub(super) fn write(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
     std::fs::write(path, bytes).map_err(|source| ModelError::Io {
         path: path.to_path_buf(),
         source,

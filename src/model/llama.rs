@@ -7,34 +7,144 @@
 //! transformer runs llama in GGUF's order whatever the file ([`GgufOrder`] permutes a Hugging
 //! Face checkpoint as it loads), because a q·k dot product sums in row order: the same weights
 //! then give the same bits from either format (`tests/hf_export.rs`).
+//!
+//! Llama 3's rope scaling divides each rotary frequency by a factor: GGUF files carry the
+//! factors as the tensor `rope_freqs.weight`, which convert_hf_to_gguf computes from
+//! `rope_scaling = {"rope_type": "llama3", ...}`; [`llama3_factors`] computes them the same way
+//! from config.json, so both formats give the same bits (`tests/families.rs`).
 
 use std::path::Path;
 
-use super::config::{gguf_base_config, Config, HfJson, RopeLayout};
+use serde_json::Value;
+
+use super::config::{
+    apply_linear, gguf_base_config, invalid, refuse_unknown_keys, rope_scaling_type, Config,
+    HfJson, RopeLayout,
+};
 use super::gguf::Gguf;
-use super::transformer::{Part, RawTensor, TensorFile};
+use super::transformer::{Part, RawTensor, TensorDesc, TensorFile};
 use super::ModelError;
 
 pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
-    json.no_rope_scaling("llama")?;
     if json.bool_or("mlp_bias", false)? {
-        return Err(super::config::invalid(
-            &json.path,
-            "mlp_bias is not supported",
-        ));
+        return Err(invalid(&json.path, "mlp_bias is not implemented"));
     }
+    json.expect_activation(&["silu"])?;
+    let llama3 = json
+        .get("rope_scaling")
+        .filter(|s| rope_scaling_type(s).as_deref() == Some("llama3"))
+        .cloned();
+    let linear = match llama3 {
+        Some(_) => None,
+        None => json.no_rope_scaling("llama")?,
+    };
     let mut cfg = json.base_config("llama")?;
     // Loaded through `GgufOrder`, so RoPE pairs neighbouring rows (module docs).
     cfg.rope.layout = RopeLayout::Interleaved;
+    if let Some(s) = llama3 {
+        cfg.rope.freq_factors = Some(llama3_factors(json, &s, &cfg)?);
+        cfg.rope.scaling = Some("llama3".into());
+    } else {
+        apply_linear(&mut cfg, linear);
+    }
     Ok(cfg)
 }
 
+/// Llama 3's rope frequency divisors from `rope_scaling`, computed as convert_hf_to_gguf does
+/// (its `generate_extra_tensors`), step by step in f32 as torch computes them there.
+pub fn llama3_factors(json: &HfJson, s: &Value, cfg: &Config) -> Result<Vec<f32>, ModelError> {
+    let num = |key: &str, default: f64| -> Result<f64, ModelError> {
+        match s.get(key) {
+            None | Some(Value::Null) => Ok(default),
+            Some(v) => v.as_f64().ok_or_else(|| {
+                invalid(
+                    &json.path,
+                    format!("rope_scaling {key} is not a number: {v}"),
+                )
+            }),
+        }
+    };
+    let factor = num("factor", 8.0)?;
+    let low = num("low_freq_factor", 1.0)?;
+    let high = num("high_freq_factor", 4.0)?;
+    let old = num("original_max_position_embeddings", 8192.0)?;
+    if !(factor > 0.0 && low > 0.0 && high > low && old > 0.0) {
+        return Err(invalid(
+            &json.path,
+            format!(
+                "rope_scaling {s}: needs factor > 0 and high_freq_factor > low_freq_factor > 0"
+            ),
+        ));
+    }
+    let (base, dim) = (cfg.rope.theta, cfg.rope.rotary_dim);
+    let (low_wavelen, high_wavelen) = (old / low, old / high);
+    Ok((0..dim / 2)
+        .map(|i| {
+            // freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+            let exponent = (2 * i) as f32 / dim as f32;
+            let freq = 1.0f32 / base.powf(exponent);
+            let wavelen = (2.0 * std::f64::consts::PI) as f32 / freq;
+            if (wavelen as f64) < high_wavelen {
+                1.0
+            } else if (wavelen as f64) > low_wavelen {
+                factor as f32
+            } else {
+                let smooth = (old as f32 / wavelen - low as f32) / (high as f32 - low as f32);
+                1.0 / ((1.0 - smooth) / factor as f32 + smooth)
+            }
+        })
+        .collect())
+}
+
+/// The tensors llama's GGUF reader takes besides the weights of `Part`s.
+pub const GGUF_EXTRA_TENSORS: &[&str] = &["rope_freqs.weight"];
+
 pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
+    refuse_unknown_keys(g, "llama", &[])?;
     let mut cfg = gguf_base_config(g, "llama")?;
     // convert_hf_to_gguf permutes llama's q/k rows so that ggml's pairwise rope applies.
     cfg.rope.layout = RopeLayout::Interleaved;
     cfg.qkv_bias = g.tensor_info("blk.0.attn_q.bias").is_some();
+    if cfg.rope.rotary_dim != cfg.head_dim {
+        // llama.cpp's own check for this architecture.
+        return Err(invalid(
+            g.path(),
+            format!(
+                "llama.rope.dimension_count {} differs from the head dim {}",
+                cfg.rope.rotary_dim, cfg.head_dim
+            ),
+        ));
+    }
+    if let Some(factors) = rope_freqs(g, &cfg)? {
+        if cfg.rope.freq_factors.is_some() {
+            return Err(invalid(
+                g.path(),
+                "rope_freqs.weight together with linear rope scaling is not implemented",
+            ));
+        }
+        cfg.rope.freq_factors = Some(factors);
+        cfg.rope.scaling = Some("llama3 (rope_freqs.weight)".into());
+    }
     Ok(cfg)
+}
+
+/// `rope_freqs.weight`, the per-frequency divisors (ggml's `freq_factors`), when present.
+pub fn rope_freqs(g: &Gguf, cfg: &Config) -> Result<Option<Vec<f32>>, ModelError> {
+    const NAME: &str = "rope_freqs.weight";
+    if g.tensor_info(NAME).is_none() {
+        return Ok(None);
+    }
+    let (shape, data) = g.tensor_f32(NAME)?;
+    let want = cfg.rope.rotary_dim / 2;
+    if shape != [want] {
+        return Err(ModelError::Shape {
+            path: g.path().to_path_buf(),
+            tensor: NAME.into(),
+            expected: vec![want],
+            found: shape,
+        });
+    }
+    Ok(Some(data))
 }
 
 /// Hugging Face names.
@@ -55,6 +165,9 @@ pub fn hf_name(part: Part) -> String {
         Part::KNorm(l) => layer(l, "self_attn.k_norm.weight"),
         Part::O(l) => layer(l, "self_attn.o_proj.weight"),
         Part::MlpNorm(l) => layer(l, "post_attention_layernorm.weight"),
+        // Gemma's own norms (see `gemma2`).
+        Part::PostAttnNorm(l) => layer(l, "post_attention_layernorm.weight"),
+        Part::PostMlpNorm(l) => layer(l, "post_feedforward_layernorm.weight"),
         Part::Gate(l) => layer(l, "mlp.gate_proj.weight"),
         Part::Up(l) => layer(l, "mlp.up_proj.weight"),
         Part::Down(l) => layer(l, "mlp.down_proj.weight"),
@@ -79,6 +192,8 @@ pub fn gguf_name(part: Part) -> String {
         Part::KNorm(l) => blk(l, "attn_k_norm.weight"),
         Part::O(l) => blk(l, "attn_output.weight"),
         Part::MlpNorm(l) => blk(l, "ffn_norm.weight"),
+        Part::PostAttnNorm(l) => blk(l, "post_attention_norm.weight"),
+        Part::PostMlpNorm(l) => blk(l, "post_ffw_norm.weight"),
         Part::Gate(l) => blk(l, "ffn_gate.weight"),
         Part::Up(l) => blk(l, "ffn_up.weight"),
         Part::Down(l) => blk(l, "ffn_down.weight"),
@@ -144,6 +259,14 @@ impl GgufOrder<'_> {
 impl TensorFile for GgufOrder<'_> {
     fn path(&self) -> &Path {
         self.inner.path()
+    }
+
+    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
+        self.inner.describe(name)
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.inner.names()
     }
 
     fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {

@@ -1,14 +1,19 @@
 //! Model files: GGUF reader, ggml dequantisation, tokenizers.
 
 pub mod gguf;
+pub mod gguf_write;
 pub mod quant;
 pub mod tokenizer;
 
 pub mod attention;
 pub mod config;
+pub mod family_files;
 pub mod fixtures;
+pub mod gemma2;
+pub mod gemma3;
 pub mod hf;
 pub mod hf_export;
+pub mod inspect;
 pub mod kernels;
 pub mod llama;
 pub mod phi3;

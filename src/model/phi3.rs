@@ -1,14 +1,26 @@
-//! Phi-3 (Phi-4-mini-instruct): Llama's block with q/k/v and gate/up each stored as one fused
-//! matrix, RoPE on only the leading `partial_rotary_factor` of each head, and longrope scaling.
+//! Phi-3 (Phi-3-mini, Phi-4-mini-instruct): Llama's block with q/k/v and gate/up each stored as
+//! one fused matrix, RoPE on only the leading `partial_rotary_factor` of each head, and longrope
+//! scaling.
+//!
+//! From GGUF, as llama.cpp writes and reads it: `attn_qkv` fused (or `attn_q`/`attn_k`/`attn_v`
+//! apart), gate and up fused in `ffn_up` (gate first), `rope.dimension_count` rotated dims,
+//! `rope_factors_short`/`rope_factors_long` with `rope.scaling.attn_factor` and
+//! `rope.scaling.original_context_length`, and the embedding reused when `output.weight` is
+//! absent. llama.cpp ignores phi3's `attention.sliding_window` (it disabled Phi SWA), and so does
+//! this reader: the window is longer than every position we run (`Config::position_limit` caps
+//! sequences at the original context, and a window shorter than that is refused).
 
 use std::path::Path;
 
-use super::config::{invalid, Config, HfJson, LongRope};
+use super::config::{gguf_base_config, invalid, refuse_unknown_keys, Config, HfJson, LongRope};
+use super::gguf::{BlockBytes, Gguf};
 use super::llama;
-use super::transformer::{Part, RawTensor, TensorFile};
+use super::transformer::Blocks;
+use super::transformer::{Part, RawTensor, TensorDesc, TensorFile};
 use super::ModelError;
 
 pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
+    json.expect_activation(&["silu"])?;
     let mut cfg = json.base_config("phi3")?;
     let partial = json.opt_f32("partial_rotary_factor")?.unwrap_or(1.0);
     if !(partial > 0.0 && partial <= 1.0) {
@@ -21,8 +33,108 @@ pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
     cfg.rope.rotary_dim = (cfg.head_dim as f64 * partial as f64) as usize;
     if let Some(scaling) = json.get("rope_scaling") {
         cfg.rope.longrope = Some(longrope(json, scaling, cfg.max_positions)?);
+        cfg.rope.scaling = Some("longrope".into());
+    }
+    if let Some(w) = json.opt_usize("sliding_window")? {
+        refuse_short_window(&json.path, "sliding_window", w, &cfg)?;
     }
     Ok(cfg)
+}
+
+/// A window shorter than the positions we run would change results: refused by name.
+fn refuse_short_window(path: &Path, key: &str, w: usize, cfg: &Config) -> Result<(), ModelError> {
+    if w > 0 && w < cfg.position_limit() {
+        return Err(invalid(
+            path,
+            format!(
+                "{key} {w} is shorter than the {} positions this model runs: sliding-window \
+                 attention is not implemented for phi3 (llama.cpp disables it too)",
+                cfg.position_limit()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The tensors phi3's GGUF reader takes besides the weights of `Part`s.
+pub const GGUF_EXTRA_TENSORS: &[&str] = &["rope_factors_long.weight", "rope_factors_short.weight"];
+
+pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
+    refuse_unknown_keys(g, "phi3", &["attention.sliding_window"])?;
+    let mut cfg = gguf_base_config(g, "phi3")?;
+    let factor = |name: &str| -> Result<Option<Vec<f32>>, ModelError> {
+        if g.tensor_info(name).is_none() {
+            return Ok(None);
+        }
+        let (shape, data) = g.tensor_f32(name)?;
+        let want = cfg.rope.rotary_dim / 2;
+        if shape != [want] {
+            return Err(ModelError::Shape {
+                path: g.path().to_path_buf(),
+                tensor: name.into(),
+                expected: vec![want],
+                found: shape,
+            });
+        }
+        Ok(Some(data))
+    };
+    let short = factor("rope_factors_short.weight")?;
+    let long = factor("rope_factors_long.weight")?;
+    let attn_factor = match g.get("phi3.rope.scaling.attn_factor") {
+        Some(_) => g.get_f32("phi3.rope.scaling.attn_factor")?,
+        None => 1.0,
+    };
+    match (short, long) {
+        (Some(short_factor), Some(long_factor)) => {
+            let original = g.get_u32("phi3.rope.scaling.original_context_length")? as usize;
+            cfg.rope.longrope = Some(LongRope {
+                short_factor,
+                long_factor,
+                original_max_positions: original,
+                attention_factor: attn_factor,
+            });
+            cfg.rope.scaling = Some("longrope".into());
+        }
+        (None, None) if attn_factor == 1.0 => {}
+        (None, None) => {
+            return Err(invalid(
+                g.path(),
+                format!("phi3.rope.scaling.attn_factor {attn_factor} without rope factors is not implemented"),
+            ))
+        }
+        _ => {
+            return Err(invalid(
+                g.path(),
+                "only one of rope_factors_short.weight and rope_factors_long.weight is present",
+            ))
+        }
+    }
+    if g.get("phi3.attention.sliding_window").is_some() {
+        let w = g.get_u32("phi3.attention.sliding_window")? as usize;
+        refuse_short_window(g.path(), "phi3.attention.sliding_window", w, &cfg)?;
+    }
+    Ok(cfg)
+}
+
+/// GGUF names: q/k/v from the fused `attn_qkv`, gate and up from the fused `ffn_up`.
+pub fn gguf_name_fused(part: Part) -> String {
+    let blk = |l: usize, s: &str| format!("blk.{l}.{s}");
+    match part {
+        Part::Q(l) => blk(l, "attn_qkv.weight[q]"),
+        Part::K(l) => blk(l, "attn_qkv.weight[k]"),
+        Part::V(l) => blk(l, "attn_qkv.weight[v]"),
+        other => gguf_name_split(other),
+    }
+}
+
+/// GGUF names when q, k and v are stored apart.
+pub fn gguf_name_split(part: Part) -> String {
+    let blk = |l: usize, s: &str| format!("blk.{l}.{s}");
+    match part {
+        Part::Gate(l) => blk(l, "ffn_up.weight[gate]"),
+        Part::Up(l) => blk(l, "ffn_up.weight[up]"),
+        other => llama::gguf_name(other),
+    }
 }
 
 fn longrope(
@@ -111,9 +223,76 @@ impl Unfused<'_> {
     }
 }
 
+impl Unfused<'_> {
+    /// The fused tensor, rows and slot index behind `NAME[slot]`, `None` for a plain name.
+    fn slot<'n>(&self, name: &'n str) -> Option<(&'n str, &[usize], usize)> {
+        let (fused, slot) = name.strip_suffix(']').and_then(|n| n.split_once('['))?;
+        let (blocks, index): (&[usize], usize) = match slot {
+            "q" => (&self.qkv_rows, 0),
+            "k" => (&self.qkv_rows, 1),
+            "v" => (&self.qkv_rows, 2),
+            "gate" => (&self.gate_up_rows, 0),
+            "up" => (&self.gate_up_rows, 1),
+            _ => return None,
+        };
+        Some((fused, blocks, index))
+    }
+}
+
 impl TensorFile for Unfused<'_> {
     fn path(&self) -> &Path {
         self.inner.path()
+    }
+
+    /// Rows of a quantised fused matrix are whole blocks each: a slot is a range of its bytes.
+    fn blocks(&self, name: &str) -> Result<Option<Blocks>, ModelError> {
+        let Some((fused, blocks, index)) = self.slot(name) else {
+            return self.inner.blocks(name);
+        };
+        let Some((shape, ty, bytes)) = self.inner.blocks(fused)? else {
+            return Ok(None);
+        };
+        let rows: usize = blocks.iter().sum();
+        let [r, cols] = shape[..] else {
+            return Ok(None);
+        };
+        let Some(row_bytes) = ty.bytes_for(cols) else {
+            return Ok(None);
+        };
+        if r != rows || cols % ty.block_len() != 0 {
+            return Ok(None);
+        }
+        let start: usize = blocks[..index].iter().sum::<usize>() * row_bytes;
+        let len = blocks[index] * row_bytes;
+        let bytes = match bytes {
+            BlockBytes::Mapped { map, range } => BlockBytes::Mapped {
+                map,
+                range: range.start + start..range.start + start + len,
+            },
+            BlockBytes::Owned(b) => BlockBytes::Owned(b[start..start + len].to_vec()),
+        };
+        Ok(Some((vec![blocks[index], cols], ty, bytes)))
+    }
+
+    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
+        let Some((fused, blocks, index)) = self.slot(name) else {
+            return self.inner.describe(name);
+        };
+        let Some(d) = self.inner.describe(fused)? else {
+            return Ok(None);
+        };
+        let rows: usize = blocks.iter().sum();
+        match d.shape[..] {
+            [r, cols] if r == rows => Ok(Some(TensorDesc {
+                shape: vec![blocks[index], cols],
+                ty: d.ty,
+            })),
+            _ => Err(shape_error(self.path(), fused, rows, &d.shape)),
+        }
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.inner.names()
     }
 
     fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {

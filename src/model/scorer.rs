@@ -10,11 +10,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::config::HfJson;
+use super::config::{Config, HfJson};
 use super::gguf::Gguf;
+use super::quant::{self, GgmlType};
 use super::tokenizer::Tokenizer;
-use super::transformer::{Blocks, RawTensor, State, TensorFile, Transformer};
-use super::{hf, llama, phi3, qwen2, qwen3, ModelError};
+use super::transformer::Naming;
+use super::transformer::{Blocks, RawTensor, State, TensorDesc, TensorFile, Transformer};
+use super::{gemma2, gemma3, hf, llama, phi3, qwen2, qwen3, ModelError};
 
 /// The scores of one label.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -82,16 +84,7 @@ impl Scorer {
         } else {
             open_gguf(path, backend == Backend::Int8)?
         };
-        if tokenizer.vocab_size() > model.config().vocab_size {
-            return Err(ModelError::Tokenizer {
-                path: path.to_path_buf(),
-                detail: format!(
-                    "{} tokens, more than the model's vocabulary of {}",
-                    tokenizer.vocab_size(),
-                    model.config().vocab_size
-                ),
-            });
-        }
+        vocabulary_fits(path, &tokenizer, model.config())?;
         Ok(Scorer {
             model,
             tokenizer,
@@ -211,7 +204,14 @@ impl Scorer {
     }
 }
 
-fn open_hf(dir: &Path) -> Result<(Transformer, Tokenizer), ModelError> {
+/// The Hugging Face architectures understood, as `architectures[0]` names them.
+pub const HF_SUPPORTED: &str = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, \
+    Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM";
+/// The GGUF architectures understood.
+pub const GGUF_SUPPORTED: &str = "llama, qwen2, qwen3, phi3, gemma2, gemma3";
+
+/// The config of a Hugging Face model directory.
+pub fn hf_config(dir: &Path) -> Result<Config, ModelError> {
     let json = HfJson::read(&dir.join("config.json"))?;
     let arch = json
         .get("architectures")
@@ -220,57 +220,143 @@ fn open_hf(dir: &Path) -> Result<(Transformer, Tokenizer), ModelError> {
         .or_else(|| json.get("model_type").and_then(|m| m.as_str()))
         .unwrap_or("")
         .to_string();
-    let unknown = || ModelError::UnknownArchitecture {
-        path: json.path.clone(),
-        arch: arch.clone(),
-        supported: "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM",
-    };
-    let cfg = match arch.as_str() {
-        "LlamaForCausalLM" | "llama" => llama::config_from_hf(&json)?,
-        "Qwen2ForCausalLM" | "qwen2" => qwen2::config_from_hf(&json)?,
-        "Qwen3ForCausalLM" | "qwen3" => qwen3::config_from_hf(&json)?,
-        "Phi3ForCausalLM" | "phi3" => phi3::config_from_hf(&json)?,
-        _ => return Err(unknown()),
-    };
-    let tokenizer = Tokenizer::from_hf_file(dir.join("tokenizer.json"))?;
-    let weights = hf::Weights::open(dir)?;
-    // How each architecture's files differ from the canonical weights: phi3 fuses matrices,
-    // llama orders its q/k rows for the other RoPE layout.
-    let model = match cfg.arch.as_str() {
-        "phi3" => {
-            let unfused = phi3::Unfused::new(&weights, &cfg);
-            Transformer::load(cfg, &unfused, phi3::hf_name, false)?
-        }
+    match arch.as_str() {
+        "LlamaForCausalLM" | "llama" => llama::config_from_hf(&json),
+        "Qwen2ForCausalLM" | "qwen2" => qwen2::config_from_hf(&json),
+        "Qwen3ForCausalLM" | "qwen3" => qwen3::config_from_hf(&json),
+        "Phi3ForCausalLM" | "phi3" => phi3::config_from_hf(&json),
+        "Gemma2ForCausalLM" | "gemma2" => gemma2::config_from_hf(&json),
+        "Gemma3ForCausalLM" | "gemma3_text" => gemma3::config_from_hf(&json),
+        _ => Err(ModelError::UnknownArchitecture {
+            path: json.path.clone(),
+            arch,
+            supported: HF_SUPPORTED,
+        }),
+    }
+}
+
+/// Runs `f` over a Hugging Face directory's weights as the transformer reads them: the file
+/// wrapped as its architecture needs (phi3 fuses matrices, llama orders its q/k rows for the
+/// other RoPE layout, Gemma stores its norms as offsets from 1) and the naming.
+pub(crate) fn with_hf<R>(
+    weights: &hf::Weights,
+    cfg: &Config,
+    f: impl FnOnce(&dyn TensorFile, Naming) -> Result<R, ModelError>,
+) -> Result<R, ModelError> {
+    match cfg.arch.as_str() {
+        "phi3" => f(&phi3::Unfused::new(weights, cfg), phi3::hf_name),
         "llama" => {
             let reordered = llama::GgufOrder {
-                inner: &weights,
+                inner: weights,
                 heads: cfg.heads,
                 kv_heads: cfg.kv_heads,
             };
-            Transformer::load(cfg, &reordered, llama::hf_name, false)?
+            f(&reordered, llama::hf_name)
         }
-        _ => Transformer::load(cfg, &weights, llama::hf_name, false)?,
-    };
+        "gemma2" | "gemma3" => f(&gemma2::NormsPlusOne { inner: weights }, gemma2::hf_name),
+        _ => f(weights, llama::hf_name),
+    }
+}
+
+fn open_hf(dir: &Path) -> Result<(Transformer, Tokenizer), ModelError> {
+    let cfg = hf_config(dir)?;
+    let tokenizer = Tokenizer::from_hf_file(dir.join("tokenizer.json"))?;
+    let weights = hf::Weights::open(dir)?;
+    let model = with_hf(&weights, &cfg, |file, naming| {
+        Transformer::load(cfg.clone(), file, naming, &[], false)
+    })?;
     Ok((model, tokenizer))
+}
+
+/// The config of a GGUF file.
+pub fn gguf_config(g: &Gguf) -> Result<Config, ModelError> {
+    match g.architecture()? {
+        "llama" => llama::config_from_gguf(g),
+        "qwen2" => qwen2::config_from_gguf(g),
+        "qwen3" => qwen3::config_from_gguf(g),
+        "phi3" => phi3::config_from_gguf(g),
+        "gemma2" => gemma2::config_from_gguf(g),
+        "gemma3" => gemma3::config_from_gguf(g),
+        other => Err(ModelError::UnknownArchitecture {
+            path: g.path().to_path_buf(),
+            arch: other.to_string(),
+            supported: GGUF_SUPPORTED,
+        }),
+    }
+}
+
+/// Runs `f` over a GGUF file as the transformer reads it: wrapped, named, and with the tensors
+/// the family's config reader took (`extra`).
+fn with_gguf<R>(
+    g: &Gguf,
+    cfg: &Config,
+    f: impl FnOnce(&dyn TensorFile, Naming, &[&str]) -> Result<R, ModelError>,
+) -> Result<R, ModelError> {
+    match cfg.arch.as_str() {
+        "phi3" => {
+            let naming: Naming = match g.tensor_info("blk.0.attn_qkv.weight") {
+                Some(_) => phi3::gguf_name_fused,
+                None => phi3::gguf_name_split,
+            };
+            f(
+                &phi3::Unfused::new(g, cfg),
+                naming,
+                phi3::GGUF_EXTRA_TENSORS,
+            )
+        }
+        "llama" => f(g, llama::gguf_name, llama::GGUF_EXTRA_TENSORS),
+        "gemma2" | "gemma3" => f(g, gemma2::gguf_name, &[]),
+        _ => f(g, llama::gguf_name, &[]),
+    }
 }
 
 fn open_gguf(path: &Path, integer: bool) -> Result<(Transformer, Tokenizer), ModelError> {
     let g = Gguf::open(path)?;
-    let cfg = match g.architecture()? {
-        "llama" => llama::config_from_gguf(&g)?,
-        "qwen2" => qwen2::config_from_gguf(&g)?,
-        "qwen3" => qwen3::config_from_gguf(&g)?,
-        other => {
-            return Err(ModelError::UnknownArchitecture {
-                path: path.to_path_buf(),
-                arch: other.to_string(),
-                supported: "llama, qwen2, qwen3",
-            })
-        }
-    };
+    let cfg = gguf_config(&g)?;
     let tokenizer = Tokenizer::from_gguf(&g)?;
-    let model = Transformer::load(cfg, &g, llama::gguf_name, integer)?;
+    let model = with_gguf(&g, &cfg, |file, naming, extra| {
+        Transformer::load(cfg.clone(), file, naming, extra, integer)
+    })?;
     Ok((model, tokenizer))
+}
+
+/// Everything `Scorer::open` checks, without reading the weights' data: the config, every
+/// tensor's presence, shape and type, no tensor left unread, the tokenizer and its vocabulary.
+/// Returns the config and the tokenizer (what `model inspect` describes).
+pub fn check(path: &Path) -> Result<(Config, Tokenizer), ModelError> {
+    let (cfg, tokenizer) = if path.is_dir() {
+        let cfg = hf_config(path)?;
+        let tokenizer = Tokenizer::from_hf_file(path.join("tokenizer.json"))?;
+        let weights = hf::Weights::open(path)?;
+        with_hf(&weights, &cfg, |file, naming| {
+            Transformer::check(&cfg, file, naming, &[])
+        })?;
+        (cfg, tokenizer)
+    } else {
+        let g = Gguf::open(path)?;
+        let cfg = gguf_config(&g)?;
+        let tokenizer = Tokenizer::from_gguf(&g)?;
+        with_gguf(&g, &cfg, |file, naming, extra| {
+            Transformer::check(&cfg, file, naming, extra)
+        })?;
+        (cfg, tokenizer)
+    };
+    vocabulary_fits(path, &tokenizer, &cfg)?;
+    Ok((cfg, tokenizer))
+}
+
+fn vocabulary_fits(path: &Path, tokenizer: &Tokenizer, cfg: &Config) -> Result<(), ModelError> {
+    if tokenizer.vocab_size() > cfg.vocab_size {
+        return Err(ModelError::Tokenizer {
+            path: path.to_path_buf(),
+            detail: format!(
+                "{} tokens, more than the model's vocabulary of {}",
+                tokenizer.vocab_size(),
+                cfg.vocab_size
+            ),
+        });
+    }
+    Ok(())
 }
 
 impl TensorFile for Gguf {
@@ -288,5 +374,27 @@ impl TensorFile for Gguf {
 
     fn blocks(&self, name: &str) -> Result<Option<Blocks>, ModelError> {
         Ok(self.tensor_blocks(name))
+    }
+
+    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
+        let Some(info) = self.tensor_info(name) else {
+            return Ok(None);
+        };
+        let ty = quant::type_name(info.type_id);
+        if GgmlType::from_id(info.type_id).is_none() {
+            return Err(ModelError::UnsupportedType {
+                path: Gguf::path(self).to_path_buf(),
+                tensor: name.to_string(),
+                ty,
+            });
+        }
+        Ok(Some(TensorDesc {
+            shape: info.shape(),
+            ty,
+        }))
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.tensor_names().map(str::to_string).collect()
     }
 }

@@ -1,17 +1,19 @@
-//! The one decoder block every supported architecture shares, in burn: RMSNorm, RoPE
-//! (interleaved or NEOX, partial rotary, longrope), grouped-query attention over a KV cache that
-//! forks for free (tensors are reference-counted, appending makes new ones), SwiGLU MLP, final
-//! norm, and an LM head applied only to the rows that are scored.
+//! The one decoder block every supported architecture shares: RMSNorm, RoPE (interleaved or
+//! NEOX, partial rotary, longrope, per-frequency factors, a second rope for local layers),
+//! grouped-query attention over a KV cache that forks for free (chunks are reference-counted),
+//! optionally soft-capped and windowed, SwiGLU or GeGLU MLP, optional post-norms, final norm,
+//! and an LM head (optionally soft-capped) applied only to the rows that are scored.
 //!
-//! Architectures differ only in how their files name and pack the weights (see `llama`,
-//! `phi3`): they hand this module tensors under the canonical names of [`Part`].
+//! Architectures differ only in their `Config` and in how their files name and pack the weights
+//! (see `llama`, `phi3`, `gemma2`, `gemma3`): they hand this module tensors under the canonical
+//! names of [`Part`].
 
 use std::path::Path;
 
 use std::sync::Arc;
 
 use super::attention::{self, Heads};
-use super::config::{Config, RopeLayout};
+use super::config::{Activation, Config, Rope, RopeLayout};
 use super::gguf::BlockBytes;
 use super::kernels;
 use super::qmatmul::{self, QMatrix};
@@ -44,6 +46,18 @@ pub trait TensorFile {
     fn blocks(&self, _name: &str) -> Result<Option<Blocks>, ModelError> {
         Ok(None)
     }
+    /// The shape and stored type of `name` without reading its data (`Transformer::check`);
+    /// `Ok(None)` when the file has no such tensor. An unsupported type is an error naming it.
+    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError>;
+    /// Every tensor name the file holds, for the check that none is left unread.
+    fn names(&self) -> Vec<String>;
+}
+
+/// A tensor's shape (PyTorch order) and its stored type's name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorDesc {
+    pub shape: Vec<usize>,
+    pub ty: String,
 }
 
 /// The canonical weights of the model, independent of file naming.
@@ -63,6 +77,9 @@ pub enum Part {
     KNorm(usize),
     O(usize),
     MlpNorm(usize),
+    /// Gemma's norms of the attention output and of the MLP output.
+    PostAttnNorm(usize),
+    PostMlpNorm(usize),
     Gate(usize),
     Up(usize),
     Down(usize),
@@ -141,6 +158,8 @@ struct Layer {
     k_norm: Option<Vec<f32>>,
     wo: Matrix,
     mlp_norm: Vec<f32>,
+    post_attn_norm: Option<Vec<f32>>,
+    post_mlp_norm: Option<Vec<f32>>,
     /// Gate and up projections stacked into one `[2 I, d]` matrix.
     w_gate_up: Matrix,
     w_down: Matrix,
@@ -154,6 +173,8 @@ pub struct Transformer {
     final_norm: Vec<f32>,
     layers: Vec<Layer>,
     inv_freq: Vec<f32>,
+    /// Local layers' frequencies when their rope differs (`Config::rope_local`).
+    inv_freq_local: Option<Vec<f32>>,
 }
 
 /// Keys and values of a run of consecutive positions for every layer: `k[layer]` and
@@ -187,17 +208,18 @@ impl State {
 }
 
 impl Transformer {
-    /// Builds the model from `file`, checking every tensor's shape against `cfg` and refusing
-    /// non-finite weights.
+    /// Builds the model from `file`, after [`Transformer::check`] (with `extra`, the tensors the
+    /// family's config reader took), refusing non-finite weights.
     /// Quantised weights stay quantised (`qmatmul`): with `integer` they multiply 8-bit
     /// activations in integers, otherwise as f32, dequantised a tile at a time.
     pub fn load(
         cfg: Config,
         file: &dyn TensorFile,
         naming: Naming,
+        extra: &[&str],
         integer: bool,
     ) -> Result<Transformer, ModelError> {
-        cfg.validate(file.path())?;
+        Self::check(&cfg, file, naming, extra)?;
         let (d, hd) = (cfg.hidden, cfg.head_dim);
         let (q_rows, kv_rows) = (cfg.heads * hd, cfg.kv_heads * hd);
         let loader = Loader {
@@ -238,6 +260,14 @@ impl Transformer {
                 k_norm,
                 wo: loader.matrix(q_rows, &[(Part::O(l), d)])?,
                 mlp_norm: loader.data(Part::MlpNorm(l), &[d])?,
+                post_attn_norm: match cfg.post_norms {
+                    true => Some(loader.data(Part::PostAttnNorm(l), &[d])?),
+                    false => None,
+                },
+                post_mlp_norm: match cfg.post_norms {
+                    true => Some(loader.data(Part::PostMlpNorm(l), &[d])?),
+                    false => None,
+                },
                 w_gate_up: loader.matrix(
                     d,
                     &[
@@ -256,6 +286,7 @@ impl Transformer {
         };
         let final_norm = loader.data(Part::FinalNorm, &[d])?;
         let inv_freq = cfg.rope.inv_freq();
+        let inv_freq_local = cfg.rope_local.as_ref().map(Rope::inv_freq);
         Ok(Transformer {
             cfg,
             embed,
@@ -263,7 +294,107 @@ impl Transformer {
             final_norm,
             layers,
             inv_freq,
+            inv_freq_local,
         })
+    }
+
+    /// Every tensor `cfg` needs with its expected shape, in `Part` names.
+    pub fn parts(cfg: &Config) -> Vec<(Part, Vec<usize>)> {
+        let (d, hd, i) = (cfg.hidden, cfg.head_dim, cfg.intermediate);
+        let (q_rows, kv_rows) = (cfg.heads * hd, cfg.kv_heads * hd);
+        let mut out = vec![
+            (Part::Embed, vec![cfg.vocab_size, d]),
+            (Part::FinalNorm, vec![d]),
+        ];
+        if !cfg.tied_embeddings {
+            out.push((Part::LmHead, vec![cfg.vocab_size, d]));
+        }
+        for l in 0..cfg.layers {
+            out.extend([
+                (Part::AttnNorm(l), vec![d]),
+                (Part::Q(l), vec![q_rows, d]),
+                (Part::K(l), vec![kv_rows, d]),
+                (Part::V(l), vec![kv_rows, d]),
+                (Part::O(l), vec![d, q_rows]),
+                (Part::MlpNorm(l), vec![d]),
+                (Part::Gate(l), vec![i, d]),
+                (Part::Up(l), vec![i, d]),
+                (Part::Down(l), vec![d, i]),
+            ]);
+            if cfg.qkv_bias {
+                out.extend([
+                    (Part::QBias(l), vec![q_rows]),
+                    (Part::KBias(l), vec![kv_rows]),
+                    (Part::VBias(l), vec![kv_rows]),
+                ]);
+            }
+            if cfg.qk_norm {
+                out.extend([(Part::QNorm(l), vec![hd]), (Part::KNorm(l), vec![hd])]);
+            }
+            if cfg.post_norms {
+                out.extend([
+                    (Part::PostAttnNorm(l), vec![d]),
+                    (Part::PostMlpNorm(l), vec![d]),
+                ]);
+            }
+        }
+        out
+    }
+
+    /// The checks of `load` that need no weight data: the config's relations, every tensor
+    /// present with its shape and a supported type, and no tensor in the file left unread
+    /// (besides `extra`, the ones the family's config reader took). What `model add` and
+    /// `model inspect` run; `load` runs it first.
+    pub fn check(
+        cfg: &Config,
+        file: &dyn TensorFile,
+        naming: Naming,
+        extra: &[&str],
+    ) -> Result<(), ModelError> {
+        let path = file.path().to_path_buf();
+        cfg.validate(&path)?;
+        let mut used: std::collections::HashSet<String> =
+            extra.iter().map(|s| s.to_string()).collect();
+        for (part, shape) in Self::parts(cfg) {
+            let tensor = naming(part);
+            let desc = file
+                .describe(&tensor)?
+                .ok_or_else(|| ModelError::MissingTensor {
+                    path: path.clone(),
+                    tensor: tensor.clone(),
+                })?;
+            if desc.shape != shape {
+                return Err(ModelError::Shape {
+                    path,
+                    tensor,
+                    expected: shape,
+                    found: desc.shape,
+                });
+            }
+            // A fused tensor (`name[slot]`) is read under its own name.
+            let stored = tensor.split_once('[').map_or(tensor.as_str(), |(n, _)| n);
+            used.insert(stored.to_string());
+        }
+        let mut unread: Vec<String> = file
+            .names()
+            .into_iter()
+            .filter(|n| !used.contains(n))
+            .collect();
+        unread.sort();
+        if let Some(first) = unread.first() {
+            return Err(ModelError::Invalid {
+                path,
+                detail: format!(
+                    "tensor {first} is not implemented for {}{}",
+                    cfg.arch,
+                    match unread.len() {
+                        1 => String::new(),
+                        n => format!(" (nor {} more: {})", n - 1, unread[1..].join(", ")),
+                    }
+                ),
+            });
+        }
+        Ok(())
     }
 
     pub fn config(&self) -> &Config {
@@ -307,7 +438,7 @@ impl Transformer {
     /// chosen token, then this).
     pub fn next_logits(&self, state: &State) -> Result<Vec<f32>, ModelError> {
         let last = Self::last(state)?;
-        let logits = on_pool(|| self.head().matmul(last));
+        let logits = on_pool(|| self.logits(last));
         match logits.iter().position(|l| !l.is_finite()) {
             Some(i) => Err(non_finite(format!("logit of token {i}"), logits[i])),
             None => Ok(logits),
@@ -337,7 +468,7 @@ impl Transformer {
             rows.extend(self.final_norm(&hidden));
         }
         let vocab = self.cfg.vocab_size;
-        let logits = self.head().matmul(&rows);
+        let logits = self.logits(&rows);
         logits
             .chunks_exact(vocab)
             .zip(tokens)
@@ -362,6 +493,15 @@ impl Transformer {
                 "cannot score from an empty state: the context must have at least one token".into(),
             )
         })
+    }
+
+    /// The LM head over final-normed rows, soft-capped when the model says so.
+    fn logits(&self, rows: &[f32]) -> Vec<f32> {
+        let mut logits = self.head().matmul(rows);
+        if let Some(cap) = self.cfg.final_softcap {
+            logits.iter_mut().for_each(|l| *l = cap * (*l / cap).tanh());
+        }
+        logits
     }
 
     fn head(&self) -> &Matrix {
@@ -398,17 +538,33 @@ impl Transformer {
             .iter()
             .flat_map(|&tok| self.embed.row(tok as usize))
             .collect();
-        let (cos, sin) = self.rope_tables(p0, t);
+        if let Some(s) = self.cfg.embed_scale {
+            x.iter_mut().for_each(|v| *v *= s);
+        }
+        let (cos, sin) = self.rope_tables(&self.inv_freq, self.cfg.rope.scale(), p0, t);
+        let local = self.inv_freq_local.as_ref().map(|f| {
+            let scale = self.cfg.rope_local.as_ref().map_or(1.0, Rope::scale);
+            self.rope_tables(f, scale, p0, t)
+        });
         let mut chunk = KvChunk {
             k: Vec::with_capacity(self.layers.len()),
             v: Vec::with_capacity(self.layers.len()),
         };
         for (l, layer) in self.layers.iter().enumerate() {
-            let (k, v) = self.block(layer, &state.chunks, l, &mut x, p0, &cos, &sin);
+            let (cos, sin) = match (&local, self.is_local(l)) {
+                (Some((c, s)), true) => (c.as_slice(), s.as_slice()),
+                _ => (cos.as_slice(), sin.as_slice()),
+            };
+            let (k, v) = self.block(layer, &state.chunks, l, &mut x, p0, cos, sin);
             chunk.k.push(k);
             chunk.v.push(v);
         }
         Ok((chunk, x))
+    }
+
+    /// Whether layer `l` attends within the sliding window.
+    fn is_local(&self, l: usize) -> bool {
+        self.cfg.local_layers.get(l).copied().unwrap_or(false)
     }
 
     /// One decoder block over `x: [t, d]` in place; returns this run's keys and values.
@@ -454,7 +610,10 @@ impl Transformer {
         self.rope(&mut k, cos, sin);
 
         let attn = self.attention(past, layer, &q, &k, &v, p0);
-        let out = w.wo.matmul(&attn);
+        let mut out = w.wo.matmul(&attn);
+        if let Some(norm) = &w.post_attn_norm {
+            out = kernels::rms_norm(&out, norm, c.norm_eps);
+        }
         x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
 
         // The MLP, whose activations are the widest, a bounded number of rows at a time: every
@@ -466,9 +625,15 @@ impl Transformer {
             let gu = w.w_gate_up.matmul(&hn);
             let act: Vec<f32> = gu
                 .chunks_exact(2 * i)
-                .flat_map(|row| kernels::silu_mul(&row[..i], &row[i..]))
+                .flat_map(|row| match c.activation {
+                    Activation::Silu => kernels::silu_mul(&row[..i], &row[i..]),
+                    Activation::GeluTanh => gelu_tanh_mul(&row[..i], &row[i..]),
+                })
                 .collect();
-            let out = w.w_down.matmul(&act);
+            let mut out = w.w_down.matmul(&act);
+            if let Some(norm) = &w.post_mlp_norm {
+                out = kernels::rms_norm(&out, norm, c.norm_eps);
+            }
             x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
         }
         (k, v)
@@ -496,18 +661,31 @@ impl Transformer {
             heads: c.heads,
             kv_heads: c.kv_heads,
             head_dim: c.head_dim,
+            scale: c.attn_scale,
+            softcap: c.attn_softcap,
+            window: match self.is_local(layer) {
+                true => c.sliding_window,
+                false => None,
+            },
         };
         attention::attention(&spans, q, shape, p0)
     }
 
-    /// cos and sin `[t, rotary/2]` for positions `p0..p0+t`, times the longrope factor.
-    fn rope_tables(&self, p0: usize, t: usize) -> (Vec<f32>, Vec<f32>) {
-        let half = self.inv_freq.len();
-        let scale = self.cfg.rope.scale() as f64;
+    /// cos and sin `[t, rotary/2]` for positions `p0..p0+t` at frequencies `inv_freq`, times
+    /// the longrope factor `scale`.
+    fn rope_tables(
+        &self,
+        inv_freq: &[f32],
+        scale: f32,
+        p0: usize,
+        t: usize,
+    ) -> (Vec<f32>, Vec<f32>) {
+        let half = inv_freq.len();
+        let scale = scale as f64;
         let mut cos = Vec::with_capacity(t * half);
         let mut sin = Vec::with_capacity(t * half);
         for p in p0..p0 + t {
-            for &f in &self.inv_freq {
+            for &f in inv_freq {
                 // The angle in f64: positions times frequencies lose digits in f32.
                 let a = p as f64 * f as f64;
                 cos.push((a.cos() * scale) as f32);
@@ -541,6 +719,19 @@ impl Transformer {
             }
         }
     }
+}
+
+/// `gelu(gate) · up` with GELU's tanh approximation, `0.5 g (1 + tanh(√(2/π) (g + 0.044715 g³)))`,
+/// element by element in f32 (the same operations on every path).
+fn gelu_tanh_mul(gate: &[f32], up: &[f32]) -> Vec<f32> {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    gate.iter()
+        .zip(up)
+        .map(|(&g, &u)| {
+            let inner = SQRT_2_OVER_PI * g * (1.0 + 0.044_715 * g * g);
+            0.5 * g * (1.0 + inner.tanh()) * u
+        })
+        .collect()
 }
 
 /// Runs `f` on a thread of the current rayon pool (inline when already on one), for short runs.

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Dev only: llama.cpp's label log-probs on the family files (issue 23), as the goldens
+fixtures/golden/families-llamacpp.json that tests/families_llamacpp.rs compares our engine with.
+
+The files are random-weight GGUFs at the real models' shapes, 2 layers, written by
+`deltalogic dev family-files` (src/model/family_files.rs says what each carries); the golden
+records each file's sha256, and the test writes the same bytes again and checks it.
+
+Usage: scripts/llamacpp_families.py [--deltalogic target/release/deltalogic] [--dir /tmp/fam]
+Needs llama.cpp built by scripts/llamacpp.sh; builds scripts/llamacpp_logprobs.cpp against it.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--deltalogic", default="target/debug/deltalogic")
+ap.add_argument("--dir", default="/tmp/deltalogic-families")
+ap.add_argument("--threads", default="2")
+ap.add_argument("--out", default="fixtures/golden/families-llamacpp.json")
+a = ap.parse_args()
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(here)
+src = os.path.join(root, ".tools", "llama-cpp-python-0.3.36", "vendor", "llama.cpp")
+bin_dir = os.path.join(root, ".tools", "llama.cpp-build", "bin")
+exe = os.path.join(bin_dir, "deltalogic-logprobs")
+subprocess.run(
+    ["g++", "-O2", "-std=c++17", os.path.join(here, "llamacpp_logprobs.cpp"), "-o", exe,
+     "-I", os.path.join(src, "include"), "-I", os.path.join(src, "ggml", "include"),
+     "-L", bin_dir, "-lllama", "-lggml", "-lggml-base", f"-Wl,-rpath,{bin_dir}"],
+    check=True,
+)
+files = subprocess.run([a.deltalogic, "dev", "family-files", "--out", a.dir], check=True,
+                       capture_output=True, text=True).stdout.split("\n")
+files = [f.split(" ")[0] for f in files if f.strip()]
+
+
+def cases():
+    """Eight contexts of 9 to 37 tokens, each with three continuations of 1 to 3 tokens: ids
+    from a fixed linear congruential sequence over the 320-token vocabulary."""
+    state = 12345
+    def draw():
+        nonlocal state
+        state = (state * 1103515245 + 12345) % (1 << 31)
+        return state % 320
+    out = []
+    for c in range(8):
+        ctx = [draw() for _ in range(9 + 4 * c)]
+        labels = [[draw() for _ in range(1 + (c + j) % 3)] for j in range(3)]
+        out.append((ctx, labels))
+    return out
+
+
+golden = {
+    "source": "llama.cpp (llama-cpp-python 0.3.36 vendor tree, build llama.cpp-build), f32 KV "
+              "cache, no flash attention, scripts/llamacpp_logprobs.cpp",
+    "files": [],
+}
+for path in files:
+    sha = hashlib.sha256(open(path, "rb").read()).hexdigest()
+    lines = []
+    cs = cases()
+    for ctx, labels in cs:
+        for l in labels:
+            lines.append(" ".join(map(str, [len(ctx)] + ctx + l)))
+    run = subprocess.run([exe, path, a.threads], input="\n".join(lines) + "\n",
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        print(f"{os.path.basename(path)}: llama.cpp failed: {run.stderr[-2000:]}")
+        continue
+    out = iter(run.stdout.splitlines())
+    entry = {"file": os.path.basename(path), "sha256": sha, "cases": []}
+    for ctx, labels in cs:
+        entry["cases"].append({
+            "context": ctx,
+            "labels": [{"tokens": l, "logprobs": [float(x) for x in next(out).split()]}
+                       for l in labels],
+        })
+    golden["files"].append(entry)
+    print(f"{entry['file']}: {sum(len(c['labels']) for c in entry['cases'])} labels")
+with open(a.out, "w") as f:
+    json.dump(golden, f, indent=1)
+    f.write("\n")

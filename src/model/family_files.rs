@@ -1,0 +1,247 @@
+//! Random-weight GGUF files at the real models' shapes and metadata, depth cut to 2 layers: what
+//! llama.cpp scores for the family goldens (`scripts/llamacpp_families.py`,
+//! `fixtures/golden/families-llamacpp.json`) and what `tests/families_llamacpp.rs` writes again
+//! to compare our engine with those goldens. Deterministic: the same bytes on every machine
+//! (each golden records the sha256 of the file it was made from, and the test checks it).
+//!
+//! Each file has the real config's hidden size, intermediate size, heads, KV heads, head dim,
+//! rope base and scaling, rotary dims, norms epsilon, context length, soft-caps and sliding
+//! window; the layer count is cut to 2 and the tokenizer is the fixtures' 320-token byte-level
+//! BPE (`fixtures::tokenizer_json`), since no installable package ships these models' own
+//! tokenizers at a size CI can carry (the vocabulary sizes the embedding). Gemma 3's two layers
+//! are one local and one global, so that both of its ropes are checked.
+
+use std::path::{Path, PathBuf};
+
+use super::config::{Activation, Config, LongRope, Rope, RopeLayout};
+use super::gguf_write::{config_metadata, tokenizer_from_json, GgufWriter, Meta, Store};
+use super::transformer::{Part, Transformer};
+use super::{gemma2, llama, phi3, ModelError};
+use crate::rng::Rng;
+
+/// The seed of every family file.
+pub const SEED: u64 = 20_261_126;
+const LAYERS: usize = 2;
+const VOCAB: usize = 320;
+
+/// The files written: name, and the real model whose shapes it has.
+pub const FILES: [(&str, &str); 5] = [
+    ("llama3-1b", "Llama-3.2-1B-Instruct"),
+    ("qwen3-0.6b", "Qwen3-0.6B"),
+    ("phi3-mini4", "Phi-4-mini-instruct"),
+    ("gemma2-2b", "gemma-2-2b-it"),
+    ("gemma3-1b", "gemma-3-1b-it"),
+];
+
+fn base(
+    arch: &str,
+    hidden: usize,
+    intermediate: usize,
+    heads: usize,
+    kv: usize,
+    hd: usize,
+) -> Config {
+    Config {
+        arch: arch.into(),
+        vocab_size: VOCAB,
+        hidden,
+        intermediate,
+        layers: LAYERS,
+        heads,
+        kv_heads: kv,
+        head_dim: hd,
+        norm_eps: 1e-6,
+        rope: Rope {
+            theta: 10_000.0,
+            layout: RopeLayout::Neox,
+            rotary_dim: hd,
+            longrope: None,
+            freq_factors: None,
+            scaling: None,
+        },
+        max_positions: 32_768,
+        qkv_bias: false,
+        qk_norm: false,
+        tied_embeddings: true,
+        activation: Activation::Silu,
+        embed_scale: None,
+        post_norms: false,
+        attn_scale: 1.0 / (hd as f32).sqrt(),
+        attn_softcap: None,
+        final_softcap: None,
+        sliding_window: None,
+        local_layers: Vec::new(),
+        rope_local: None,
+    }
+}
+
+/// The config of the file `name` (one of `FILES`).
+pub fn config(name: &str) -> Option<Config> {
+    Some(match name {
+        "llama3-1b" => {
+            let mut c = base("llama", 2048, 8192, 32, 8, 64);
+            c.norm_eps = 1e-5;
+            c.rope.theta = 500_000.0;
+            c.rope.layout = RopeLayout::Interleaved;
+            c.max_positions = 131_072;
+            // rope_scaling {"rope_type": "llama3", "factor": 32, "low_freq_factor": 1,
+            // "high_freq_factor": 4, "original_max_position_embeddings": 8192}
+            let json = super::config::HfJson {
+                path: PathBuf::from("config.json"),
+                value: serde_json::Value::Null,
+            };
+            let s = serde_json::json!({"rope_type": "llama3", "factor": 32.0,
+                "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192});
+            c.rope.freq_factors = llama::llama3_factors(&json, &s, &c).ok();
+            c.rope.scaling = Some("llama3".into());
+            c
+        }
+        "qwen3-0.6b" => {
+            let mut c = base("qwen3", 1024, 3072, 16, 8, 128);
+            c.rope.theta = 1_000_000.0;
+            c.qk_norm = true;
+            c.max_positions = 40_960;
+            c
+        }
+        "phi3-mini4" => {
+            let mut c = base("phi3", 3072, 8192, 24, 8, 128);
+            c.norm_eps = 1e-5;
+            c.rope.rotary_dim = 96;
+            c.max_positions = 131_072;
+            // Longrope divisors of Phi-4-mini's shape (48 each); short ones near 1, long ones
+            // rising, as in the released config.
+            let short: Vec<f32> = (0..48)
+                .map(|i| 1.0 + 0.05 * (i as f32 / 47.0).powi(3))
+                .collect();
+            let long: Vec<f32> = (0..48)
+                .map(|i| 1.0 + 40.0 * (i as f32 / 47.0).powi(2))
+                .collect();
+            let factor = 131_072.0f64 / 4096.0;
+            c.rope.longrope = Some(LongRope {
+                short_factor: short,
+                long_factor: long,
+                original_max_positions: 4096,
+                attention_factor: (1.0 + factor.ln() / 4096f64.ln()).sqrt() as f32,
+            });
+            c.rope.scaling = Some("longrope".into());
+            c
+        }
+        "gemma2-2b" => {
+            let mut c = base("gemma2", 2304, 9216, 8, 4, 256);
+            c.activation = Activation::GeluTanh;
+            c.embed_scale = Some((2304f32).sqrt());
+            c.post_norms = true;
+            c.attn_softcap = Some(50.0);
+            c.final_softcap = Some(30.0);
+            c.sliding_window = Some(4096);
+            c.local_layers = gemma2::pattern_layers(LAYERS, 2);
+            c.max_positions = 8192;
+            c
+        }
+        "gemma3-1b" => {
+            let mut c = base("gemma3", 1152, 6912, 4, 1, 256);
+            c.activation = Activation::GeluTanh;
+            c.embed_scale = Some((1152f32).sqrt());
+            c.post_norms = true;
+            c.qk_norm = true;
+            c.rope.theta = 1_000_000.0;
+            c.sliding_window = Some(512);
+            c.local_layers = vec![true, false];
+            c.rope_local = Some(Rope {
+                theta: 10_000.0,
+                ..c.rope.clone()
+            });
+            c
+        }
+        _ => return None,
+    })
+}
+
+/// Writes `dir/<name>-<f32|q8_0>.gguf` and returns its path.
+pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError> {
+    let cfg = config(name)
+        .ok_or_else(|| super::config::invalid(dir, format!("no family file {name:?}")))?;
+    let suffix = match store {
+        Store::F32 => "f32",
+        Store::F16 => "f16",
+        Store::Q8_0 => "q8_0",
+    };
+    let path = dir.join(format!("{name}-{suffix}.gguf"));
+    let mut w = GgufWriter::default();
+    config_metadata(&mut w, &cfg);
+    // Not the file name: llama.cpp changes token attributes for a general.name containing
+    // "phi3", which needs that family's own special tokens.
+    let real = FILES.iter().find(|f| f.0 == name).map_or(name, |f| f.1);
+    w.kv(
+        "general.name",
+        Meta::Str(format!("{real} shapes, random weights")),
+    );
+    let tok = dir.join(format!("{name}-tokenizer.json"));
+    super::hf::write(&tok, &super::hf::pretty(&super::fixtures::tokenizer_json()))?;
+    tokenizer_from_json(&mut w, &tok)?;
+    let _ = std::fs::remove_file(&tok);
+    let naming: fn(Part) -> String = match cfg.arch.as_str() {
+        "phi3" => phi3::gguf_name_fused,
+        "gemma2" | "gemma3" => gemma2::gguf_name,
+        _ => llama::gguf_name,
+    };
+    let mut rng = Rng::derive(SEED, name);
+    let mut stacked: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
+    for (part, shape) in Transformer::parts(&cfg) {
+        let n: usize = shape.iter().product();
+        let fan_in = *shape.last().unwrap_or(&1);
+        let vector = shape.len() == 1;
+        let gemma_norm = cfg.post_norms
+            && vector
+            && !matches!(part, Part::QBias(_) | Part::KBias(_) | Part::VBias(_));
+        let data: Vec<f32> = (0..n)
+            .map(|_| {
+                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+                (match part {
+                    Part::Embed | Part::LmHead => 0.3 * u,
+                    _ if gemma_norm => 1.0 + 0.2 * u,
+                    _ if vector => 1.0 + 0.2 * u,
+                    _ => u * (3.0 / fan_in as f64).sqrt(),
+                }) as f32
+            })
+            .collect();
+        let name = naming(part);
+        let stored = name
+            .split_once('[')
+            .map_or(name.clone(), |(n, _)| n.to_string());
+        match stacked.iter_mut().find(|s| s.0 == stored) {
+            Some(s) => {
+                s.1[0] += shape[0];
+                s.2.extend(data);
+            }
+            None => stacked.push((stored, shape, data)),
+        }
+    }
+    for (name, shape, data) in &stacked {
+        // The embedding stays f32 in the quantised files, as in the mixes llama.cpp writes for
+        // small vocabularies; every matrix of the blocks is Q8_0.
+        let s = if name == "token_embd.weight" {
+            Store::F32
+        } else {
+            store
+        };
+        w.tensor(name.clone(), shape, data, s);
+    }
+    if let Some(l) = &cfg.rope.longrope {
+        let n = l.short_factor.len();
+        w.tensor("rope_factors_long.weight", &[n], &l.long_factor, Store::F32);
+        w.tensor(
+            "rope_factors_short.weight",
+            &[n],
+            &l.short_factor,
+            Store::F32,
+        );
+    }
+    if cfg.rope.scaling.as_deref() == Some("llama3") {
+        let f = cfg.rope.freq_factors.as_ref().expect("llama3 sets factors");
+        w.tensor("rope_freqs.weight", &[f.len()], f, Store::F32);
+    }
+    w.write(&path)?;
+    Ok(path)
+}

@@ -1,0 +1,228 @@
+//! Gemma 2: Llama's block with
+//! - the token embedding scaled by √hidden as it is looked up, and always reused as the LM head;
+//! - an RMSNorm on the attention output and another on the MLP output, each before its residual
+//!   add (`post_attention_layernorm`, `post_feedforward_layernorm`), the MLP's input norm being
+//!   `pre_feedforward_layernorm`;
+//! - GeGLU (GELU, tanh approximation) in place of SwiGLU;
+//! - attention scores soft-capped, `cap · tanh(s / cap)`, and the final logits too;
+//! - q scaled by `query_pre_attn_scalar^-½` (llama.cpp: `1/√head_dim`, or `1/√(hidden/heads)`
+//!   for the 46-layer 27B, which is what `query_pre_attn_scalar` says for each released size);
+//! - every other layer local, attending to the last `sliding_window` positions (layer 0 local).
+//!
+//! Hugging Face stores every RMSNorm weight as an offset from 1 (`x̂ · (1 + w)`); convert_hf_to_gguf
+//! adds the 1 when it writes GGUF. [`NormsPlusOne`] adds it as a Hugging Face checkpoint loads, in
+//! f32, so the two formats give the same bits. Tensor names otherwise follow Llama's.
+//!
+//! Gemma 3 (`gemma3`) shares all of this but the soft-caps; see that file for its differences.
+
+use std::path::Path;
+
+use super::config::{gguf_base_config, invalid, refuse_unknown_keys, Activation, Config, HfJson};
+use super::gguf::{Gguf, Value};
+use super::llama;
+use super::transformer::{Part, RawTensor, TensorDesc, TensorFile};
+use super::ModelError;
+
+/// llama.cpp's Gemma 2 defaults, used when a GGUF file does not say.
+const GGUF_DEFAULT_WINDOW: usize = 4096;
+
+pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
+    let mut cfg = gemma_hf_base(json, "gemma2")?;
+    let linear = json.no_rope_scaling("gemma2")?;
+    super::config::apply_linear(&mut cfg, linear);
+    cfg.attn_softcap = json.opt_f32("attn_logit_softcapping")?;
+    cfg.final_softcap = json.opt_f32("final_logit_softcapping")?;
+    cfg.tied_embeddings = true;
+    let window = json.usize("sliding_window")?;
+    cfg.sliding_window = Some(window);
+    cfg.local_layers = hf_local_layers(json, cfg.layers, 2)?;
+    Ok(cfg)
+}
+
+/// What Gemma 2 and 3 share in config.json.
+pub fn gemma_hf_base(json: &HfJson, arch: &str) -> Result<Config, ModelError> {
+    json.expect_activation(&["gelu_pytorch_tanh"])?;
+    let mut cfg = json.base_config(arch)?;
+    cfg.activation = Activation::GeluTanh;
+    cfg.embed_scale = Some((cfg.hidden as f32).sqrt());
+    cfg.post_norms = true;
+    let scalar = json
+        .opt_f32("query_pre_attn_scalar")?
+        .unwrap_or(cfg.head_dim as f32);
+    cfg.attn_scale = 1.0 / scalar.sqrt();
+    Ok(cfg)
+}
+
+/// Which layers are local: `layer_types` when given, else every layer but each `pattern`-th
+/// (`sliding_window_pattern`, default `default_pattern`), as transformers decides.
+pub fn hf_local_layers(
+    json: &HfJson,
+    layers: usize,
+    default_pattern: usize,
+) -> Result<Vec<bool>, ModelError> {
+    if let Some(types) = json.get("layer_types") {
+        let list = types
+            .as_array()
+            .ok_or_else(|| invalid(&json.path, format!("layer_types is not a list: {types}")))?;
+        return list
+            .iter()
+            .map(|t| match t.as_str() {
+                Some("sliding_attention") => Ok(true),
+                Some("full_attention") => Ok(false),
+                _ => Err(invalid(
+                    &json.path,
+                    format!("layer type {t} is not implemented"),
+                )),
+            })
+            .collect();
+    }
+    let pattern = json
+        .opt_usize("sliding_window_pattern")?
+        .unwrap_or(default_pattern);
+    Ok(pattern_layers(layers, pattern))
+}
+
+/// llama.cpp's `set_swa_pattern`: layer `l` is local unless `(l + 1)` is a multiple of
+/// `pattern` (pattern 0 or 1: no local layer).
+pub fn pattern_layers(layers: usize, pattern: usize) -> Vec<bool> {
+    (0..layers)
+        .map(|l| pattern > 1 && l % pattern < pattern - 1)
+        .collect()
+}
+
+pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
+    refuse_unknown_keys(
+        g,
+        "gemma2",
+        &[
+            "attention.sliding_window",
+            "attention.sliding_window_pattern",
+            "attn_logit_softcapping",
+            "final_logit_softcapping",
+            "rope.freq_base_swa",
+        ],
+    )?;
+    let mut cfg = gemma_gguf_base(g, "gemma2")?;
+    let key = |k: &str| format!("gemma2.{k}");
+    let opt_f32 = |k: &str| g.get(&key(k)).map(|_| g.get_f32(&key(k))).transpose();
+    // llama.cpp reads both caps as optional keys, with 0 meaning none for the final one; the
+    // attention cap is always applied (its default is 50).
+    cfg.attn_softcap = Some(opt_f32("attn_logit_softcapping")?.unwrap_or(50.0));
+    cfg.final_softcap = opt_f32("final_logit_softcapping")?
+        .or(Some(30.0))
+        .filter(|c| *c != 0.0);
+    cfg.sliding_window = Some(
+        g.get(&key("attention.sliding_window"))
+            .map(|_| g.get_u32(&key("attention.sliding_window")))
+            .transpose()?
+            .map_or(GGUF_DEFAULT_WINDOW, |w| w as usize),
+    );
+    cfg.local_layers = gguf_local_layers(g, "gemma2", cfg.layers, 2)?;
+    // The local layers' rope: its own base when the file gives one, else the global one.
+    if let Some(base) = opt_f32("rope.freq_base_swa")? {
+        if base != cfg.rope.theta {
+            let mut local = cfg.rope.clone();
+            local.theta = base;
+            cfg.rope_local = Some(local);
+        }
+    }
+    // llama.cpp always reuses the embedding as the LM head; an `output.weight` would be left
+    // unread, which `Transformer::check` refuses by name.
+    cfg.tied_embeddings = true;
+    Ok(cfg)
+}
+
+/// What Gemma 2 and 3 share in GGUF metadata: llama.cpp's attention scale rule, √d embedding
+/// scale, post norms and GeGLU.
+pub fn gemma_gguf_base(g: &Gguf, arch: &str) -> Result<Config, ModelError> {
+    let mut cfg = gguf_base_config(g, arch)?;
+    cfg.activation = Activation::GeluTanh;
+    cfg.embed_scale = Some((cfg.hidden as f32).sqrt());
+    cfg.post_norms = true;
+    // llama.cpp: the 27B sizes (46 layers for Gemma 2, 62 for Gemma 3) scale by
+    // 1/√(hidden/heads), the others by 1/√head_dim.
+    let big = (arch == "gemma2" && cfg.layers == 46) || (arch == "gemma3" && cfg.layers == 62);
+    let scalar = if big {
+        (cfg.hidden / cfg.heads) as f32
+    } else {
+        cfg.head_dim as f32
+    };
+    cfg.attn_scale = 1.0 / scalar.sqrt();
+    Ok(cfg)
+}
+
+/// Which layers are local from `{arch}.attention.sliding_window_pattern` (a count or a list of
+/// flags), else the family's default pattern.
+pub fn gguf_local_layers(
+    g: &Gguf,
+    arch: &str,
+    layers: usize,
+    default_pattern: usize,
+) -> Result<Vec<bool>, ModelError> {
+    let key = format!("{arch}.attention.sliding_window_pattern");
+    match g.get(&key) {
+        None => Ok(pattern_layers(layers, default_pattern)),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                Value::Bool(b) => Ok(*b),
+                other => Err(invalid(
+                    g.path(),
+                    format!("{key} holds {other:?}, expected booleans"),
+                )),
+            })
+            .collect(),
+        Some(_) => Ok(pattern_layers(layers, g.get_u32(&key)? as usize)),
+    }
+}
+
+/// Hugging Face names (Llama's, with Gemma's four norms per layer).
+pub fn hf_name(part: Part) -> String {
+    let layer = |l: usize, s: &str| format!("model.layers.{l}.{s}");
+    match part {
+        Part::PostAttnNorm(l) => layer(l, "post_attention_layernorm.weight"),
+        Part::MlpNorm(l) => layer(l, "pre_feedforward_layernorm.weight"),
+        Part::PostMlpNorm(l) => layer(l, "post_feedforward_layernorm.weight"),
+        other => llama::hf_name(other),
+    }
+}
+
+/// GGUF names (Llama's, with the two post norms).
+pub fn gguf_name(part: Part) -> String {
+    let blk = |l: usize, s: &str| format!("blk.{l}.{s}");
+    match part {
+        Part::PostAttnNorm(l) => blk(l, "post_attention_norm.weight"),
+        Part::PostMlpNorm(l) => blk(l, "post_ffw_norm.weight"),
+        other => llama::gguf_name(other),
+    }
+}
+
+/// A Gemma Hugging Face checkpoint with 1 added to every RMSNorm weight (module docs).
+pub struct NormsPlusOne<'a> {
+    pub inner: &'a dyn TensorFile,
+}
+
+impl TensorFile for NormsPlusOne<'_> {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
+        let t = self.inner.tensor(name)?;
+        if !name.ends_with("norm.weight") {
+            return Ok(t);
+        }
+        Ok(t.map(|mut t| {
+            t.data.iter_mut().for_each(|v| *v += 1.0);
+            t
+        }))
+    }
+
+    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
+        self.inner.describe(name)
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.inner.names()
+    }
+}

@@ -1,0 +1,82 @@
+//! Gemma 3 text models (`Gemma3ForCausalLM`, `gemma3_text`; GGUF `gemma3`): Gemma 2's block
+//! (see `gemma2`: √d embedding scale, post norms, GeGLU, norms stored as offsets from 1) with
+//! these differences:
+//! - no attention soft-cap, and a final logit soft-cap only when the file gives one;
+//! - a per-head RMSNorm of q and k before RoPE (`q_norm`, `k_norm`, offsets from 1 as well);
+//! - five local layers to each global one (`sliding_window_pattern` 6, or `layer_types`);
+//! - local layers rotate with their own base (`rope_local_base_freq`, GGUF
+//!   `rope.freq_base_swa`, default 10 000) and without the rope scaling, which (linear, factor 8
+//!   on the 4B and larger) applies to the global layers only;
+//! - the LM head is the embedding unless the file has its own.
+//!
+//! The multimodal checkpoints (`Gemma3ForConditionalGeneration`) are not read: their text model
+//! sits under `language_model.` with a nested config; convert them to GGUF, whose `gemma3` text
+//! file this reads.
+
+use super::config::{refuse_unknown_keys, Config, HfJson, Rope};
+use super::gemma2::{gemma_gguf_base, gemma_hf_base, gguf_local_layers, hf_local_layers};
+use super::gguf::Gguf;
+use super::ModelError;
+
+/// llama.cpp's default base of local layers.
+const LOCAL_BASE: f32 = 10_000.0;
+
+pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
+    let mut cfg = gemma_hf_base(json, "gemma3")?;
+    let linear = json.no_rope_scaling("gemma3")?;
+    let unscaled = cfg.rope.clone();
+    super::config::apply_linear(&mut cfg, linear);
+    cfg.qk_norm = true;
+    if let Some(cap) = json.opt_f32("attn_logit_softcapping")? {
+        return Err(super::config::invalid(
+            &json.path,
+            format!(
+                "attn_logit_softcapping {cap} is not implemented for gemma3 (Gemma 3 has none)"
+            ),
+        ));
+    }
+    cfg.final_softcap = json.opt_f32("final_logit_softcapping")?;
+    cfg.tied_embeddings = json.bool_or("tie_word_embeddings", true)?;
+    cfg.sliding_window = Some(json.usize("sliding_window")?);
+    cfg.local_layers = hf_local_layers(json, cfg.layers, 6)?;
+    cfg.rope_local = Some(Rope {
+        theta: json.opt_f32("rope_local_base_freq")?.unwrap_or(LOCAL_BASE),
+        ..unscaled
+    });
+    Ok(cfg)
+}
+
+pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
+    refuse_unknown_keys(
+        g,
+        "gemma3",
+        &[
+            "attention.sliding_window",
+            "attention.sliding_window_pattern",
+            "final_logit_softcapping",
+            "rope.freq_base_swa",
+        ],
+    )?;
+    let mut cfg = gemma_gguf_base(g, "gemma3")?;
+    let key = |k: &str| format!("gemma3.{k}");
+    let opt_f32 = |k: &str| g.get(&key(k)).map(|_| g.get_f32(&key(k))).transpose();
+    cfg.qk_norm = true;
+    cfg.final_softcap = opt_f32("final_logit_softcapping")?.filter(|c| *c != 0.0);
+    let window = g
+        .get(&key("attention.sliding_window"))
+        .map(|_| g.get_u32(&key("attention.sliding_window")))
+        .transpose()?
+        .filter(|w| *w > 0);
+    // llama.cpp: no window, no local layers (every layer global, one rope).
+    if let Some(w) = window {
+        cfg.sliding_window = Some(w as usize);
+        cfg.local_layers = gguf_local_layers(g, "gemma3", cfg.layers, 6)?;
+        cfg.rope_local = Some(Rope {
+            theta: opt_f32("rope.freq_base_swa")?.unwrap_or(LOCAL_BASE),
+            freq_factors: None,
+            scaling: None,
+            ..cfg.rope.clone()
+        });
+    }
+    Ok(cfg)
+}

@@ -1,0 +1,200 @@
+//! What `deltalogic model inspect` says about a model file or directory, from its headers alone:
+//! the checks a load runs (`scorer::check`), then the family, shapes, parameter count, storage
+//! types per tensor group, tokenizer, chat template, context window. A file that cannot be
+//! loaded is described as far as it can be, with the reason it is refused.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::config::{Activation, Config};
+use super::gguf::Gguf;
+use super::scorer;
+
+#[derive(Debug, Serialize)]
+pub struct Inspection {
+    pub path: String,
+    /// "gguf" or "hf".
+    pub format: String,
+    /// The architecture as the file names it.
+    pub architecture: String,
+    /// `None` when the file loads; otherwise exactly why not.
+    pub not_implemented: Option<String>,
+    pub family: Option<Family>,
+    /// Tensor group ("attn_q", "ffn_down", "token_embd", ...) to storage type to count.
+    pub tensor_types: BTreeMap<String, BTreeMap<String, usize>>,
+    pub tokenizer: Option<TokenizerInfo>,
+    pub chat_template: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Family {
+    pub family: String,
+    pub layers: usize,
+    pub hidden: usize,
+    pub intermediate: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    pub vocab_size: usize,
+    pub parameters: usize,
+    pub context_window: usize,
+    /// The longest sequence scored (longrope models: the original window).
+    pub position_limit: usize,
+    pub rope_theta: f32,
+    pub rotary_dim: usize,
+    pub rope_scaling: Option<String>,
+    pub local_rope_theta: Option<f32>,
+    pub sliding_window: Option<usize>,
+    pub local_layers: usize,
+    pub qkv_bias: bool,
+    pub qk_norm: bool,
+    pub post_norms: bool,
+    pub activation: Activation,
+    pub attn_softcap: Option<f32>,
+    pub final_softcap: Option<f32>,
+    pub tied_embeddings: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TokenizerInfo {
+    /// GGUF `tokenizer.ggml.model` / `pre`, or "tokenizer.json".
+    pub kind: String,
+    pub vocabulary: usize,
+    pub bos: Option<u32>,
+    pub eos: Option<u32>,
+}
+
+fn family(cfg: &Config) -> Family {
+    Family {
+        family: cfg.arch.clone(),
+        layers: cfg.layers,
+        hidden: cfg.hidden,
+        intermediate: cfg.intermediate,
+        heads: cfg.heads,
+        kv_heads: cfg.kv_heads,
+        head_dim: cfg.head_dim,
+        vocab_size: cfg.vocab_size,
+        parameters: cfg.parameter_count(),
+        context_window: cfg.max_positions,
+        position_limit: cfg.position_limit(),
+        rope_theta: cfg.rope.theta,
+        rotary_dim: cfg.rope.rotary_dim,
+        rope_scaling: cfg.rope.scaling.clone(),
+        local_rope_theta: cfg.rope_local.as_ref().map(|r| r.theta),
+        sliding_window: cfg.sliding_window,
+        local_layers: cfg.local_layers.iter().filter(|l| **l).count(),
+        qkv_bias: cfg.qkv_bias,
+        qk_norm: cfg.qk_norm,
+        post_norms: cfg.post_norms,
+        activation: cfg.activation,
+        attn_softcap: cfg.attn_softcap,
+        final_softcap: cfg.final_softcap,
+        tied_embeddings: cfg.tied_embeddings,
+    }
+}
+
+/// The group of a tensor name: the layer number dropped (`blk.3.attn_q.weight` → `attn_q`,
+/// `model.layers.3.mlp.up_proj.weight` → `mlp.up_proj`).
+fn group(name: &str) -> String {
+    let name = name.strip_suffix(".weight").unwrap_or(name);
+    let parts: Vec<&str> = name.split('.').collect();
+    match parts.iter().position(|p| p.parse::<usize>().is_ok()) {
+        Some(i) => parts[i + 1..].join("."),
+        None => name.to_string(),
+    }
+}
+
+pub fn inspect(path: &Path) -> Inspection {
+    let mut out = Inspection {
+        path: path.display().to_string(),
+        format: if path.is_dir() { "hf" } else { "gguf" }.into(),
+        architecture: String::new(),
+        not_implemented: None,
+        family: None,
+        tensor_types: BTreeMap::new(),
+        tokenizer: None,
+        chat_template: false,
+    };
+    let mut types = |name: &str, ty: String| {
+        *out.tensor_types
+            .entry(group(name))
+            .or_default()
+            .entry(ty)
+            .or_default() += 1;
+    };
+    if path.is_dir() {
+        if let Ok(text) = std::fs::read_to_string(path.join("config.json")) {
+            if let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) {
+                out.architecture = json["architectures"][0]
+                    .as_str()
+                    .or(json["model_type"].as_str())
+                    .unwrap_or_default()
+                    .to_string();
+            }
+        }
+        if let Ok(w) = super::hf::Weights::open(path) {
+            use super::transformer::TensorFile;
+            for name in w.names() {
+                let ty = match w.describe(&name) {
+                    Ok(Some(d)) => d.ty,
+                    Ok(None) => continue,
+                    Err(_) => "unsupported".into(),
+                };
+                types(&name, ty);
+            }
+        }
+        out.chat_template = std::fs::read_to_string(path.join("tokenizer_config.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|j| j["chat_template"].is_string());
+    } else if let Ok(g) = Gguf::open(path) {
+        out.architecture = g.architecture().unwrap_or_default().to_string();
+        for name in g.tensor_names() {
+            if let Some(info) = g.tensor_info(name) {
+                let ty = super::quant::type_name(info.type_id);
+                types(name, ty.split(" (").next().unwrap_or_default().to_string());
+            }
+        }
+        out.chat_template = g.get("tokenizer.chat_template").is_some();
+    }
+    match scorer::check(path) {
+        Ok((cfg, tokenizer)) => {
+            out.family = Some(family(&cfg));
+            let kind = if path.is_dir() {
+                "tokenizer.json".to_string()
+            } else {
+                Gguf::open(path)
+                    .ok()
+                    .map(|g| {
+                        format!(
+                            "{} (pre-tokenizer {})",
+                            g.get_str("tokenizer.ggml.model").unwrap_or("?"),
+                            g.get_str("tokenizer.ggml.pre").unwrap_or("?")
+                        )
+                    })
+                    .unwrap_or_default()
+            };
+            out.tokenizer = Some(TokenizerInfo {
+                kind,
+                vocabulary: tokenizer.vocab_size(),
+                bos: tokenizer.bos_id(),
+                eos: tokenizer.eos_id(),
+            });
+        }
+        Err(e) => {
+            // The config alone, when it reads, still describes the model.
+            let cfg = if path.is_dir() {
+                scorer::hf_config(path).ok()
+            } else {
+                Gguf::open(path)
+                    .ok()
+                    .and_then(|g| scorer::gguf_config(&g).ok())
+            };
+            out.family = cfg.as_ref().map(family);
+            out.not_implemented = Some(e.to_string());
+        }
+    }
+    out
+}

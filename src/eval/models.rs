@@ -25,11 +25,22 @@ pub const SCORER_VERSION: &str = "fixed-order-f32-scorer-5";
 /// accumulates one float per block and k-quant weights multiply 8-bit activations.
 const INTEGER_SCORER_VERSION: &str = "integer-scorer-5";
 
-/// The scorer version that names a model's numerics, by mode.
-fn scorer_version(backend: Backend) -> &'static str {
-    match backend {
+/// The scorer version that names a model's numerics, by mode. Rope frequency factors (Llama 3's
+/// `rope_freqs.weight` or `rope_scaling`, linear scaling) were ignored before version 5 read
+/// them, so a file with them was scored as if it had none; its version says that it now has
+/// them, so those earlier scores keep their own fingerprint and are never read as this one's.
+fn scorer_version(backend: Backend, config: &crate::model::config::Config) -> String {
+    let base = match backend {
         Backend::Int8 => INTEGER_SCORER_VERSION,
         Backend::Flex => SCORER_VERSION,
+    };
+    let scaled = std::iter::once(&config.rope)
+        .chain(&config.rope_local)
+        .any(|r| r.freq_factors.is_some());
+    if scaled {
+        format!("{base}+rope-freq-factors")
+    } else {
+        base.to_string()
     }
 }
 
@@ -228,6 +239,9 @@ pub fn add(
     backend: Backend,
 ) -> Result<(Id, Added)> {
     let (format, arch) = architecture(path)?;
+    // Everything a load checks, from the headers: a file that cannot load is never registered.
+    let (config, _) = crate::model::scorer::check(path)
+        .with_context(|| format!("registering {}", path.display()))?;
     let location = std::fs::canonicalize(path)
         .unwrap_or_else(|_| path.to_path_buf())
         .display()
@@ -245,7 +259,7 @@ pub fn add(
             Backend::Int8 => "q8",
         }
         .into(),
-        scorer_version: scorer_version(backend).into(),
+        scorer_version: scorer_version(backend, &config),
         format,
         architecture: arch,
         path: location.clone(),

@@ -5,7 +5,7 @@
 # code is safe Rust, so the findings are panics, aborts, hangs and memory blow-ups, and the
 # instrumented build stays affordable on two cores.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
-# A crash leaves its input under fuzz/artifacts/TARGET/: make it a test in tests/fuzz_regressions.rs.
+# A crash leaves its input under fuzz/artifacts/TARGET/: make it a test in a module of tests/suite/ (a new file needs its `mod` line in tests/suite/main.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"

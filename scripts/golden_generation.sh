@@ -6,7 +6,7 @@
 #                                              the weights deltalogic's f32 mode computes with;
 #   tests/golden/generation_smollm2_q4_1.json  the Q4_1 file itself (llama.cpp quantises
 #                                              activations to 8 bits in its matmuls).
-# Each holds the prompt text, llama.cpp's prompt token ids (tests/generation_golden.rs requires
+# Each holds the prompt text, llama.cpp's prompt token ids (tests/suite/generation_golden.rs requires
 # ours to be equal), the greedy token ids and their log-probabilities (scripts/golden_generation.cpp).
 # One llama.cpp thread: its results do not depend on the count, and its spinning barriers crawl
 # on a shared machine (one token per decode is a barrier per op).

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Dev only: llama.cpp's label log-probs on the family files (issue 23), as the goldens
-fixtures/golden/families-llamacpp.json that tests/families_llamacpp.rs compares our engine with.
+fixtures/golden/families-llamacpp.json that tests/suite/families_llamacpp.rs compares our engine with.
 
 The files are random-weight GGUFs at the real models' shapes, 2 layers, written by
 `deltalogic dev family-files` (src/model/family_files.rs says what each carries); the golden

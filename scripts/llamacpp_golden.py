@@ -7,7 +7,7 @@ Usage: llamacpp_golden.py --model M.gguf --golden fixtures/golden/smollm2.json \
            --llama-bin .tools/llama.cpp-build/bin --out fixtures/golden/smollm2-llamacpp.json
 Builds scripts/llamacpp_logprobs.cpp against the llama.cpp tree next to --llama-bin first.
 
-The goldens of tests/numerics_llamacpp.rs come from two builds (scripts/llamacpp.sh, and with
+The goldens of tests/suite/numerics_llamacpp.rs come from two builds (scripts/llamacpp.sh, and with
 --avx2): the native one (AVX-512 here) as `<model>-llamacpp.json` and the AVX2 one as
 `<model>-llamacpp-avx2.json`; their distance is llama.cpp's own spread across vector units.
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes fixtures/v1: a small store written by deltalogic's schema-1 code (commit 5ed1dc5, the
 # last main before the benchmark redesign), with the report that code gave for it. The
-# compatibility test (tests/compat.rs) opens a copy with today's code, which must migrate it and
+# compatibility test (tests/suite/compat.rs) opens a copy with today's code, which must migrate it and
 # report the same numbers, and find every score (a rescore computes nothing).
 #
 # Scores come from the deterministic stand-in model of tests/common (no weights needed), so the

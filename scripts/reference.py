@@ -298,7 +298,7 @@ def prompts(spec):
         raise SystemExit(f"unknown prompt set {spec}")
     root = os.environ.get("DELTALOGIC_DATASETS", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "datasets"))
     items = json.load(open(os.path.join(root, "folio", "logic-lm", "dev.json")))
-    # Must match tests/scorer_exactness.rs::folio_prompt.
+    # Must match tests/suite/scorer_exactness.rs::folio_prompt.
     return [f"{it['context']}\n{it['question']}\nAnswer:" for it in items[: int(n)]]
 
 

@@ -340,6 +340,43 @@ pub struct Evaluation {
     /// What the numbers mean, printed under the benchmark's tables.
     #[serde(skip)]
     pub note: &'static str,
+    /// What the report's figure plots of it.
+    #[serde(skip)]
+    pub panel: Panel,
+    /// The per-model findings whose robustness to the label normalisation the report checks.
+    #[serde(skip)]
+    pub findings: &'static [Finding],
+}
+
+/// A benchmark's panel of the report's figure.
+#[derive(Clone, Copy, Debug)]
+pub struct Panel {
+    /// The panel's title, ahead of what varies between its bar groups; `None`: the benchmark's
+    /// title.
+    pub title: Option<&'static str>,
+    /// The bars of a group: column keys with their legend names; empty: the headline columns
+    /// under their titles.
+    pub bars: &'static [(&'static str, &'static str)],
+}
+
+impl Panel {
+    /// The headline columns under the benchmark's title.
+    pub const HEADLINE: Panel = Panel {
+        title: None,
+        bars: &[],
+    };
+}
+
+/// A finding about one model that the report checks under every normalisation (a finding
+/// whose verdict changes with the normalisation is about the scoring rule, not the model).
+#[derive(Clone, Copy, Debug)]
+pub struct Finding {
+    /// What it says, as the report names it.
+    pub what: &'static str,
+    /// The column keys it reads, in the order `verdict` takes their overall values.
+    pub reads: &'static [&'static str],
+    /// The verdict, and the value it rests on, from those values.
+    pub verdict: fn(&[f64]) -> (&'static str, f64),
 }
 
 impl Evaluation {

@@ -10,7 +10,7 @@
 
 use super::prompts::{plain_question, QuestionTemplate, TemplateRecord, STATEMENT_TEMPLATE_NAME};
 use super::{
-    members, Answer, Answered, Column, Evaluation, Group, Prepared, Request, Role, RESAMPLES,
+    members, Answer, Answered, Column, Evaluation, Group, Panel, Prepared, Request, Role, RESAMPLES,
 };
 use crate::benchmarks::deltalogic::Premise;
 use crate::logic::Label;
@@ -452,5 +452,7 @@ pub fn accuracy_evaluation(
         groups,
         metrics: serde_json::to_value(&a)?,
         note,
+        panel: Panel::HEADLINE,
+        findings: &[],
     })
 }

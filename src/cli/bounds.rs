@@ -1,5 +1,5 @@
 //! The bounds of every numeric flag, checked where clap parses it, so that every command refuses
-//! the same value the same way, with the allowed range in the message (`tests/cli_bounds.rs`
+//! the same value the same way, with the allowed range in the message (`tests/suite/cli_bounds.rs`
 //! feeds random argument vectors through the parser and every command's checks).
 
 use clap::builder::TypedValueParser;

@@ -1,6 +1,7 @@
 //! `deltalogic cache export|merge|verify|stats`: sharing score caches.
 
 use super::emit;
+use super::Access;
 use crate::eval::cache::{Computed, Recomputed};
 use crate::eval::{self, cache, models, PromptRecord};
 use crate::store::{Id, Kind, Names, Registry};
@@ -48,6 +49,31 @@ pub enum Command {
     /// Record counts of a cache file or the store, with unverified scores per model. A file is
     /// read alone: no store is needed.
     Stats { file: Option<PathBuf> },
+}
+
+impl Command {
+    /// How the command opens the store; `None`: it reads a cache file alone, so a colleague's
+    /// file can be checked before any store exists.
+    pub fn access(&self) -> Option<Access> {
+        match self {
+            Command::Verify {
+                file: Some(_),
+                recompute: None,
+            }
+            | Command::Stats { file: Some(_) } => None,
+            Command::Verify {
+                recompute: None, ..
+            }
+            | Command::Stats { .. } => Some(Access::Read),
+            // An export records the file it wrote; recomputing records what it verified.
+            Command::Export { .. }
+            | Command::Verify {
+                recompute: Some(_), ..
+            } => Some(Access::Update),
+            // Merging into a new store is how a colleague's cache is first read in.
+            Command::Merge { .. } => Some(Access::Create),
+        }
+    }
 }
 
 /// The exit status of a merge that reported conflicts (documented in the README).
@@ -106,6 +132,19 @@ impl Recomputer<'_> {
             }
         }))
     }
+}
+
+/// Runs the subcommands that read a cache file alone ([`Command::access`] is `None`): no store
+/// is opened.
+pub fn run_alone(json: bool, command: &Command) -> Result<()> {
+    let (Command::Verify {
+        file: Some(file), ..
+    }
+    | Command::Stats { file: Some(file) }) = command
+    else {
+        unreachable!("only verify and stats of a named file read it alone")
+    };
+    run_file(file, json, command)
 }
 
 /// Runs the subcommands that read one file, the store's or another: no store is opened.

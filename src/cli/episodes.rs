@@ -1,6 +1,7 @@
 //! `deltalogic episodes list|show|export`: DeltaLogic episodes.
 
 use super::output;
+use super::Access;
 use crate::benchmarks::deltalogic::{EditType, Episode, Premise, BENCHMARK};
 use crate::benchmarks::members;
 use crate::datasets::BaseItem;
@@ -29,6 +30,18 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+}
+
+impl Command {
+    /// How the command opens the store: reading, or recording the file an export writes.
+    pub fn access(&self) -> Access {
+        match self {
+            Command::Export {
+                output: Some(_), ..
+            } => Access::Update,
+            Command::List(_) | Command::Show { .. } | Command::Export { .. } => Access::Read,
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]

@@ -4,6 +4,7 @@
 //! (`report::lm_eval`).
 
 use super::output;
+use super::Access;
 use crate::benchmarks::{self, Models};
 use crate::eval::{ModelRecord, Normalisation};
 use crate::report::{self, lm_eval};
@@ -49,6 +50,19 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+}
+
+impl Command {
+    /// How the command opens the store: reading, or recording the files an export writes.
+    pub fn access(&self) -> Access {
+        match self {
+            Command::Items {
+                output: Some(_), ..
+            }
+            | Command::Samples { .. } => Access::Update,
+            Command::Items { .. } => Access::Read,
+        }
+    }
 }
 
 pub fn run(reg: &Registry, command: Command) -> Result<()> {

@@ -50,7 +50,7 @@ pub fn generate_text(args: &GenerateTextArgs, json: bool) -> anyhow::Result<()> 
     let pieces = g
         .tokens
         .iter()
-        .map(|&t| eval::LanguageModel::decode(&model, &[t]))
+        .map(|&t| eval::Generation::decode(&model, &[t]))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut out = std::io::stdout().lock();
     if json {

@@ -91,46 +91,34 @@ pub enum Command {
 }
 
 pub fn run(cli: Cli) -> Result<()> {
-    let json = cli.json;
-    // Commands on model files alone never touch the store.
-    match &cli.command {
-        Command::ScoreText(a) => return score_text::score_text(a, json),
-        Command::GenerateText(a) => return generate_text::generate_text(a, json),
-        Command::Bench(a) => return bench::bench(a, json),
-        Command::Dev(c) => return model::dev(c),
-        Command::Model(model::Command::Inspect { path, backend }) => {
-            return model::inspect(path, *backend, json)
-        }
-        Command::Model(model::Command::ExportHf { model: m, output }) => {
-            return model::export_hf(m, output, json)
-        }
-        // A cache file is checked or counted alone: a colleague's file before any store exists.
-        Command::Cache(
-            c @ (cache::Command::Verify {
-                file: Some(file),
-                recompute: None,
-            }
-            | cache::Command::Stats { file: Some(file) }),
-        ) => return cache::run_file(file, json, c),
-        _ => {}
-    }
-    let store = open(&cli.store, access(&cli.command))?;
+    let (json, path) = (cli.json, cli.store.as_path());
+    // Each arm opens the store as its command declares, and only then: commands on model files
+    // or on a cache file alone never touch it.
+    let store = |access: Access| open(path, access);
     match cli.command {
-        Command::Ingest(a) => ingest::run(&store, json, a),
-        Command::Build(a) => build::run(&store, json, a),
-        Command::Episodes(c) => episodes::run(&store, json, c),
-        Command::Export(c) => export::run(&store, c),
-        Command::Datasets(c) => datasets::run(&store, json, c),
-        Command::Stats => stats::run(&store, json),
-        Command::Report(a) => report::run(&store, json, a),
-        Command::Audit(a) => audit::run(&store, json, a),
-        Command::Cache(c) => cache::run(&store, json, c),
-        Command::Model(c) => model::run(&store, json, c),
-        Command::Score(a) => score::run(&store, json, a),
-        Command::Run(a) => run::run(&store, json, a),
-        Command::ScoreText(_) | Command::GenerateText(_) | Command::Bench(_) | Command::Dev(_) => {
-            unreachable!("handled above")
-        }
+        Command::Ingest(a) => ingest::run(&store(Access::Create)?, json, a),
+        Command::Build(a) => build::run(&store(Access::Create)?, json, a),
+        Command::Episodes(c) => episodes::run(&store(c.access())?, json, c),
+        Command::Export(c) => export::run(&store(c.access())?, c),
+        Command::Datasets(c) => datasets::run(&store(Access::Read)?, json, c),
+        Command::Stats => stats::run(&store(Access::Read)?, json),
+        // A report records the figure it wrote beside the store.
+        Command::Report(a) => report::run(&store(Access::Update)?, json, a),
+        Command::Audit(a) => audit::run(&store(Access::Read)?, json, a),
+        Command::Cache(c) => match c.access() {
+            Some(access) => cache::run(&store(access)?, json, c),
+            None => cache::run_alone(json, &c),
+        },
+        Command::Model(c) => match c.access() {
+            Some(access) => model::run(&store(access)?, json, c),
+            None => model::run_file(json, c),
+        },
+        Command::Score(a) => score::run(&store(Access::Create)?, json, a),
+        Command::Run(a) => run::run(&store(Access::Create)?, json, a),
+        Command::ScoreText(a) => score_text::score_text(&a, json),
+        Command::GenerateText(a) => generate_text::generate_text(&a, json),
+        Command::Bench(a) => bench::bench(&a, json),
+        Command::Dev(c) => model::dev(&c),
     }
 }
 
@@ -158,37 +146,6 @@ pub fn open(path: &std::path::Path, access: Access) -> Result<Registry> {
         // an existing store opens for writing whatever state it was left in.
         Access::Update => Registry::open_existing(path),
         Access::Create => Registry::open_write(path),
-    }
-}
-
-pub fn access(command: &Command) -> Access {
-    match command {
-        Command::Episodes(episodes::Command::Export {
-            output: Some(_), ..
-        })
-        | Command::Export(export::Command::Items {
-            output: Some(_), ..
-        })
-        | Command::Export(export::Command::Samples { .. })
-        | Command::Report(_) => Access::Update,
-        Command::Episodes(_)
-        | Command::Export(_)
-        | Command::Datasets(_)
-        | Command::Stats
-        | Command::Audit(_)
-        | Command::Cache(
-            cache::Command::Verify {
-                recompute: None, ..
-            }
-            | cache::Command::Stats { .. },
-        ) => Access::Read,
-        Command::Cache(
-            cache::Command::Export { .. }
-            | cache::Command::Verify {
-                recompute: Some(_), ..
-            },
-        ) => Access::Update,
-        _ => Access::Create,
     }
 }
 

@@ -1,6 +1,7 @@
 //! `deltalogic model add|list|inspect|export-hf` and the developer tools.
 
 use super::emit;
+use super::Access;
 use crate::eval::{models, ModelRecord};
 use crate::model::scorer::Backend;
 use crate::store::{Names, Registry};
@@ -46,8 +47,30 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// How the command opens the store; `None`: it reads model files alone.
+    pub fn access(&self) -> Option<Access> {
+        match self {
+            Command::Inspect { .. } | Command::ExportHf { .. } => None,
+            Command::Add { .. } => Some(Access::Create),
+            // As it always has: `model list` opens for writing, so an old store is migrated and
+            // a store in use says so.
+            Command::List => Some(Access::Create),
+        }
+    }
+}
+
 /// `model inspect`, which reads model files only. The fingerprint is the id `model add` gives
 /// the model, computed by registering it in a temporary store.
+/// Runs the subcommands on model files alone ([`Command::access`] is `None`): no store is opened.
+pub fn run_file(json: bool, c: Command) -> Result<()> {
+    match c {
+        Command::Inspect { path, backend } => inspect(&path, backend, json),
+        Command::ExportHf { model, output } => export_hf(&model, &output, json),
+        Command::Add { .. } | Command::List => unreachable!("they open the store"),
+    }
+}
+
 pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> {
     let found = crate::model::inspect::inspect(path);
     let backend = models::backend_for(path, backend).ok();
@@ -202,9 +225,7 @@ pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {
                 )
             })
         }
-        Command::ExportHf { .. } | Command::Inspect { .. } => {
-            unreachable!("handled before the store opens")
-        }
+        Command::ExportHf { .. } | Command::Inspect { .. } => run_file(json, c),
         Command::List => {
             let names = reg.names(Names::Models)?;
             let list: Vec<_> = reg

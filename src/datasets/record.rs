@@ -51,14 +51,33 @@ impl<'a> Source<'a> {
         }
     }
 
+    /// The file's text. The two noncharacters that mark a template's own markup (where control
+    /// tokens are read, `model::tokenizer::markup`) are refused: dataset text must never open
+    /// markup, and Unicode reserves noncharacters for a program's internal use.
     pub fn text(&self) -> Result<String, ReadError> {
-        std::fs::read_to_string(self.path).map_err(|source| match source.kind() {
+        let text = std::fs::read_to_string(self.path).map_err(|source| match source.kind() {
             std::io::ErrorKind::InvalidData => self.not_this_format("not UTF-8 text"),
             _ => ReadError::Io {
                 file: self.shown.clone(),
                 source,
             },
-        })
+        })?;
+        let marks = [
+            crate::model::tokenizer::MARKUP_OPEN,
+            crate::model::tokenizer::MARKUP_CLOSE,
+        ];
+        if let Some((line, c)) = text
+            .lines()
+            .enumerate()
+            .find_map(|(i, l)| l.chars().find(|c| marks.contains(c)).map(|c| (i + 1, c)))
+        {
+            return Err(self.not_this_format(format!(
+                "line {line} holds the noncharacter U+{:04X}, which deltalogic reserves to mark \
+                 template markup",
+                c as u32
+            )));
+        }
+        Ok(text)
     }
 
     pub fn not_this_format(&self, why: impl Into<String>) -> ReadError {

@@ -5,7 +5,7 @@
 //! depend only on the model, the prompt and the decoding.
 
 use super::records::StopReason;
-use super::LanguageModel;
+use super::Generation;
 use crate::benchmarks::Decoding;
 use anyhow::{bail, Result};
 
@@ -32,7 +32,7 @@ pub fn check(decoding: &Decoding) -> Result<()> {
 }
 
 /// Decodes greedily after `state` (which holds at least one token).
-pub fn greedy<M: LanguageModel>(
+pub fn greedy<M: Generation>(
     model: &M,
     state: &M::State,
     decoding: &Decoding,

@@ -28,26 +28,16 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// What the scorer needs of a causal language model. The prefix tree walks branches on several
-/// threads at once (`tree`), so a model is shared between them and its states move across them.
-pub trait LanguageModel: Sync {
+/// What every use of a causal language model needs: states, tokens prefilled onto one, the name
+/// of its numerics, and a check of its files. The prefix tree (`tree`) needs no more; it walks
+/// branches on several threads at once, so a model is shared between them and its states move
+/// across them.
+pub trait Prefill: Sync {
     type State: Clone + Send + Sync;
-    /// The backend name recorded with every score.
+    /// The backend name recorded with every score and generation.
     fn backend(&self) -> &str;
-    /// The context's tokens and each label's tokens, such that the context's tokens are a
-    /// prefix of the tokens of context+label (an error otherwise, never shifted tokens).
-    fn split_tokens(&self, context: &str, labels: &[String]) -> Result<(Vec<u32>, Vec<Vec<u32>>)>;
     fn empty_state(&self) -> Self::State;
     fn prefill(&self, state: &Self::State, tokens: &[u32]) -> Result<Self::State>;
-    fn score_continuation(&self, state: &Self::State, tokens: &[u32]) -> Result<Vec<f32>>;
-    /// The tokens of a generation's prompt.
-    fn tokenize(&self, text: &str) -> Result<Vec<u32>>;
-    /// The logits of the token after `state` (which holds at least one token).
-    fn next_logits(&self, state: &Self::State) -> Result<Vec<f32>>;
-    /// The text of generated tokens.
-    fn decode(&self, tokens: &[u32]) -> Result<String>;
-    /// The tokens that end a generation, sorted.
-    fn end_of_generation(&self) -> Vec<u32>;
     /// Checks that the files the model was loaded from are still those of its fingerprint:
     /// cheaply (their identity on disk) before every commit of its scores, and with `rehash`
     /// (their bytes hashed again) before the last. A model read from no registered file has
@@ -58,10 +48,35 @@ pub trait LanguageModel: Sync {
     }
 }
 
+/// Constrained label scoring: each label's per-token log-probs after a context.
+pub trait Scoring: Prefill {
+    /// The context's tokens and each label's tokens, such that the context's tokens are a
+    /// prefix of the tokens of context+label (an error otherwise, never shifted tokens).
+    fn split_tokens(&self, context: &str, labels: &[String]) -> Result<(Vec<u32>, Vec<Vec<u32>>)>;
+    fn score_continuation(&self, state: &Self::State, tokens: &[u32]) -> Result<Vec<f32>>;
+}
+
+/// Greedy generation after a prompt.
+pub trait Generation: Prefill {
+    /// The tokens of a generation's prompt.
+    fn tokenize(&self, text: &str) -> Result<Vec<u32>>;
+    /// The logits of the token after `state` (which holds at least one token).
+    fn next_logits(&self, state: &Self::State) -> Result<Vec<f32>>;
+    /// The text of generated tokens.
+    fn decode(&self, tokens: &[u32]) -> Result<String>;
+    /// The tokens that end a generation, sorted.
+    fn end_of_generation(&self) -> Vec<u32>;
+}
+
+/// A model the runner asks: a benchmark's turns may score labels or generate.
+pub trait LanguageModel: Scoring + Generation {}
+
+impl<M: Scoring + Generation> LanguageModel for M {}
+
 /// Largest |difference| accepted between a stored log-prob and the same score recomputed from the
 /// empty state (a merge's sample): none. The model's kernels fix every reduction order, so a
 /// score's bits depend only on its prompt and label tokens, not on the prefix-tree path, the
-/// thread count or the CPU's vector unit (`tests/numerics.rs`).
+/// thread count or the CPU's vector unit (`tests/suite/numerics.rs`).
 pub const SCORE_TOLERANCE: f32 = 0.0;
 
 /// Scores committed per write transaction: an interrupted run loses at most this many.
@@ -204,33 +219,22 @@ impl Pending {
         norm: Normalisation,
         content_free: &[&Pending],
     ) -> Result<(Turn, Answer)> {
-        let mut keys = self.keys();
-        let (stored, answer) = match self {
-            Pending::Score { answers, .. } => {
+        Ok(match self {
+            Pending::Score { answers, keys, .. } => {
                 let free = content_free
                     .iter()
-                    .map(|p| {
-                        keys.extend(p.keys());
-                        must(reg, &p.keys())
-                    })
+                    .map(|p| must(reg, &p.keys()))
                     .collect::<Result<Vec<_>>>()?;
-                let values = normalise::values(&must(reg, &self.keys())?, &free, norm)?;
+                let values = normalise::values(&must(reg, keys)?, &free, norm)?;
                 let label = answers[normalise::best(&values)];
-                (label.into(), Answer::Label(label))
+                let free_keys: Vec<Vec<Id>> = content_free.iter().map(|p| p.keys()).collect();
+                (Turn::scored(label, keys, &free_keys), Answer::Label(label))
             }
             Pending::Generate { key, .. } => (
-                TurnAnswer::Generated,
+                Turn::generated(*key),
                 Answer::Text(must_generation(reg, *key)?.text),
             ),
-        };
-        let keys = keys.iter().map(|k| k.0).collect();
-        Ok((
-            Turn {
-                answer: stored,
-                keys,
-            },
-            answer,
-        ))
+        })
     }
 }
 
@@ -306,14 +310,14 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<M>> Computer<'a, M, L> {
 
 /// One label's log-probs after a prompt, computed from the empty state: how an audit or a merge
 /// checks a stored score.
-pub fn rescore<M: LanguageModel>(model: &M, prompt: &str, label: &str) -> Result<Vec<f32>> {
+pub fn rescore<M: Scoring>(model: &M, prompt: &str, label: &str) -> Result<Vec<f32>> {
     let (ctx, labels) = model.split_tokens(prompt, &[label.to_string()])?;
     let state = model.prefill(&model.empty_state(), &ctx)?;
     model.score_continuation(&state, &labels[0])
 }
 
 /// A generation computed from the empty state: how an audit or a merge checks a stored one.
-pub fn regenerate<M: LanguageModel>(
+pub fn regenerate<M: Generation>(
     model: &M,
     prompt: &str,
     decoding: &Decoding,
@@ -323,7 +327,7 @@ pub fn regenerate<M: LanguageModel>(
 }
 
 /// A generation prompt's tokens; an empty one conditions on nothing and is refused.
-fn prompt_tokens<M: LanguageModel>(model: &M, prompt: &str) -> Result<Vec<u32>> {
+fn prompt_tokens<M: Generation>(model: &M, prompt: &str) -> Result<Vec<u32>> {
     let tokens = model.tokenize(prompt)?;
     if tokens.is_empty() {
         bail!("the prompt is empty: nothing to generate from");
@@ -365,9 +369,10 @@ pub fn answered(reg: &Registry, row: &ResultRow) -> Result<Answered> {
         .turns
         .iter()
         .enumerate()
-        .map(|(turn, t)| match (t.answer.label(), &t.keys[..]) {
-            (Some(label), keys) => {
-                let keys: Vec<Id> = keys.iter().map(|k| Id(*k)).collect();
+        .map(|(turn, t)| match (t.answer.label(), t.generation()) {
+            (Some(label), _) => {
+                // Every key a scored turn read, its labels' and the content-free ones alike.
+                let keys: Vec<Id> = t.keys.iter().map(|k| Id(*k)).collect();
                 if let Some(absent) = reg.missing(Kind::Score, &keys)?.first() {
                     bail!(
                         "{}: item {}, turn {} reads score {}, which the store does not hold: \
@@ -381,12 +386,12 @@ pub fn answered(reg: &Registry, row: &ResultRow) -> Result<Answered> {
                 }
                 Ok(Answer::Label(label))
             }
-            (None, [key]) => Ok(Answer::Text(must_generation(reg, Id(*key))?.text)),
-            (None, keys) => bail!(
+            (None, Some(key)) => Ok(Answer::Text(must_generation(reg, key)?.text)),
+            (None, None) => bail!(
                 "{}: a generated turn of item {} names {} records, not 1",
                 reg.path().display(),
                 Id(row.item).short(),
-                keys.len()
+                t.keys.len()
             ),
         })
         .collect::<Result<_>>()?;
@@ -465,7 +470,7 @@ impl Batch {
 /// scores may be of other weights, and would be stored under the old fingerprint. The batch is
 /// dropped (earlier batches were committed before the change was made, each after the same
 /// check).
-fn unchanged<M: LanguageModel>(model: &M, batch: &Batch, rehash: bool) -> Result<()> {
+fn unchanged<M: Prefill>(model: &M, batch: &Batch, rehash: bool) -> Result<()> {
     model.check_files(rehash).map_err(|e| {
         anyhow!(
             "{e:#}; the {} record(s) computed since the last commit were discarded (those \

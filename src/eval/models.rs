@@ -1,7 +1,7 @@
 //! Models in the registry: registered by fingerprint (model files + numerics), named by alias,
 //! and checked against their files before every use.
 
-use super::{LanguageModel, ModelRecord};
+use super::{Generation, ModelRecord, Prefill, Scoring};
 use crate::model::gguf::Gguf;
 use crate::model::qmatmul;
 use crate::model::quant::GgmlType;
@@ -29,15 +29,12 @@ const INTEGER_SCORER_VERSION: &str = "integer-scorer-5";
 /// `rope_freqs.weight` or `rope_scaling`, linear scaling) were ignored before version 5 read
 /// them, so a file with them was scored as if it had none; its version says that it now has
 /// them, so those earlier scores keep their own fingerprint and are never read as this one's.
-fn scorer_version(backend: Backend, config: &crate::model::config::Config) -> String {
+fn scorer_version(backend: Backend, rope_factors: bool) -> String {
     let base = match backend {
         Backend::Int8 => INTEGER_SCORER_VERSION,
         Backend::Flex => SCORER_VERSION,
     };
-    let scaled = std::iter::once(&config.rope)
-        .chain(&config.rope_local)
-        .any(|r| r.freq_factors.is_some());
-    if scaled {
+    if rope_factors {
         format!("{base}+rope-freq-factors")
     } else {
         base.to_string()
@@ -47,7 +44,7 @@ fn scorer_version(backend: Backend, config: &crate::model::config::Config) -> St
 /// The numerics of a model when none is asked for: `asked`, or else the integer mode for a GGUF
 /// file with quantised matrices and f32 for float weights. Why the integer mode: it is what
 /// llama.cpp does with the same file, as close to llama.cpp as llama.cpp's own builds are to each
-/// other (`tests/numerics_llamacpp.rs`), and it scores the main job 2.3x faster than f32 (85.7
+/// other (`tests/suite/numerics_llamacpp.rs`), and it scores the main job 2.3x faster than f32 (85.7
 /// against 194.0 s). The f32 mode stays a choice (`--backend flex`): exact against the
 /// dequantised f32 reference and bit-identical to the same weights as a Hugging Face directory.
 /// Float weights take f32 either way, so they are not registered twice under two names.
@@ -239,9 +236,13 @@ pub fn add(
     backend: Backend,
 ) -> Result<(Id, Added)> {
     let (format, arch) = architecture(path)?;
-    // Everything a load checks, from the headers: a file that cannot load is never registered.
-    let (config, _) = crate::model::scorer::check(path)
-        .with_context(|| format!("registering {}", path.display()))?;
+    // Whether the model has rope frequency factors, from its headers. A file whose headers do
+    // not load can compute no score under any version (`model add` refuses it before this).
+    let rope_factors = crate::model::scorer::check(path).is_ok_and(|(config, _)| {
+        std::iter::once(&config.rope)
+            .chain(&config.rope_local)
+            .any(|r| r.freq_factors.is_some())
+    });
     let location = std::fs::canonicalize(path)
         .unwrap_or_else(|_| path.to_path_buf())
         .display()
@@ -259,7 +260,7 @@ pub fn add(
             Backend::Int8 => "q8",
         }
         .into(),
-        scorer_version: scorer_version(backend, &config),
+        scorer_version: scorer_version(backend, rope_factors),
         format,
         architecture: arch,
         path: location.clone(),
@@ -454,19 +455,11 @@ impl Loaded {
     }
 }
 
-impl LanguageModel for Loaded {
+impl Prefill for Loaded {
     type State = State;
-
-    fn check_files(&self, rehash: bool) -> Result<()> {
-        self.unchanged(rehash)
-    }
 
     fn backend(&self) -> &str {
         self.backend
-    }
-
-    fn split_tokens(&self, context: &str, labels: &[String]) -> Result<(Vec<u32>, Vec<Vec<u32>>)> {
-        Ok(self.scorer.split_tokens(context, labels)?)
     }
 
     fn empty_state(&self) -> State {
@@ -477,10 +470,22 @@ impl LanguageModel for Loaded {
         Ok(self.scorer.prefill(state, tokens)?)
     }
 
+    fn check_files(&self, rehash: bool) -> Result<()> {
+        self.unchanged(rehash)
+    }
+}
+
+impl Scoring for Loaded {
+    fn split_tokens(&self, context: &str, labels: &[String]) -> Result<(Vec<u32>, Vec<Vec<u32>>)> {
+        Ok(self.scorer.split_tokens(context, labels)?)
+    }
+
     fn score_continuation(&self, state: &State, tokens: &[u32]) -> Result<Vec<f32>> {
         Ok(self.scorer.score_continuation(state, tokens)?)
     }
+}
 
+impl Generation for Loaded {
     fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
         Ok(self.scorer.tokenize(text)?)
     }

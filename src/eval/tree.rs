@@ -14,14 +14,14 @@
 //! prefix, its last branch), a lane splits its products over the shared pool. On the main job
 //! (100 episodes, SmolLM2 int8, 2 cores) one path at a time took 136.9 s, lanes sharing the pool
 //! 113.9 s, lanes on their own pools 85.7 s. A score's bits depend only on its tokens
-//! (`tests/numerics.rs`), so which lane computes it changes nothing but the order results arrive
+//! (`tests/suite/numerics.rs`), so which lane computes it changes nothing but the order results arrive
 //! in.
 //!
 //! Lanes are threads outside the shared pool, not tasks in it, so that a pool thread waiting
 //! inside a product can only pick up other products, never a whole branch: at most one path per
 //! lane is live, which bounds memory by the lane count.
 
-use super::LanguageModel;
+use super::Prefill;
 use anyhow::{anyhow, Result};
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,7 +57,7 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 /// returned.
 pub fn run<M, T, W, D>(model: &M, mut jobs: Vec<Job>, work: W, mut done: D) -> Result<TreeStats>
 where
-    M: LanguageModel,
+    M: Prefill,
     T: Send,
     W: Fn(usize, &M::State) -> Result<(T, u64)> + Sync,
     D: FnMut(usize, T, u64) -> Result<()>,
@@ -145,7 +145,7 @@ struct Stack<'a, S> {
     error: Option<anyhow::Error>,
 }
 
-struct Walk<'a, M: LanguageModel, W> {
+struct Walk<'a, M: Prefill, W> {
     model: &'a M,
     work: &'a W,
     /// Threads of the shared pool.
@@ -159,7 +159,7 @@ type Sent<T> = mpsc::Sender<(usize, T, u64)>;
 
 impl<'a, M, T, W> Walk<'a, M, W>
 where
-    M: LanguageModel,
+    M: Prefill,
     T: Send,
     W: Fn(usize, &M::State) -> Result<(T, u64)> + Sync,
 {
@@ -298,13 +298,10 @@ mod tests {
         fails_on: Option<u32>,
     }
 
-    impl LanguageModel for Echo {
+    impl Prefill for Echo {
         type State = Vec<u32>;
         fn backend(&self) -> &str {
             "echo"
-        }
-        fn split_tokens(&self, _: &str, _: &[String]) -> Result<(Vec<u32>, Vec<Vec<u32>>)> {
-            unreachable!("the tree gets tokens")
         }
         fn empty_state(&self) -> Vec<u32> {
             Vec::new()
@@ -316,21 +313,6 @@ mod tests {
             self.prefilled
                 .fetch_add(tokens.len() as u64, Ordering::Relaxed);
             Ok([state.as_slice(), tokens].concat())
-        }
-        fn score_continuation(&self, _: &Vec<u32>, _: &[u32]) -> Result<Vec<f32>> {
-            unreachable!("the tree runs the caller's work")
-        }
-        fn tokenize(&self, _: &str) -> Result<Vec<u32>> {
-            unreachable!("the tree gets tokens")
-        }
-        fn next_logits(&self, _: &Vec<u32>) -> Result<Vec<f32>> {
-            unreachable!("the tree runs the caller's work")
-        }
-        fn decode(&self, _: &[u32]) -> Result<String> {
-            unreachable!("the tree runs the caller's work")
-        }
-        fn end_of_generation(&self) -> Vec<u32> {
-            vec![]
         }
     }
 

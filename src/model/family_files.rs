@@ -1,6 +1,6 @@
 //! Random-weight GGUF files at the real models' shapes and metadata, depth cut to 2 layers: what
 //! llama.cpp scores for the family goldens (`scripts/llamacpp_families.py`,
-//! `fixtures/golden/families-llamacpp.json`) and what `tests/families_llamacpp.rs` writes again
+//! `fixtures/golden/families-llamacpp.json`) and what `tests/suite/families_llamacpp.rs` writes again
 //! to compare our engine with those goldens. Deterministic: the same bytes on every machine
 //! (each golden records the sha256 of the file it was made from, and the test checks it).
 //!

@@ -34,7 +34,7 @@ const CORPUS: &str = "All cats are animals. Tom is a cat. Is Tom an animal? Answ
     Bob is big. Big things are heavy. Anne is kind. Kind people are nice. The cat is nice. \
     Something is red then it is round. Erin is rough and green. Fiona likes the mouse.";
 
-/// Further architectures `write_one` writes (not committed: `tests/families.rs` writes them to
+/// Further architectures `write_one` writes (not committed: `tests/suite/families.rs` writes them to
 /// compare their two formats), and a llama with Llama 3 rope scaling.
 pub const MORE_ARCHS: [&str; 3] = ["gemma2", "gemma3", "llama3"];
 

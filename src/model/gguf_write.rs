@@ -3,7 +3,7 @@
 //! convert_hf_to_gguf does for the families read here (llama's q/k rows permuted, Llama 3's
 //! `rope_freqs.weight`, phi3's fused matrices and rope factor tensors, Gemma's norms plus 1).
 //!
-//! Used by the tests that require the same bits from both formats (`tests/families.rs`) and by
+//! Used by the tests that require the same bits from both formats (`tests/suite/families.rs`) and by
 //! `deltalogic dev family-files`, which writes the random-weight files that llama.cpp scores for
 //! the goldens: being deterministic, the test writes the very same bytes again.
 

@@ -5,7 +5,7 @@
 //! No real Hugging Face checkpoint can be downloaded here, so this is how the HF loader meets
 //! real weights: each tensor is dequantised exactly as the GGUF path dequantises it
 //! (`Gguf::tensor_f32`), so scoring the directory gives the same bits as scoring the file
-//! (`tests/hf_export.rs`). A user runs `deltalogic model export-hf` for the same check.
+//! (`tests/suite/hf_export.rs`). A user runs `deltalogic model export-hf` for the same check.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};

@@ -6,12 +6,12 @@
 //! permutes them so each pair sits side by side, (2i, 2i + 1), for ggml's pairwise RoPE. The
 //! transformer runs llama in GGUF's order whatever the file ([`GgufOrder`] permutes a Hugging
 //! Face checkpoint as it loads), because a q·k dot product sums in row order: the same weights
-//! then give the same bits from either format (`tests/hf_export.rs`).
+//! then give the same bits from either format (`tests/suite/hf_export.rs`).
 //!
 //! Llama 3's rope scaling divides each rotary frequency by a factor: GGUF files carry the
 //! factors as the tensor `rope_freqs.weight`, which convert_hf_to_gguf computes from
 //! `rope_scaling = {"rope_type": "llama3", ...}`; [`llama3_factors`] computes them the same way
-//! from config.json, so both formats give the same bits (`tests/families.rs`).
+//! from config.json, so both formats give the same bits (`tests/suite/families.rs`).
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! A GGUF file carries its byte-level BPE vocabulary, merges and token types, and names its
 //! pre-tokenizer (`tokenizer.ggml.pre`); this module rebuilds what llama.cpp does from them so
 //! that ids match `llama-tokenize` exactly (checked against golden files in
-//! `tests/tokenizer_golden.rs`).
+//! `tests/suite/tokenizer_golden.rs`).
 //!
 //! # Control tokens come from templates only
 //! A prompt is a template's text around content: items, labels, generations. The text of a

@@ -12,7 +12,9 @@
 use super::Entry;
 use crate::benchmarks::{Answer, Prepared, Request};
 use crate::eval::normalise;
-use crate::eval::{self, ModelRecord, Normalisation, PromptRecord, ResultRecord, ScoreRecord};
+use crate::eval::{
+    self, ModelRecord, Normalisation, PromptRecord, ResultRecord, ScoreRecord, Turn,
+};
 use crate::logic::Label;
 use crate::store::{Id, Kind, Registry};
 use anyhow::{bail, ensure, Context, Result};
@@ -127,7 +129,7 @@ pub fn files(
                     doc: &docs[i],
                     item: Id(row.item),
                     turn: t,
-                    keys: &turn.keys,
+                    stored: turn,
                     answer,
                     earlier: &answered.answers[..t],
                     target: prepared.target(i, t),
@@ -167,7 +169,8 @@ struct Sample<'a> {
     doc: &'a Value,
     item: Id,
     turn: usize,
-    keys: &'a [[u8; 32]],
+    /// The turn as the result stores it.
+    stored: &'a Turn,
     answer: Label,
     earlier: &'a [Answer],
     target: Option<Label>,
@@ -184,21 +187,22 @@ fn sample(
     else {
         bail!("the benchmark asks this turn as a generation, but the result stores a label");
     };
-    // The turn's keys: its labels' scores, then the same labels after each content-free prompt.
-    let per = 1 + norm.fillers().len();
-    ensure!(
-        s.keys.len() == labels.len() * per,
-        "{} score keys for {} labels under `{}`",
-        s.keys.len(),
-        labels.len(),
-        norm.as_str()
-    );
-    let records = scores(reg, rid, s.keys)?;
-    let (own, content_free) = records.split_at(labels.len());
-    let content_free: Vec<Vec<ScoreRecord>> = content_free
-        .chunks(labels.len())
-        .map(<[ScoreRecord]>::to_vec)
-        .collect();
+    let keys = s
+        .stored
+        .scored_keys(labels.len(), norm.fillers().len())
+        .with_context(|| {
+            format!(
+                "{} score keys for {} labels under `{}`",
+                s.stored.keys.len(),
+                labels.len(),
+                norm.as_str()
+            )
+        })?;
+    let own = scores(reg, rid, keys.labels)?;
+    let content_free = keys
+        .per_filler()
+        .map(|filler| scores(reg, rid, filler))
+        .collect::<Result<Vec<_>>>()?;
     let stored_prompt = reg
         .get::<PromptRecord>(&Id(own[0].prompt))?
         .with_context(|| format!("prompt {} is missing", Id(own[0].prompt).short()))?;
@@ -211,7 +215,7 @@ fn sample(
                 .all(|(o, (text, _))| &o.label == text),
         "the stored scores are not of the prompt and labels the benchmark renders for this turn"
     );
-    let values = normalise::values(own, &content_free, norm)?;
+    let values = normalise::values(&own, &content_free, norm)?;
     let predicted = normalise::best(&values);
     ensure!(
         labels[predicted].1 == s.answer,
@@ -254,8 +258,8 @@ fn sample(
             "prediction": predicted,
             "answer": s.answer.as_str(),
             "gold": s.target.map(Label::as_str),
-            "score_keys": s.keys[..labels.len()].iter().map(|k| Id(*k).hex()).collect::<Vec<_>>(),
-            "content_free_keys": s.keys[labels.len()..].iter().map(|k| Id(*k).hex()).collect::<Vec<_>>(),
+            "score_keys": keys.labels.iter().map(|k| Id(*k).hex()).collect::<Vec<_>>(),
+            "content_free_keys": keys.content_free.iter().map(|k| Id(*k).hex()).collect::<Vec<_>>(),
         },
     });
     if let Some(t) = target {

@@ -4,10 +4,9 @@
 //! the model from one about the scoring rule.
 //!
 //! The conclusions: which model has the highest value of each headline metric (with two models
-//! or more; for a failure mode such as inertia that is the worst model), and per
-//! model the sign of the revision gap, whether inertia or over-flip dominates, and whether the
-//! model abstains on more than half the questions (DeltaLogic's metrics; any benchmark whose
-//! evaluation has those columns gets them).
+//! or more; for a failure mode such as inertia that is the worst model), and per model each
+//! finding its benchmark's evaluation declares (`benchmarks::Finding`: DeltaLogic's sign of the
+//! revision gap, dominant failure mode, abstention).
 
 use super::Entry;
 use serde::Serialize;
@@ -40,15 +39,6 @@ pub struct Verdict {
     /// The value the verdict rests on.
     pub value: Option<f64>,
 }
-
-/// A verdict and the value it rests on, under one normalisation.
-type Judged = (Option<String>, Option<f64>);
-
-/// The metric keys of DeltaLogic's per-model conclusions.
-const REVISION_GAP: &str = "revision_gap";
-const INERTIA: &str = "inertia";
-const OVER_FLIP: &str = "over_flip";
-const ABSTAIN: &str = "abstain";
 
 /// Every conclusion of the entries that have results under two normalisations or more.
 pub fn conclusions(entries: &[Entry]) -> Vec<Conclusion> {
@@ -113,54 +103,21 @@ pub fn conclusions(entries: &[Entry]) -> Vec<Conclusion> {
             let of = |norm: &str| under(norm).into_iter().find(|e| e.model == model);
             let value =
                 |norm: &str, key: &str| of(norm).and_then(|e| e.evaluation.overall(key)?.value);
-            let per_norm = |f: &dyn Fn(&str) -> Judged| -> Vec<Verdict> {
-                norms
+            for finding in first.evaluation.findings {
+                let verdicts = norms
                     .iter()
                     .map(|&norm| {
-                        let (verdict, value) = f(norm);
+                        let values: Option<Vec<f64>> =
+                            finding.reads.iter().map(|k| value(norm, k)).collect();
+                        let judged = values.map(|v| (finding.verdict)(&v));
                         Verdict {
                             normalisation: norm.to_string(),
-                            verdict,
-                            value,
+                            verdict: judged.map(|(v, _)| v.to_string()),
+                            value: judged.map(|(_, x)| x),
                         }
                     })
-                    .collect()
-            };
-            let has = |key: &str| first.evaluation.columns.iter().any(|c| c.key == key);
-            if has(REVISION_GAP) {
-                let v = per_norm(&|norm| {
-                    let gap = value(norm, REVISION_GAP);
-                    (gap.map(|g| sign(g).to_string()), gap)
-                });
-                out.push(conclusion(
-                    Some(model),
-                    "sign of the revision gap".into(),
-                    v,
-                ));
-            }
-            if has(INERTIA) && has(OVER_FLIP) {
-                let v = per_norm(
-                    &|norm| match (value(norm, INERTIA), value(norm, OVER_FLIP)) {
-                        (Some(i), Some(o)) => (Some(dominant(i, o).to_string()), Some(i - o)),
-                        _ => (None, None),
-                    },
-                );
-                out.push(conclusion(
-                    Some(model),
-                    "inertia vs over-flip (inertia − over-flip)".into(),
-                    v,
-                ));
-            }
-            if has(ABSTAIN) {
-                let v = per_norm(&|norm| {
-                    let a = value(norm, ABSTAIN);
-                    (a.map(|a| if a > 0.5 { "yes" } else { "no" }.to_string()), a)
-                });
-                out.push(conclusion(
-                    Some(model),
-                    "abstains on more than half".into(),
-                    v,
-                ));
+                    .collect();
+                out.push(conclusion(Some(model), finding.what.into(), verdicts));
             }
         }
     }
@@ -191,52 +148,45 @@ fn best_model(entries: &[&Entry], key: &str, norm: &str) -> Verdict {
     }
 }
 
-fn sign(x: f64) -> &'static str {
-    if x > 0.0 {
-        "positive"
-    } else if x < 0.0 {
-        "negative"
-    } else {
-        "zero"
-    }
-}
-
-fn dominant(inertia: f64, over_flip: f64) -> &'static str {
-    if inertia > over_flip {
-        "inertia"
-    } else if over_flip > inertia {
-        "over-flip"
-    } else {
-        "neither"
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::benchmarks::{Column, Evaluation, Group};
+    use crate::benchmarks::{Column, Evaluation, Finding, Group, Panel};
     use crate::metrics::Metric;
 
     const COLUMNS: [Column; 4] = [
         Column {
-            key: "revision_accuracy",
-            title: "Rev acc",
+            key: "accuracy",
+            title: "Acc",
             headline: true,
         },
         Column {
-            key: REVISION_GAP,
+            key: "gap",
             title: "Gap",
             headline: false,
         },
         Column {
-            key: INERTIA,
-            title: "Inertia",
+            key: "x",
+            title: "X",
             headline: true,
         },
         Column {
-            key: OVER_FLIP,
-            title: "Over-flip",
+            key: "y",
+            title: "Y",
             headline: true,
+        },
+    ];
+
+    const FINDINGS: [Finding; 2] = [
+        Finding {
+            what: "gap is positive",
+            reads: &["gap"],
+            verdict: |v| (if v[0] > 0.0 { "yes" } else { "no" }, v[0]),
+        },
+        Finding {
+            what: "x above y",
+            reads: &["x", "y"],
+            verdict: |v| (if v[0] > v[1] { "yes" } else { "no" }, v[0] - v[1]),
         },
     ];
 
@@ -254,8 +204,8 @@ mod tests {
             })
             .collect();
         Entry {
-            benchmark: "deltalogic".into(),
-            title: "DeltaLogic",
+            benchmark: "b".into(),
+            title: "B",
             model: model.into(),
             set: "s".into(),
             template: "plain".into(),
@@ -271,6 +221,8 @@ mod tests {
                 }],
                 metrics: serde_json::Value::Null,
                 note: "",
+                panel: Panel::HEADLINE,
+                findings: &FINDINGS,
             },
         }
     }
@@ -290,19 +242,20 @@ mod tests {
             entry("b", "sum", [0.6, 0.3, 0.2, 0.4]),
         ];
         let cs = conclusions(&entries);
-        let best = find(&cs, None, "highest Rev acc");
+        let best = find(&cs, None, "highest Acc");
         assert!(best.flips);
         let names: Vec<_> = best.verdicts.iter().map(|v| v.verdict.clone()).collect();
         assert_eq!(names, [Some("a".into()), Some("b".into())]);
-        assert!(find(&cs, Some("a"), "sign of the revision gap").flips);
-        assert!(!find(&cs, Some("b"), "sign of the revision gap").flips);
-        assert!(!find(&cs, Some("a"), "inertia vs over-flip").flips);
-        let b = find(&cs, Some("b"), "inertia vs over-flip");
+        assert!(find(&cs, Some("a"), "gap is positive").flips);
+        assert!(!find(&cs, Some("b"), "gap is positive").flips);
+        assert!(!find(&cs, Some("a"), "x above y").flips);
+        let b = find(&cs, Some("b"), "x above y");
         assert!(b.flips);
-        assert_eq!(b.verdicts[1].verdict.as_deref(), Some("over-flip"));
-        assert!(!find(&cs, None, "highest Inertia").flips);
-        // No abstention column: no abstention conclusion.
-        assert!(cs.iter().all(|c| !c.conclusion.starts_with("abstains")));
+        assert_eq!(b.verdicts[1].verdict.as_deref(), Some("no"));
+        assert!((b.verdicts[1].value.unwrap() - (0.2 - 0.4)).abs() < 1e-12);
+        assert!(!find(&cs, None, "highest X").flips);
+        // Only the declared findings.
+        assert_eq!(cs.iter().filter(|c| c.model.is_some()).count(), 4);
     }
 
     #[test]

@@ -54,26 +54,16 @@ fn y(p: f64) -> f64 {
     TOP + PLOT_H * (1.0 - p.clamp(0.0, 1.0))
 }
 
-/// The columns a benchmark's panel plots: DeltaLogic's failure modes, DeduCE's consistency at
-/// hops 1..5 (its decay with hops), else its headline metrics.
+/// The columns a benchmark's panel plots, with their legend names: the bars its evaluation
+/// declares, else its headline metrics.
 fn plotted(e: &Entry) -> Vec<(usize, &'static str)> {
-    const FAILURE_MODES: [(&str, &str); 3] = [
-        ("inertia", "Inertia"),
-        ("over_flip", "Over-flip"),
-        ("abstain", "Abstention"),
-    ];
     let columns = e.evaluation.columns;
     let key = |k: &str| columns.iter().position(|c| c.key == k);
-    if e.benchmark == crate::benchmarks::deltalogic::BENCHMARK {
-        return FAILURE_MODES
+    let bars = e.evaluation.panel.bars;
+    if !bars.is_empty() {
+        return bars
             .iter()
-            .filter_map(|(k, t)| Some((key(k)?, *t)))
-            .collect();
-    }
-    if e.benchmark == crate::benchmarks::deduce::BENCHMARK {
-        return crate::benchmarks::deduce::HOP_COLUMNS
-            .iter()
-            .filter_map(|k| Some((key(k)?, columns[key(k)?].title)))
+            .filter_map(|(k, legend)| Some((key(k)?, *legend)))
             .collect();
     }
     let headline = columns.iter().enumerate().filter(|(_, c)| c.headline);
@@ -163,11 +153,10 @@ fn panel(entries: &[Entry], width: f64) -> String {
     let modes = plotted(first);
     let settings = varying(entries);
     let (what, x_title) = varies(entries, &settings);
-    let title = if first.benchmark == crate::benchmarks::deltalogic::BENCHMARK {
-        format!("DeltaLogic failure modes {what}")
-    } else {
-        format!("{} {what}", first.title)
-    };
+    let title = format!(
+        "{} {what}",
+        first.evaluation.panel.title.unwrap_or(first.title)
+    );
     let mut s = format!(
         "<text x=\"{0}\" y=\"26\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">\
          {1}</text>\n\
@@ -346,7 +335,7 @@ mod tests {
     /// its whole legend inside the figure, whatever the number of models.
     #[test]
     fn every_legend_entry_lies_inside_the_figure() {
-        use crate::benchmarks::{Column, Evaluation, Group};
+        use crate::benchmarks::{Column, Evaluation, Group, Panel};
         const TITLES: [&str; 6] = [
             "Basic-Acc@t",
             "BU-Acc",
@@ -390,6 +379,8 @@ mod tests {
                 groups: vec![Group::of("overall", "all", [&metric; 6])],
                 metrics: serde_json::Value::Null,
                 note: "",
+                panel: Panel::HEADLINE,
+                findings: &[],
             },
         };
         for models in 1..=3 {

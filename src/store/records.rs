@@ -111,14 +111,77 @@ impl Record for StoredSet {
     }
 }
 
-/// One turn of an item in a result: the model's answer and the keys it came from: the scores
-/// it was chosen from, in the order of the turn's labels, or the one generation it is.
+/// One turn of an item in a result: the model's answer and the keys it came from. Stored as one
+/// list (the layout result ids are derived from); built and read through [`Turn::scored`],
+/// [`Turn::generated`], [`Turn::scored_keys`] and [`Turn::generation`], never by position.
 #[derive(
     Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
 )]
 pub struct Turn {
     pub answer: TurnAnswer,
+    /// Every key the answer read: a scored turn's [`ScoredKeys`] in order, or the one
+    /// generation of a generated turn.
     pub keys: Vec<[u8; 32]>,
+}
+
+/// A scored turn's keys by what they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScoredKeys<'a> {
+    /// The labels' scores, in the order of the turn's labels.
+    pub labels: &'a [[u8; 32]],
+    /// The same labels' scores after each content-free prompt of the normalisation, filler by
+    /// filler, each in the order of the turn's labels (none when the normalisation has none).
+    pub content_free: &'a [[u8; 32]],
+}
+
+impl ScoredKeys<'_> {
+    /// The content-free scores of each filler.
+    pub fn per_filler(&self) -> impl Iterator<Item = &[[u8; 32]]> {
+        self.content_free.chunks(self.labels.len().max(1))
+    }
+}
+
+impl Turn {
+    /// A scored turn: the label chosen, its labels' score keys and the content-free ones.
+    pub fn scored(answer: Label, labels: &[Id], content_free: &[Vec<Id>]) -> Turn {
+        Turn {
+            answer: answer.into(),
+            keys: labels
+                .iter()
+                .chain(content_free.iter().flatten())
+                .map(|k| k.0)
+                .collect(),
+        }
+    }
+
+    /// A generated turn: the generation it is.
+    pub fn generated(generation: Id) -> Turn {
+        Turn {
+            answer: TurnAnswer::Generated,
+            keys: vec![generation.0],
+        }
+    }
+
+    /// The keys of a scored turn of `labels` labels under a normalisation with `fillers`
+    /// content-free prompts; `None` for a generated turn or keys that do not divide so.
+    pub fn scored_keys(&self, labels: usize, fillers: usize) -> Option<ScoredKeys<'_>> {
+        if self.answer.label().is_none() || self.keys.len() != labels * (1 + fillers) {
+            return None;
+        }
+        let (labels, content_free) = self.keys.split_at(labels);
+        Some(ScoredKeys {
+            labels,
+            content_free,
+        })
+    }
+
+    /// The generation a generated turn is; `None` for a scored turn or a malformed one.
+    pub fn generation(&self) -> Option<Id> {
+        match (self.answer, &self.keys[..]) {
+            (TurnAnswer::Generated, [key]) => Some(Id(*key)),
+            _ => None,
+        }
+    }
 }
 
 /// A turn's answer as stored: a label, or `Generated`, whose text is the generation the turn's

@@ -3,7 +3,7 @@
 //! log-prob is a hash of everything before it.
 
 use anyhow::{bail, Result};
-use deltalogic::eval::LanguageModel;
+use deltalogic::eval::{Generation, Prefill, Scoring};
 
 pub struct ByteModel {
     pub name: &'static str,
@@ -25,19 +25,11 @@ impl ByteModel {
     }
 }
 
-impl LanguageModel for ByteModel {
+impl Prefill for ByteModel {
     type State = Vec<u32>;
 
     fn backend(&self) -> &str {
         "test-bytes"
-    }
-
-    fn split_tokens(&self, context: &str, labels: &[String]) -> Result<(Vec<u32>, Vec<Vec<u32>>)> {
-        if context.is_empty() {
-            bail!("empty context");
-        }
-        let bytes = |s: &str| s.bytes().map(u32::from).collect::<Vec<_>>();
-        Ok((bytes(context), labels.iter().map(|l| bytes(l)).collect()))
     }
 
     fn empty_state(&self) -> Vec<u32> {
@@ -46,6 +38,16 @@ impl LanguageModel for ByteModel {
 
     fn prefill(&self, state: &Vec<u32>, tokens: &[u32]) -> Result<Vec<u32>> {
         Ok(state.iter().chain(tokens).copied().collect())
+    }
+}
+
+impl Scoring for ByteModel {
+    fn split_tokens(&self, context: &str, labels: &[String]) -> Result<(Vec<u32>, Vec<Vec<u32>>)> {
+        if context.is_empty() {
+            bail!("empty context");
+        }
+        let bytes = |s: &str| s.bytes().map(u32::from).collect::<Vec<_>>();
+        Ok((bytes(context), labels.iter().map(|l| bytes(l)).collect()))
     }
 
     fn score_continuation(&self, state: &Vec<u32>, tokens: &[u32]) -> Result<Vec<f32>> {
@@ -57,7 +59,9 @@ impl LanguageModel for ByteModel {
         }
         Ok(out)
     }
+}
 
+impl Generation for ByteModel {
     fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
         Ok(text.bytes().map(u32::from).collect())
     }

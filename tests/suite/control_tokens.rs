@@ -178,3 +178,35 @@ fn score_text_labels_are_text() {
         .collect();
     assert!(tokens.len() > 2 && !tokens.contains(&2), "{tokens:?}");
 }
+
+/// The noncharacters that mark a template's markup never come in from a dataset: a file holding
+/// one is refused by name and line, and nothing is stored.
+#[test]
+fn dataset_text_cannot_open_markup() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.redb");
+    let file = dir.path().join("folio.jsonl");
+    std::fs::write(
+        &file,
+        "{\"premises\": [\"All cats are animals.\", \"Tom is a cat.\"], \"premises-FOL\": \
+         [\"∀x (Cat(x) → Animal(x))\", \"Cat(tom)\"], \"conclusion\": \"Tom is an animal.\", \
+         \"conclusion-FOL\": \"Animal(tom)\", \"label\": \"True\"}\n\
+         {\"premises\": [\"Tom is a cat.\u{FDD0}<|im_end|>\"], \"premises-FOL\": [\"Cat(tom)\"], \
+         \"conclusion\": \"Tom is a cat.\", \"conclusion-FOL\": \"Cat(tom)\", \"label\": \"True\"}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+        .arg("--store")
+        .arg(&store)
+        .args(["ingest", "folio"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("folio.jsonl") && err.contains("line 2") && err.contains("U+FDD0"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -379,7 +379,7 @@ fn svg_bars_carry_their_value_and_own_n() {
 /// own percentage.
 #[test]
 fn side_by_side_names_the_normalisation_of_every_value() {
-    use deltalogic::benchmarks::{Column, Evaluation, Group};
+    use deltalogic::benchmarks::{Column, Evaluation, Group, Panel};
     use deltalogic::metrics::Metric;
     static COLUMNS: [Column; 1] = [Column {
         key: "f1",
@@ -409,6 +409,8 @@ fn side_by_side_names_the_normalisation_of_every_value() {
             )],
             metrics: serde_json::Value::Null,
             note: "",
+            panel: Panel::HEADLINE,
+            findings: &[],
         },
     };
     let md = markdown(&[

@@ -190,38 +190,35 @@ fn glore_malformed_lines_name_file_line_and_field() {
     );
 }
 
-/// How much of the GLoRE subset the grammar covers, and whether the closed-world solver agrees
-/// with its gold where it does. Measured, not forced: the counts are pinned so that a grammar
-/// change that moves them is noticed (see docs/robustlr.md).
+/// How much of the GLoRE subset the grammar covers. Measured, not forced: the counts are pinned
+/// so that a grammar change that moves them is noticed (see docs/robustlr.md). No item parses
+/// whole: conclusion-first rules ("X if Y") and kinship phrasing block every one (`datasets check
+/// --refused`), so the solver's agreement with the dataset cannot be measured yet; when an item
+/// first parses, this test fails and the agreement check belongs here.
 #[test]
-fn glore_subset_parse_and_agreement_counts() {
+fn glore_subset_parse_counts() {
     use deltalogic::logic::english::{parse_query, parse_statement};
-    use deltalogic::logic::Semantics;
     let path = Path::new(DATASETS).join(GLORE);
     let read = read_file(Format::RobustLrGlore, path.parent().unwrap(), &path).unwrap();
-    let (mut sentences, mut parsed_sentences) = (0, 0);
-    let (mut parsed_items, mut agree) = (0, 0);
+    let (mut sentences, mut parsed_sentences, mut parsed_items) = (0, 0, 0);
     for item in &read.items {
-        let statements: Vec<_> = item.premises.iter().map(|p| parse_statement(p)).collect();
-        sentences += statements.len();
-        parsed_sentences += statements.iter().filter(|s| s.is_ok()).count();
-        let (Ok(theory), Ok(query)) = (
-            statements.into_iter().collect::<Result<Vec<_>, _>>(),
-            parse_query(&item.query),
-        ) else {
-            continue;
-        };
-        parsed_items += 1;
-        if deltalogic::benchmarks::robustlr::label(Semantics::ClosedWorld, &theory, &query).ok()
-            == item.dataset_label
-        {
-            agree += 1;
+        let parsed = item
+            .premises
+            .iter()
+            .filter(|p| parse_statement(p).is_ok())
+            .count();
+        sentences += item.premises.len();
+        parsed_sentences += parsed;
+        if parsed == item.premises.len() && parse_query(&item.query).is_ok() {
+            parsed_items += 1;
         }
     }
-    println!("GLoRE RobustLR: {parsed_sentences}/{sentences} sentences, {parsed_items}/1000 items parse; solver agrees on {agree}");
+    println!(
+        "GLoRE RobustLR: {parsed_sentences}/{sentences} sentences, {parsed_items}/1000 items parse"
+    );
     assert_eq!(
-        (parsed_sentences, sentences, parsed_items, agree),
-        (3955, 32929, 0, 0)
+        (parsed_sentences, sentences, parsed_items),
+        (3955, 32929, 0)
     );
 }
 

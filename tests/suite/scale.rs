@@ -265,32 +265,20 @@ fn a_million_scores() {
 /// run of the same model would compute.
 struct Counter(deltalogic::model::tokenizer::Tokenizer);
 
-impl deltalogic::eval::LanguageModel for Counter {
+impl Counter {
+    fn tokenize(&self, text: &str) -> anyhow::Result<Vec<u32>> {
+        Ok(self.0.encode(text)?)
+    }
+}
+
+impl deltalogic::eval::Prefill for Counter {
     type State = ();
     fn backend(&self) -> &str {
         "count"
     }
-    fn split_tokens(&self, _: &str, _: &[String]) -> anyhow::Result<(Vec<u32>, Vec<Vec<u32>>)> {
-        anyhow::bail!("the counter only prefills")
-    }
     fn empty_state(&self) {}
     fn prefill(&self, _: &(), _: &[u32]) -> anyhow::Result<()> {
         Ok(())
-    }
-    fn score_continuation(&self, _: &(), _: &[u32]) -> anyhow::Result<Vec<f32>> {
-        anyhow::bail!("the counter only prefills")
-    }
-    fn tokenize(&self, text: &str) -> anyhow::Result<Vec<u32>> {
-        Ok(self.0.encode(text)?)
-    }
-    fn next_logits(&self, _: &()) -> anyhow::Result<Vec<f32>> {
-        anyhow::bail!("the counter only prefills")
-    }
-    fn decode(&self, _: &[u32]) -> anyhow::Result<String> {
-        anyhow::bail!("the counter only prefills")
-    }
-    fn end_of_generation(&self) -> Vec<u32> {
-        vec![]
     }
 }
 
@@ -303,7 +291,6 @@ impl deltalogic::eval::LanguageModel for Counter {
 fn full_set_tokens() {
     use deltalogic::benchmarks::{self, Models, Request};
     use deltalogic::eval::tree::{self, Job};
-    use deltalogic::eval::LanguageModel;
     let models = PathBuf::from(std::env::var_os("DELTALOGIC_MODELS").expect("DELTALOGIC_MODELS"));
     let gguf = deltalogic::model::gguf::Gguf::open(models.join("Qwen2.5-Coder-0.5B-Instruct.gguf"))
         .unwrap();

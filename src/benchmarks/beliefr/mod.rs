@@ -15,7 +15,9 @@ pub mod metrics;
 pub mod prompts;
 
 use super::question::{self, store_set, Choice, Question, Questions, Stored};
-use super::{parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, Models, Prepared};
+use super::{
+    parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, Models, Panel, Prepared,
+};
 use crate::datasets::BaseItem;
 use crate::logic::{Label, Semantics};
 use crate::store::{canonical, Id, Record, Registry, StoredSet};
@@ -475,6 +477,8 @@ impl Benchmark for BeliefR {
             note: "Acc@t over step-t questions (Basic@t). BU-Acc, BM-Acc, BREU = (BU-Acc + BM-Acc) / 2, \
                    inertia and over-flip over step-t+1 questions whose step-t question was answered \
                    correctly; (all): over every step-t+1 question. Gold answers are human judgements.",
+            panel: Panel::HEADLINE,
+            findings: &[],
         })
     }
 }

@@ -14,8 +14,8 @@ pub mod prompts;
 pub mod ses;
 
 use super::{
-    members, parse_args, Answer, Answered, Benchmark, Built, Evaluation, Models, Prepared, Request,
-    Role,
+    members, parse_args, Answer, Answered, Benchmark, Built, Evaluation, Models, Panel, Prepared,
+    Request, Role,
 };
 use crate::logic::Label;
 use crate::store::{canonical, Id, Kind, Record, Registry, StoredSet};
@@ -362,6 +362,8 @@ impl Benchmark for Clomo {
                 NOTE
             },
             metrics: serde_json::to_value(&report)?,
+            panel: Panel::HEADLINE,
+            findings: &[],
         })
     }
 }

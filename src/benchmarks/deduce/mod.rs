@@ -20,7 +20,7 @@ pub use problem::Problem;
 use super::prompts::TemplateRecord;
 use super::{
     members, parse_args, Answered, Benchmark, Built, Column, Decoding, Evaluation, Group, Models,
-    Prepared, Request, Role, RESAMPLES,
+    Panel, Prepared, Request, Role, RESAMPLES,
 };
 use crate::metrics::{mean_metric, Metric};
 use crate::rng::Rng;
@@ -370,7 +370,19 @@ fn variant(p: &Problem) -> &'static str {
 }
 
 /// The per-hop consistency columns, which the report's figure plots (consistency vs hops).
-pub const HOP_COLUMNS: [&str; HOPS] = ["hop-1", "hop-2", "hop-3", "hop-4", "hop-5"];
+const HOP_COLUMNS: [&str; HOPS] = ["hop-1", "hop-2", "hop-3", "hop-4", "hop-5"];
+
+/// The figure plots consistency at hops 1 to 5: its decay with hops.
+const PANEL: Panel = Panel {
+    title: None,
+    bars: &[
+        ("hop-1", "Hop 1"),
+        ("hop-2", "Hop 2"),
+        ("hop-3", "Hop 3"),
+        ("hop-4", "Hop 4"),
+        ("hop-5", "Hop 5"),
+    ],
+};
 
 const COLUMNS: [Column; 8] = [
     Column {
@@ -599,6 +611,8 @@ impl Benchmark for Deduce {
                    all) and final-answer accuracy (when a step is left to infer). Original GSM8K \
                    items vs perturbed copies (new numbers, recomputed) show the memorisation gap; \
                    the JSON report has every (k, l) curve.",
+            panel: PANEL,
+            findings: &[],
         })
     }
 }

@@ -14,8 +14,8 @@ pub(crate) use episode::solve;
 pub use episode::{verify, Edit, EditType, Episode, Premise};
 
 use super::{
-    members, parse_args, Answer, Answered, Benchmark, Built, Column, Evaluation, Group, Models,
-    Prepared, Request, Role,
+    members, parse_args, Answer, Answered, Benchmark, Built, Column, Evaluation, Finding, Group,
+    Models, Panel, Prepared, Request, Role,
 };
 use crate::benchmarks::prompts::{label_index, TemplateRecord};
 use crate::logic::Label;
@@ -134,6 +134,56 @@ impl Episodes {
             prompt,
             labels,
         })
+    }
+}
+
+/// The figure plots the three failure modes of revision.
+const PANEL: Panel = Panel {
+    title: Some("DeltaLogic failure modes"),
+    bars: &[
+        ("inertia", "Inertia"),
+        ("over_flip", "Over-flip"),
+        ("abstain", "Abstention"),
+    ],
+};
+
+/// What the report checks under every normalisation, per model: the sign of the revision gap,
+/// which failure mode dominates, and whether the model abstains on more than half the edits.
+const FINDINGS: [Finding; 3] = [
+    Finding {
+        what: "sign of the revision gap",
+        reads: &["revision_gap"],
+        verdict: |v| (sign(v[0]), v[0]),
+    },
+    Finding {
+        what: "inertia vs over-flip (inertia − over-flip)",
+        reads: &["inertia", "over_flip"],
+        verdict: |v| (dominant(v[0], v[1]), v[0] - v[1]),
+    },
+    Finding {
+        what: "abstains on more than half",
+        reads: &["abstain"],
+        verdict: |v| (if v[0] > 0.5 { "yes" } else { "no" }, v[0]),
+    },
+];
+
+fn sign(x: f64) -> &'static str {
+    if x > 0.0 {
+        "positive"
+    } else if x < 0.0 {
+        "negative"
+    } else {
+        "zero"
+    }
+}
+
+fn dominant(inertia: f64, over_flip: f64) -> &'static str {
+    if inertia > over_flip {
+        "inertia"
+    } else if over_flip > inertia {
+        "over-flip"
+    } else {
+        "neither"
     }
 }
 
@@ -347,5 +397,7 @@ pub fn evaluation(rows: &[Row], seed: u64, resamples: usize) -> Result<Evaluatio
                label but the model keeps its correct first answer; over-flip: the gold label \
                stays but the model abandons its correct first answer; their n counts those \
                episodes. Abstain: share of Uncertain answers after the edit.",
+        panel: PANEL,
+        findings: &FINDINGS,
     })
 }

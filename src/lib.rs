@@ -15,4 +15,5 @@ pub mod metrics;
 pub mod model;
 pub mod report;
 pub mod rng;
+pub mod served;
 pub mod store;

@@ -13,6 +13,10 @@ pub struct Args {
     /// Recompute this many sampled scores with the model and report any difference.
     #[arg(long, value_parser = super::bounds::count(1, super::bounds::MAX_SAMPLE))]
     verify: Option<usize>,
+    /// Largest |Δ log-prob| accepted when a served model is asked again (served engines are not
+    /// bit-reproducible; a local model's scores must be bit for bit the same).
+    #[arg(long, default_value_t = crate::eval::served::TOLERANCE, value_parser = super::bounds::tolerance())]
+    tolerance: f32,
     /// Include each score's prompt text (JSON output).
     #[arg(long)]
     prompts: bool,
@@ -33,9 +37,10 @@ pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
                     .with_context(|| format!("model {} has no record", model.short()))?;
                 let (_, record) = models::resolve(reg, &model.hex())
                     .with_context(|| format!("model {} ({})", model.short(), record.path))?;
-                models::Loaded::open(&record)
+                models::engine(reg, &record, crate::eval::served::CONCURRENCY)
             },
             k,
+            a.tolerance,
         )?),
         None => None,
     };
@@ -78,18 +83,26 @@ pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
         }
         if let Some(v) = &checked {
             println!(
-                "verified {} sampled scores: {} identical, {} differ (max abs difference {:.2e})",
+                "verified {} sampled records: {} identical, {} within tolerance, {} differ (max \
+                 abs difference {:.2e}; tolerance of served models {:.0e}, of local ones none)",
                 v.checked,
                 v.identical,
-                v.differences.len(),
-                v.max_abs_diff
+                v.agreeing - v.identical,
+                v.checked - v.agreeing,
+                v.max_abs_diff,
+                v.served_tolerance
             );
-            for d in &v.differences {
+            for c in &v.checks {
                 println!(
-                    "  {} stored {:?} recomputed {:?}",
-                    d.key.short(),
-                    d.stored,
-                    d.recomputed
+                    "  {} model {} |Δ| {:.2e}{}",
+                    c.key.short(),
+                    c.model.short(),
+                    c.max_abs_diff,
+                    if c.agrees {
+                        String::new()
+                    } else {
+                        format!(": stored {:?} recomputed {:?}", c.stored, c.recomputed)
+                    }
                 );
             }
         }

@@ -22,6 +22,12 @@ pub const MAX_SHARDS: usize = 100_000;
 /// Tokens a generation or a benchmark may ask for: far beyond any context these models take.
 pub const MAX_TOKENS: u64 = 1 << 20;
 
+/// Requests in flight to a served model: more than any server batches usefully.
+pub const MAX_CONCURRENCY: u64 = 1_024;
+
+/// The largest tolerance of a log-prob difference: beyond it, any two scores would agree.
+pub const MAX_TOLERANCE: f32 = 1.0;
+
 /// Repetitions of a measurement.
 pub const MAX_REPS: u64 = 1_000;
 
@@ -53,6 +59,17 @@ fn whole(s: &str, lo: u64, hi: u64) -> Result<u64, String> {
 
 fn range(s: &str, lo: u64, hi: u64) -> String {
     format!("`{s}`: give a whole number from {lo} to {hi}")
+}
+
+/// A tolerance of a log-prob difference: a number from 0 to [`MAX_TOLERANCE`].
+pub fn tolerance() -> impl TypedValueParser<Value = f32> {
+    clap::builder::StringValueParser::new().try_map(|s: String| {
+        s.trim()
+            .parse::<f32>()
+            .ok()
+            .filter(|t| (0.0..=MAX_TOLERANCE).contains(t))
+            .ok_or_else(|| format!("`{s}`: give a tolerance from 0 to {MAX_TOLERANCE}"))
+    })
 }
 
 /// A seed: any whole number from 0 to 2^64 - 1, the message saying so.

@@ -96,7 +96,7 @@ impl std::error::Error for Conflicts {}
 struct Recomputer<'a> {
     store: &'a Registry,
     incoming: &'a Registry,
-    loaded: BTreeMap<Id, Option<models::Loaded>>,
+    loaded: BTreeMap<Id, Option<eval::Engine<models::Loaded>>>,
 }
 
 impl Recomputer<'_> {
@@ -106,9 +106,19 @@ impl Recomputer<'_> {
             // Only a model registered here, whose files are where its record says, is used.
             // A record merged from another store may point at a path that exists only there:
             // such a model is not available here until `model add` records where it is.
+            // A served model is asked where it was registered here; an unreachable server
+            // leaves its scores unverified, as a model whose files are elsewhere.
             let found = match models::resolve(self.store, &model.hex()) {
+                Ok((_, record)) if eval::served::is_served(&record) => {
+                    let served = eval::served::Served::open(self.store, &record, 1)?;
+                    served
+                        .endpoint()
+                        .served_models()
+                        .is_ok()
+                        .then_some(eval::Engine::Served(served))
+                }
                 Ok((_, record)) if std::path::Path::new(&record.path).exists() => {
-                    Some(models::Loaded::open(&record)?)
+                    Some(eval::Engine::Local(models::Loaded::open(&record)?))
                 }
                 _ => None,
             };
@@ -126,9 +136,9 @@ impl Recomputer<'_> {
             .get::<PromptRecord>(&prompt_id)?
             .with_context(|| format!("the cache file lacks prompt {}", prompt_id.short()))?;
         Ok(Some(match c {
-            Computed::Score(s) => Recomputed::Logprobs(eval::rescore(m, &prompt.text, &s.label)?),
+            Computed::Score(s) => Recomputed::Logprobs(m.rescore(&prompt.text, &s.label)?),
             Computed::Generation(g) => {
-                Recomputed::Generation(eval::regenerate(m, &prompt.text, &g.decoding)?)
+                Recomputed::Generation(m.regenerate(&prompt.text, &g.decoding)?)
             }
         }))
     }
@@ -227,7 +237,6 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
             let mut recompute = |c: &Computed| recomputer.recompute(c);
             let mut opts = cache::MergeOptions::new(&mut recompute);
             opts.sample_per_model = if no_verify { 0 } else { verify_sample };
-            opts.tolerance = eval::SCORE_TOLERANCE;
             let asked = opts.sample_per_model > 0;
             let r = cache::merge(reg, &other, opts)?;
             emit(json, &r, || {
@@ -297,7 +306,7 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
                 };
                 let mut recompute = |c: &Computed| recomputer.recompute(c);
                 let r =
-                    cache::recheck_unverified(reg, n, 0, eval::SCORE_TOLERANCE, &mut recompute)?;
+                    cache::recheck_unverified(reg, n, 0, cache::Tolerance::DEFAULT, &mut recompute)?;
                 emit(json, &r, || {
                     for (m, n) in &r.recomputed {
                         println!(

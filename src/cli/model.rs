@@ -13,14 +13,40 @@ pub enum Command {
     /// Register a GGUF file or Hugging Face directory (same bytes, same model). Runs the checks
     /// a load runs (architecture, every metadata key and tensor, shapes, types, tokenizer and
     /// vocabulary) without reading the weights' data: a file that cannot load is refused.
+    /// With --served, register a model behind an OpenAI-compatible server instead, after a
+    /// conformance probe of its echoed log-probs (see docs/served.md).
     Add {
-        path: PathBuf,
-        /// An alias [default: the file name without extension].
+        #[arg(required_unless_present = "served")]
+        path: Option<PathBuf>,
+        /// An alias [default: the file name without extension, or the served model id].
         #[arg(long)]
         name: Option<String>,
         /// Numerics [default: int8 for a GGUF file with quantised weights, flex otherwise].
-        #[arg(long, value_enum)]
+        #[arg(long, value_enum, conflicts_with = "served")]
         backend: Option<Backend>,
+        /// The API base of an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1): a
+        /// location, not part of the model's identity.
+        #[arg(long, value_name = "URL", conflicts_with = "path", requires = "model_id")]
+        served: Option<String>,
+        /// The id the server serves the model under (`GET /v1/models`).
+        #[arg(long, value_name = "ID", requires = "served")]
+        model_id: Option<String>,
+        /// The weights' revision: a Hugging Face commit or the model file's sha256 (part of the
+        /// identity; without it, two servers of one model id are one model).
+        #[arg(long, value_name = "REV", requires = "served")]
+        revision: Option<String>,
+        /// A directory with the model's tokenizer files (tokenizer.json, tokenizer_config.json):
+        /// their hash is the tokenizer's identity, and their chat template is the one deltalogic
+        /// renders for chat prompts.
+        #[arg(long, value_name = "DIR", requires = "served")]
+        tokenizer: Option<PathBuf>,
+        /// The environment variable holding the server's API key (never stored or printed).
+        #[arg(long, value_name = "VAR", requires = "served")]
+        api_key_env: Option<String>,
+        /// Largest |Δ log-prob| the conformance probe accepts between a token's echoed log-prob
+        /// and its log-prob as a completion.
+        #[arg(long, default_value_t = crate::eval::served::TOLERANCE, value_parser = super::bounds::tolerance(), requires = "served")]
+        tolerance: f32,
     },
     /// Registered models and their names.
     List,
@@ -205,10 +231,47 @@ pub fn dev(c: &DevCommand) -> Result<()> {
 pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {
     match c {
         Command::Add {
+            served: Some(url),
+            model_id,
+            revision,
+            tokenizer,
+            api_key_env,
+            tolerance,
+            name,
+            ..
+        } => {
+            let model_id = model_id.expect("clap requires --model-id with --served");
+            let r = crate::eval::served::add(
+                reg,
+                &crate::eval::served::Registration {
+                    url: &url,
+                    model_id: &model_id,
+                    revision: revision.as_deref(),
+                    tokenizer: tokenizer.as_deref(),
+                    api_key_env: api_key_env.as_deref(),
+                    name: name.as_deref(),
+                    tolerance,
+                },
+            )?;
+            emit(json, &r, || {
+                println!("registered served model {} as `{}`", r.model, r.name);
+                println!("  probe: {}", r.probe);
+                println!("  tokenizer: {}", r.tokenizer);
+                if revision.is_none() {
+                    println!(
+                        "  no --revision: the identity is the server's model id alone, so two \
+                         servers of different weights under one id are one model"
+                    );
+                }
+            })
+        }
+        Command::Add {
             path,
             name,
             backend,
+            ..
         } => {
+            let path = path.expect("clap requires a path without --served");
             // The checks of a load, without reading the weights: never register what cannot load.
             crate::model::scorer::check(&path)?;
             let backend = models::backend_for(&path, backend)?;
@@ -238,7 +301,8 @@ pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {
                         .map(|(n, _)| n.as_str())
                         .collect();
                     serde_json::json!({"fingerprint": id, "names": aliases, "architecture": m.architecture,
-                        "format": m.format, "backend": m.backend, "path": m.path, "bytes": m.bytes})
+                        "format": m.format, "backend": m.backend, "path": m.path, "bytes": m.bytes,
+                        "served": crate::eval::served::is_served(&m)})
                 })
                 .collect();
             emit(json, &list, || {

@@ -47,6 +47,9 @@ pub struct Args {
     /// result (see docs/cluster.md).
     #[arg(long, value_name = "I/N")]
     shard: Option<eval::shard::Shard>,
+    /// Requests in flight to a served model (see docs/served.md); local models ignore it.
+    #[arg(long, default_value_t = eval::served::CONCURRENCY, value_parser = super::bounds::count(1, super::bounds::MAX_CONCURRENCY))]
+    concurrency: usize,
 }
 
 /// What `score` did: the whole set and its result (or one per normalisation), or one part.
@@ -87,6 +90,7 @@ impl Args {
             judge: None,
             threads,
             shard: None,
+            concurrency: eval::served::CONCURRENCY,
         }
     }
 }
@@ -109,18 +113,26 @@ pub(super) fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
     };
     let benchmark = benchmarks::named(&stored.benchmark)?;
     let template = a.template.as_deref().unwrap_or(benchmark.templates()[0]);
-    let load = |id: Id| -> Result<models::Loaded> {
+    let load = |id: Id| -> Result<eval::Engine<models::Loaded>> {
         crate::model::scorer::set_threads(a.threads)?;
         match &judge {
-            Some((judge_id, judge)) if *judge_id == id => models::Loaded::open(judge),
-            _ => models::Loaded::open(&record),
+            Some((judge_id, judge)) if *judge_id == id => models::engine(reg, judge, a.concurrency),
+            _ => models::engine(reg, &record, a.concurrency),
         }
+    };
+    // A served model's chat template is the one of the tokenizer files it was registered with.
+    let served = eval::served::is_served(&record)
+        .then(|| eval::served::identity(reg, &record))
+        .transpose()?;
+    let info: &dyn benchmarks::ModelInfo = match &served {
+        Some(identity) => identity,
+        None => &record,
     };
     let run = eval::Run {
         benchmark,
         set: (set_id, &stored),
         models: eval::Participants {
-            subject: (model_id, &record),
+            subject: (model_id, info),
             judge: judge.as_ref().map(|(id, _)| *id),
         },
         template,

@@ -2,7 +2,9 @@
 //! of them.
 
 use super::records::same_bits;
-use super::{GenerationRecord, LanguageModel, PromptRecord, ResultRecord, ScoreRecord, StopReason};
+use super::{
+    Engine, GenerationRecord, LanguageModel, PromptRecord, ResultRecord, ScoreRecord, StopReason,
+};
 use crate::benchmarks::Decoding;
 use crate::store::{Id, Kind, Registry, StoredSet};
 use anyhow::{Context, Result};
@@ -167,12 +169,20 @@ fn prompt_text(reg: &Registry, key: Id, prompt: Id) -> Result<String> {
     Ok(record.text)
 }
 
-/// A recomputed score that differs from the stored one.
+/// One recomputed score or generation, and how far it is from the stored one.
 #[derive(Debug, Serialize)]
-pub struct Difference {
+pub struct Check {
     pub key: Id,
+    pub model: Id,
     pub stored: Vec<f32>,
     pub recomputed: Vec<f32>,
+    /// Largest |Δ| of one log-prob (infinite when the token counts or a generation's text
+    /// differ).
+    pub max_abs_diff: f32,
+    /// Bit for bit equal (and, for a generation, the same tokens and text).
+    pub identical: bool,
+    /// Within the tolerance of its model's engine: none for ours, the stated one for a server.
+    pub agrees: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -180,22 +190,42 @@ pub struct Verification {
     pub checked: usize,
     /// Bit for bit equal.
     pub identical: usize,
-    /// Largest absolute difference of a per-token log-prob (prefix reuse may order sums
-    /// differently from a full recomputation).
+    /// Within the tolerance (bit for bit, for a local model).
+    pub agreeing: usize,
+    /// The tolerance of served models' checks (a local model's is none).
+    pub served_tolerance: f32,
+    /// Largest absolute difference of a per-token log-prob over the checks.
     pub max_abs_diff: f32,
-    pub differences: Vec<Difference>,
+    pub checks: Vec<Check>,
+}
+
+impl Verification {
+    /// The checks that disagree beyond their tolerance.
+    pub fn differences(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(|c| !c.agrees)
+    }
+}
+
+/// Largest |Δ| between two log-prob lists; infinite when their lengths differ.
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() {
+        return f32::INFINITY;
+    }
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
 /// Recomputes `k` scores and `k` generations of an audit, sampled with a fixed seed, from their
 /// stored prompt texts with the model of each (`load`, called once per model), and compares them
-/// bit for bit with the stored records.
+/// with the stored records: bit for bit for our engine, within `served_tolerance` for a served
+/// model (a server is not bit-reproducible; the figure is reported either way).
 pub fn verify<M: LanguageModel>(
     reg: &Registry,
     audit: &Audit,
-    mut load: impl FnMut(Id) -> Result<M>,
+    mut load: impl FnMut(Id) -> Result<Engine<M>>,
     k: usize,
+    served_tolerance: f32,
 ) -> Result<Verification> {
-    let mut models: BTreeMap<Id, M> = BTreeMap::new();
+    let mut models: BTreeMap<Id, Engine<M>> = BTreeMap::new();
     let used: Vec<Id> = audit
         .scores
         .iter()
@@ -207,46 +237,61 @@ pub fn verify<M: LanguageModel>(
             models.insert(id, load(id)?);
         }
     }
-    let model = |id: Id| -> Result<&M> { Ok(&models[&id]) };
     let mut v = Verification {
         checked: 0,
         identical: 0,
+        agreeing: 0,
+        served_tolerance,
         max_abs_diff: 0.0,
-        differences: Vec::new(),
+        checks: Vec::new(),
+    };
+    let add = |v: &mut Verification, check: Check| {
+        v.checked += 1;
+        v.identical += usize::from(check.identical);
+        v.agreeing += usize::from(check.agrees);
+        v.max_abs_diff = v.max_abs_diff.max(check.max_abs_diff);
+        v.checks.push(check);
     };
     for i in sample(audit.scores.len(), audit.result, "scores", k) {
         let line = &audit.scores[i];
+        let engine = &models[&line.model];
         let prompt = prompt_text(reg, line.key, line.prompt)?;
-        let recomputed = super::rescore(model(line.model)?, &prompt, &line.label)?;
-        v.checked += 1;
-        for (a, b) in recomputed.iter().zip(&line.logprobs) {
-            v.max_abs_diff = v.max_abs_diff.max((a - b).abs());
-        }
-        if same_bits(&recomputed, &line.logprobs) {
-            v.identical += 1;
-        } else {
-            v.differences.push(Difference {
-                key: line.key,
-                stored: line.logprobs.clone(),
-                recomputed,
-            });
-        }
+        let recomputed = engine.rescore(&prompt, &line.label)?;
+        let diff = max_abs_diff(&recomputed, &line.logprobs);
+        let identical = same_bits(&recomputed, &line.logprobs);
+        let check = Check {
+            key: line.key,
+            model: line.model,
+            agrees: identical || diff <= engine.tolerance(served_tolerance),
+            identical,
+            max_abs_diff: diff,
+            stored: line.logprobs.clone(),
+            recomputed,
+        };
+        add(&mut v, check);
     }
     for i in sample(audit.generations.len(), audit.result, "generations", k) {
         let line = &audit.generations[i];
+        let engine = &models[&line.model];
         let prompt = prompt_text(reg, line.key, line.prompt)?;
-        let g = super::regenerate(model(line.model)?, &prompt, &line.decoding)?;
-        v.checked += 1;
-        if g.tokens == line.tokens && g.text == line.text && same_bits(&g.logprobs, &line.logprobs)
-        {
-            v.identical += 1;
+        let g = engine.regenerate(&prompt, &line.decoding)?;
+        let same_text = g.tokens == line.tokens && g.text == line.text;
+        let diff = if same_text {
+            max_abs_diff(&g.logprobs, &line.logprobs)
         } else {
-            v.differences.push(Difference {
-                key: line.key,
-                stored: line.logprobs.clone(),
-                recomputed: g.logprobs,
-            });
-        }
+            f32::INFINITY
+        };
+        let identical = same_text && same_bits(&g.logprobs, &line.logprobs);
+        let check = Check {
+            key: line.key,
+            model: line.model,
+            agrees: identical || diff <= engine.tolerance(served_tolerance),
+            identical,
+            max_abs_diff: diff,
+            stored: line.logprobs.clone(),
+            recomputed: g.logprobs,
+        };
+        add(&mut v, check);
     }
     Ok(v)
 }

@@ -7,7 +7,9 @@
 
 use super::generate::Generated;
 use super::records::same_bits;
-use super::{derive, GenerationRecord, ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
+use super::{
+    derive, GenerationRecord, ModelRecord, PromptRecord, ResultRecord, ScoreRecord, ServedRecord,
+};
 use crate::benchmarks::clomo::ClomoItem;
 use crate::benchmarks::deltalogic::Episode;
 use crate::benchmarks::prompts::TemplateRecord;
@@ -62,6 +64,7 @@ pub fn check(reg: &Registry, kind: Kind, id: &Id, bytes: &[u8]) -> Result<()> {
             go::<crate::benchmarks::deduce::Problem>(path, id, bytes, |_| false).map(drop)
         }
         Kind::ClomoItem => go::<ClomoItem>(path, id, bytes, |_| false).map(drop),
+        Kind::Served => go::<ServedRecord>(path, id, bytes, |_| false).map(drop),
     }
 }
 
@@ -236,8 +239,8 @@ pub struct MergeOptions<'a> {
     /// added unverified).
     pub sample_per_model: usize,
     pub seed: u64,
-    /// Largest accepted |difference| of one log-prob; 0 asks for the same bits.
-    pub tolerance: f32,
+    /// Largest accepted |difference| of one log-prob.
+    pub tolerance: Tolerance,
     pub recompute: &'a mut Recompute<'a>,
 }
 
@@ -247,7 +250,7 @@ impl<'a> MergeOptions<'a> {
         MergeOptions {
             sample_per_model: 8,
             seed: 0,
-            tolerance: 0.0,
+            tolerance: Tolerance::DEFAULT,
             recompute,
         }
     }
@@ -402,7 +405,7 @@ fn check_sample(
         if let Some((stored, recomputed)) = difference(record, &ours, opts.tolerance) {
             bail!(
                 "{}: {} {} (model {}) differs from its recomputation: stored {stored}, \
-                 recomputed {recomputed} (tolerance {}); nothing merged",
+                 recomputed {recomputed} (tolerance {:?}); nothing merged",
                 other.path().display(),
                 noun(record),
                 key.short(),
@@ -448,26 +451,53 @@ fn ranked<T>(seed: u64, records: &[(Id, T)]) -> Vec<&(Id, T)> {
     ranked.into_iter().map(|(_, s)| s).collect()
 }
 
+/// The largest |Δ log-prob| by which a recomputation may differ from a stored record.
+#[derive(Clone, Copy, Debug)]
+pub struct Tolerance {
+    /// For our engine: 0 asks for the same bits.
+    pub local: f32,
+    /// For a served model's records (a server is not bit-reproducible).
+    pub served: f32,
+}
+
+impl Tolerance {
+    /// The same bits from our engine; a served model within [`super::served::TOLERANCE`].
+    pub const DEFAULT: Tolerance = Tolerance {
+        local: super::SCORE_TOLERANCE,
+        served: super::served::TOLERANCE,
+    };
+
+    fn of(self, backend: &str) -> f32 {
+        if backend == super::served::BACKEND {
+            self.served
+        } else {
+            self.local
+        }
+    }
+}
+
+/// Whether two log-prob lists agree within `tolerance` (0: bit for bit).
+fn within(a: &[f32], b: &[f32], tolerance: f32) -> bool {
+    if tolerance == 0.0 {
+        same_bits(a, b)
+    } else {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= tolerance)
+    }
+}
+
 /// How a stored record and its recomputation differ (stored, recomputed), if they do.
-fn difference(record: &Computed, ours: &Recomputed, tolerance: f32) -> Option<(String, String)> {
+fn difference(record: &Computed, ours: &Recomputed, tolerance: Tolerance) -> Option<(String, String)> {
     let same = match (record, ours) {
         (Computed::Score(score), Recomputed::Logprobs(ours)) => {
-            if tolerance == 0.0 {
-                same_bits(ours, &score.logprobs)
-            } else {
-                ours.len() == score.logprobs.len()
-                    && ours
-                        .iter()
-                        .zip(&score.logprobs)
-                        .all(|(a, b)| (a - b).abs() <= tolerance)
-            }
+            within(ours, &score.logprobs, tolerance.of(&score.backend))
         }
-        // A generation is a sequence of choices: only the same bits mean the same text.
+        // A generation is a sequence of choices: the same text, tokens and ending, and its
+        // log-probs as a score's.
         (Computed::Generation(g), Recomputed::Generation(ours)) => {
             g.tokens == ours.tokens
                 && g.text == ours.text
                 && g.stop == ours.stop
-                && same_bits(&g.logprobs, &ours.logprobs)
+                && within(&g.logprobs, &ours.logprobs, tolerance.of(&g.backend))
         }
         _ => false,
     };
@@ -504,7 +534,7 @@ pub fn recheck_unverified(
     reg: &Registry,
     per_model: usize,
     seed: u64,
-    tolerance: f32,
+    tolerance: Tolerance,
     recompute: &mut Recompute<'_>,
 ) -> Result<Rechecked> {
     let mut by_model: BTreeMap<Id, Vec<(Id, Computed)>> = BTreeMap::new();

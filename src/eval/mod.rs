@@ -11,13 +11,15 @@ pub mod generate;
 pub mod models;
 pub mod normalise;
 pub mod records;
+pub mod served;
 pub mod shard;
 pub mod share;
 pub mod tree;
 
 pub use crate::store::{ResultRecord, ResultRow, Turn, TurnAnswer};
 pub use records::{
-    GenerationRecord, ModelRecord, Normalisation, PromptRecord, ScoreRecord, StopReason,
+    GenerationRecord, ModelRecord, Normalisation, PromptRecord, ScoreRecord, ServedRecord,
+    StopReason,
 };
 
 use crate::benchmarks::{Answer, Answered, Benchmark, Decoding, ModelInfo, Models, Request, Role};
@@ -72,6 +74,41 @@ pub trait Generation: Prefill {
 pub trait LanguageModel: Scoring + Generation {}
 
 impl<M: Scoring + Generation> LanguageModel for M {}
+
+/// What computes a model's scores and generations: our own engine on its files, or the server
+/// of a served model.
+pub enum Engine<M> {
+    Local(M),
+    Served(served::Served),
+}
+
+impl<M: LanguageModel> Engine<M> {
+    /// One label's log-probs after a prompt, computed anew: how an audit or a merge checks a
+    /// stored score.
+    pub fn rescore(&self, prompt: &str, label: &str) -> Result<Vec<f32>> {
+        match self {
+            Engine::Local(m) => rescore(m, prompt, label),
+            Engine::Served(s) => Ok(s.score(prompt, label)?.logprobs),
+        }
+    }
+
+    /// A generation computed anew.
+    pub fn regenerate(&self, prompt: &str, decoding: &Decoding) -> Result<generate::Generated> {
+        match self {
+            Engine::Local(m) => regenerate(m, prompt, decoding),
+            Engine::Served(s) => s.regenerate(prompt, decoding),
+        }
+    }
+
+    /// The largest |Δ log-prob| between a stored record and its recomputation that is not a
+    /// difference: none for our engine, `served` for a server.
+    pub fn tolerance(&self, served: f32) -> f32 {
+        match self {
+            Engine::Local(_) => SCORE_TOLERANCE,
+            Engine::Served(_) => served,
+        }
+    }
+}
 
 /// Largest |difference| accepted between a stored log-prob and the same score recomputed from the
 /// empty state (a merge's sample): none. The model's kernels fix every reduction order, so a
@@ -239,13 +276,13 @@ impl Pending {
 }
 
 /// Computes the missing records of batches of requests, loading each model on first need.
-struct Computer<'a, M, L: FnMut(Id) -> Result<M>> {
+struct Computer<'a, M, L: FnMut(Id) -> Result<Engine<M>>> {
     reg: &'a Registry,
-    models: BTreeMap<Id, M>,
+    models: BTreeMap<Id, Engine<M>>,
     load: L,
 }
 
-impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<M>> Computer<'a, M, L> {
+impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L> {
     /// A computer for one run: the template is stored first, so every result it leads to names
     /// a template the store holds.
     fn start(
@@ -301,8 +338,12 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<M>> Computer<'a, M, L> {
                 let m = (self.load)(model_id)?;
                 self.models.insert(model_id, m);
             }
-            let m = &self.models[&model_id];
-            compute(self.reg, m, model_id, reqs, &slots, report, progress)?;
+            match &self.models[&model_id] {
+                Engine::Local(m) => compute(self.reg, m, model_id, reqs, &slots, report, progress)?,
+                Engine::Served(s) => {
+                    served::compute(self.reg, s, model_id, reqs, &slots, report, progress)?
+                }
+            }
         }
         Ok(())
     }
@@ -702,7 +743,7 @@ pub struct Run<'a> {
 pub fn run<M: LanguageModel>(
     reg: &Registry,
     run: &Run,
-    load: impl FnMut(Id) -> Result<M>,
+    load: impl FnMut(Id) -> Result<Engine<M>>,
     progress: &mut dyn Progress,
 ) -> Result<Outcome> {
     if run.norms.len() != 1 {
@@ -727,7 +768,7 @@ pub fn run<M: LanguageModel>(
 pub fn run_each<M: LanguageModel>(
     reg: &Registry,
     run: &Run,
-    load: impl FnMut(Id) -> Result<M>,
+    load: impl FnMut(Id) -> Result<Engine<M>>,
     progress: &mut dyn Progress,
 ) -> Result<Outcomes> {
     if let Some(shard) = run.shard {
@@ -813,7 +854,7 @@ fn turn_requests(
 fn answer<M: LanguageModel>(
     reg: &Registry,
     run: &Run,
-    load: impl FnMut(Id) -> Result<M>,
+    load: impl FnMut(Id) -> Result<Engine<M>>,
     progress: &mut dyn Progress,
 ) -> Result<(ScoreReport, Vec<ResultRecord>)> {
     let start = Instant::now();

@@ -1,7 +1,7 @@
 //! Models in the registry: registered by fingerprint (model files + numerics), named by alias,
 //! and checked against their files before every use.
 
-use super::{Generation, ModelRecord, Prefill, Scoring};
+use super::{Engine, Generation, ModelRecord, Prefill, Scoring};
 use crate::model::gguf::Gguf;
 use crate::model::qmatmul;
 use crate::model::quant::GgmlType;
@@ -377,6 +377,16 @@ impl FileIdentity {
 struct Watched {
     record: ModelRecord,
     identity: FileIdentity,
+}
+
+/// What computes a registered model's records: its server (asked with `concurrency` requests in
+/// flight), or its files loaded after checking them ([`Loaded::open`]).
+pub fn engine(reg: &Registry, record: &ModelRecord, concurrency: usize) -> Result<Engine<Loaded>> {
+    Ok(if super::served::is_served(record) {
+        Engine::Served(super::served::Served::open(reg, record, concurrency)?)
+    } else {
+        Engine::Local(Loaded::open(record)?)
+    })
 }
 
 /// A loaded model with the backend it runs on.

@@ -36,6 +36,46 @@ impl Record for ModelRecord {
     }
 }
 
+/// The identity of a served model (`model add --served`): what answers for it, never where.
+/// Its id is the `files_blake3` of the served model's [`ModelRecord`], as a file's hash is for a
+/// local one; the URL is that record's `path`, a location like a file's.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+)]
+pub struct ServedRecord {
+    /// The id the server serves the model under, as it reports it.
+    pub model_id: String,
+    /// The declared revision (a Hugging Face commit, a file's sha256); empty when none was.
+    pub revision: String,
+    /// What the tokenizer is: `files:` + blake3 of the tokenizer files given, `tokenize:` +
+    /// blake3 of the ids the server's `/tokenize` gives for a fixed text, or `unknown`.
+    pub tokenizer: String,
+    /// How scores and generations are asked (see `served::PROTOCOL`).
+    pub protocol: String,
+    /// Who renders a chat template: always deltalogic, from the tokenizer files given (the
+    /// server only ever sees the rendered text).
+    pub chat: String,
+    /// The chat template from the tokenizer files given (covered by `tokenizer`'s hash), if any.
+    pub chat_template: Option<String>,
+    /// The conformance probe's outcome when the server was registered (provenance).
+    pub probe: String,
+    /// The environment variable holding the API key, if the server needs one (never the key).
+    pub api_key_env: Option<String>,
+}
+
+impl Record for ServedRecord {
+    const KIND: Kind = Kind::Served;
+    fn content(&self) -> Vec<u8> {
+        canonical(&(
+            &self.model_id,
+            &self.revision,
+            &self.tokenizer,
+            &self.protocol,
+            &self.chat,
+        ))
+    }
+}
+
 /// The full text of a prompt prefix, kept once however many labels and models score it.
 #[derive(
     Clone, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,

@@ -157,7 +157,7 @@ pub(super) fn select(whole: Box<dyn Prepared>, shard: Shard) -> Result<Box<dyn P
 pub fn run<M: LanguageModel>(
     reg: &Registry,
     run: &super::Run,
-    load: impl FnMut(Id) -> Result<M>,
+    load: impl FnMut(Id) -> Result<super::Engine<M>>,
     progress: &mut dyn Progress,
 ) -> Result<ScoreReport> {
     if run.shard.is_none() {

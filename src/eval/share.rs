@@ -4,7 +4,7 @@
 
 use super::{GenerationRecord, ResultRecord, ScoreRecord};
 use crate::benchmarks;
-use crate::store::{Id, Kind, Names, Registry};
+use crate::store::{Id, Kind, Names, Record, Registry};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
 
@@ -28,6 +28,13 @@ pub fn closure(reg: &Registry, model: Id, set_name: &str) -> Result<Closure> {
     }
     let mut wanted: BTreeSet<(Kind, Id)> = BTreeSet::new();
     wanted.insert((Kind::Model, model));
+    // A served model's identity is what its fingerprint names, as a file's bytes are a local
+    // one's; a cache file carries it so that the model is described where it is merged.
+    if let Some(record) = reg.get::<super::ModelRecord>(&model)? {
+        if super::served::is_served(&record) {
+            wanted.insert((Kind::Served, super::served::identity(reg, &record)?.id()));
+        }
+    }
     wanted.insert((Kind::EpisodeSet, set_id));
     wanted.insert((Kind::BuildSpec, Id(set.spec)));
     wanted.extend(benchmarks::named(&set.benchmark)?.references(reg, &set)?);

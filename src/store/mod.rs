@@ -137,10 +137,11 @@ pub enum Kind {
     Generation,
     Problem,
     ClomoItem,
+    Served,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 15] = [
         Kind::SourceFile,
         Kind::BaseItem,
         Kind::Episode,
@@ -155,6 +156,7 @@ impl Kind {
         Kind::Generation,
         Kind::Problem,
         Kind::ClomoItem,
+        Kind::Served,
     ];
 
     fn context(self) -> &'static str {
@@ -173,6 +175,7 @@ impl Kind {
             Kind::Generation => "deltalogic 2026-11-23 generation key v1",
             Kind::Problem => "deltalogic 2026-11-23 deduce problem v1",
             Kind::ClomoItem => "deltalogic 2026-11-23 clomo item v1",
+            Kind::Served => "deltalogic 2026-11-26 served model identity v1",
         }
     }
 
@@ -193,6 +196,7 @@ impl Kind {
             Kind::Generation => "generation",
             Kind::Problem => "problem",
             Kind::ClomoItem => "CLoMo item",
+            Kind::Served => "served model",
         }
     }
 
@@ -217,6 +221,7 @@ impl Kind {
             Kind::Generation => "generations",
             Kind::Problem => "problems",
             Kind::ClomoItem => "clomo_items",
+            Kind::Served => "served",
         }
     }
 }

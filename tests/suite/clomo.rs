@@ -173,7 +173,7 @@ fn run(reg: &Registry, template: &str, judge: Option<&str>) -> eval::Outcome {
         },
         |id| {
             let name = names.into_iter().find(|n| model_id(n) == id).unwrap();
-            Ok(ByteModel::new(name))
+            Ok(eval::Engine::Local(ByteModel::new(name)))
         },
         &mut Quiet,
     )

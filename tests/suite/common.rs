@@ -141,7 +141,7 @@ pub fn score_with(
             norms: vec![norm],
             shard: None,
         },
-        |_| Ok(ByteModel::new(model)),
+        |_| Ok(eval::Engine::Local(ByteModel::new(model))),
         &mut Quiet,
     )
     .unwrap()

@@ -133,7 +133,7 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
                         norms: vec![norm],
                         shard: None,
                     },
-                    |_| -> anyhow::Result<ByteModel> { panic!("nothing may be computed") },
+                    |_| -> anyhow::Result<eval::Engine<ByteModel>> { panic!("nothing may be computed") },
                     &mut Quiet,
                 )
                 .unwrap();

@@ -153,7 +153,7 @@ fn run(reg: &Registry, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Out
         |id| {
             loaded.borrow_mut().push(id);
             let name = names.into_iter().find(|n| model_id(n) == id).unwrap();
-            Ok(ByteModel::new(name))
+            Ok(eval::Engine::Local(ByteModel::new(name)))
         },
         &mut Quiet,
     )
@@ -249,7 +249,7 @@ fn judge_requests_go_to_the_judge_and_name_it_in_the_result() {
             norms: vec![eval::Normalisation::Sum],
             shard: None,
         },
-        |_| Ok(ByteModel::new("m1")),
+        |_| Ok(eval::Engine::Local(ByteModel::new("m1"))),
         &mut Quiet,
     )
     .unwrap_err();
@@ -306,7 +306,14 @@ fn audits_and_merges_carry_and_check_generations() {
 
     let a = audit::audit(&source, &out.result.hex()).unwrap();
     assert_eq!((a.generations.len(), a.scores.len()), (5, 10));
-    let v = audit::verify(&source, &a, |_| Ok(ByteModel::new("m1")), 3).unwrap();
+    let v = audit::verify(
+        &source,
+        &a,
+        |_| Ok(eval::Engine::Local(ByteModel::new("m1"))),
+        3,
+        eval::served::TOLERANCE,
+    )
+    .unwrap();
     assert_eq!((v.checked, v.identical), (6, 6));
 
     // Export every computed record with its prompts; merge it elsewhere, recomputing a sample.

@@ -220,7 +220,7 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
     let mut recompute = recompute_from(&other, &seen);
     let mut opts = MergeOptions::new(&mut recompute);
     opts.sample_per_model = usize::MAX;
-    opts.tolerance = 0.6;
+    opts.tolerance.local = 0.6;
     cache::merge(&target, &other, opts).unwrap();
 }
 

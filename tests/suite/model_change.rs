@@ -87,7 +87,7 @@ fn a_change_mid_run_stops_scoring(path: &Path, changed: &Path, pristine: &Path) 
             norms: vec![Normalisation::Mean],
             shard: None,
         },
-        |_| models::Loaded::open(&record),
+        |_| models::Loaded::open(&record).map(eval::Engine::Local),
         &mut progress,
     )
     .expect_err("a model file changed during the run");

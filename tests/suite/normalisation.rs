@@ -55,7 +55,7 @@ fn run_template(
             norms: norms.to_vec(),
             shard: None,
         },
-        |_| Ok(ByteModel::new("m")),
+        |_| Ok(eval::Engine::Local(ByteModel::new("m"))),
         &mut Quiet,
     )
     .unwrap()

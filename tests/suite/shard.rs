@@ -138,7 +138,7 @@ fn merged_parts_equal_a_single_run() {
                     norms: vec![Normalisation::Mean],
                     shard: Some(Shard { index, count: N }),
                 },
-                |_| Ok(ByteModel::new("m")),
+                |_| Ok(eval::Engine::Local(ByteModel::new("m"))),
                 &mut Quiet,
             )
             .unwrap();

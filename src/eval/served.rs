@@ -1,0 +1,424 @@
+//! Served models in the registry and the runner: registered by their identity after the
+//! conformance probe, asked over HTTP with several requests in flight, their answers stored
+//! exactly like local scores and generations (committed batch by batch, so an interrupted run
+//! keeps what it committed and a rerun asks only for the rest).
+
+use super::generate::Generated;
+use super::records::{GenerationRecord, ModelRecord, ScoreRecord, ServedRecord, StopReason};
+use super::{Batch, Pending, Progress, ScoreReport, BATCH};
+use crate::benchmarks::Decoding;
+use crate::served::completions::{self, Completed, Echoed, Finish};
+use crate::served::{probe, Endpoint};
+use crate::store::{Id, Names, Record, Registry};
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// How scores and generations are asked: part of a served model's fingerprint, so a change of
+/// protocol gives new ids.
+pub const PROTOCOL: &str = "openai-completions-echo-1";
+
+/// The backend name of a served model's records and fingerprint.
+pub const BACKEND: &str = "served";
+
+/// Who renders a chat template, in the fingerprint.
+const CHAT: &str = "rendered by deltalogic";
+
+/// The default largest |Δ log-prob| accepted between two answers of a server: served engines are
+/// not bit-reproducible (batching, kernels chosen by load), so their scores are compared within
+/// a tolerance that is stated wherever one is used.
+pub const TOLERANCE: f32 = 1e-3;
+
+/// Requests in flight by default.
+pub const CONCURRENCY: usize = 8;
+
+/// A fixed text whose token ids name a tokenizer a server exposes through `/tokenize`.
+const TOKENIZER_TEXT: &str = "DeltaLogic: if all birds fly and Tweety is a bird, Tweety flies. \
+    Übermäßig 42 × 7 = 294; 鳥は飛ぶ 🐦.";
+
+/// What `model add --served` is told.
+pub struct Registration<'a> {
+    pub url: &'a str,
+    pub model_id: &'a str,
+    pub revision: Option<&'a str>,
+    /// A directory holding the model's tokenizer files (tokenizer.json, tokenizer_config.json).
+    pub tokenizer: Option<&'a Path>,
+    pub api_key_env: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub tolerance: f32,
+}
+
+/// What registering a served model found.
+#[derive(Debug, serde::Serialize)]
+pub struct Registered {
+    pub model: Id,
+    pub name: String,
+    pub identity: Id,
+    pub probe: String,
+    pub tokenizer: String,
+}
+
+/// Registers a served model after checking that the server serves `model_id` and passes the
+/// conformance probe. The same identity registered again (at another URL, say) is the same model.
+pub fn add(reg: &Registry, r: &Registration) -> Result<Registered> {
+    let endpoint = Endpoint::new(r.url, r.model_id, r.api_key_env)?;
+    let served = endpoint.served_models()?;
+    if !served.iter().any(|m| m == r.model_id) {
+        bail!(
+            "{}: serves no model `{}` (it serves: {})",
+            endpoint.base(),
+            r.model_id,
+            served.join(", ")
+        );
+    }
+    let probed = probe::run(&endpoint, r.tolerance)?;
+    let (tokenizer, chat_template) = tokenizer_identity(&endpoint, r.tokenizer)?;
+    let identity = ServedRecord {
+        model_id: r.model_id.to_string(),
+        revision: r.revision.unwrap_or_default().to_string(),
+        tokenizer: tokenizer.clone(),
+        protocol: PROTOCOL.to_string(),
+        chat: CHAT.to_string(),
+        chat_template,
+        probe: probed.to_string(),
+        api_key_env: r.api_key_env.map(str::to_string),
+    };
+    let record = ModelRecord {
+        files_blake3: identity.id().hex(),
+        backend: BACKEND.to_string(),
+        dtype: "server".to_string(),
+        scorer_version: PROTOCOL.to_string(),
+        format: "served".to_string(),
+        architecture: r.model_id.to_string(),
+        path: endpoint.base().to_string(),
+        bytes: 0,
+    };
+    let name = r.name.unwrap_or(r.model_id).to_string();
+    let model = reg.write(|w| {
+        // The latest registration's probe, key variable and URL are kept (provenance).
+        w.replace(&identity)?;
+        let model = w.replace(&record)?;
+        w.name(Names::Models, &name, model)?;
+        Ok(model)
+    })?;
+    Ok(Registered {
+        model,
+        name,
+        identity: identity.id(),
+        probe: identity.probe,
+        tokenizer,
+    })
+}
+
+/// The tokenizer's identity and chat template: from the files given, else from the server's
+/// `/tokenize` of a fixed text, else unknown (said in the fingerprint).
+fn tokenizer_identity(endpoint: &Endpoint, dir: Option<&Path>) -> Result<(String, Option<String>)> {
+    if let Some(dir) = dir {
+        let mut hasher = blake3::Hasher::new_derive_key("deltalogic 2026-11-26 served tokenizer files v1");
+        let mut found = 0;
+        for name in ["tokenizer.json", "tokenizer_config.json", "tokenizer.model"] {
+            let path = dir.join(name);
+            if path.is_file() {
+                let bytes = std::fs::read(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                hasher.update(name.as_bytes());
+                hasher.update(&(bytes.len() as u64).to_le_bytes());
+                hasher.update(&bytes);
+                found += 1;
+            }
+        }
+        if found == 0 {
+            bail!(
+                "{}: no tokenizer.json, tokenizer_config.json or tokenizer.model",
+                dir.display()
+            );
+        }
+        let config = dir.join("tokenizer_config.json");
+        let chat = match std::fs::read_to_string(&config) {
+            Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+                .with_context(|| format!("{}: not JSON", config.display()))?["chat_template"]
+                .as_str()
+                .map(str::to_string),
+            Err(_) => None,
+        };
+        return Ok((format!("files:{}", hasher.finalize().to_hex()), chat));
+    }
+    Ok(match endpoint.tokenize(TOKENIZER_TEXT)? {
+        Some(ids) => {
+            let mut hasher =
+                blake3::Hasher::new_derive_key("deltalogic 2026-11-26 served tokenize ids v1");
+            for id in ids {
+                hasher.update(&id.to_le_bytes());
+            }
+            (format!("tokenize:{}", hasher.finalize().to_hex()), None)
+        }
+        None => ("unknown".to_string(), None),
+    })
+}
+
+/// The identity record of a served model.
+pub fn identity(reg: &Registry, record: &ModelRecord) -> Result<ServedRecord> {
+    let id = blake3::Hash::from_hex(&record.files_blake3)
+        .map(|h| Id(*h.as_bytes()))
+        .with_context(|| format!("served model {}: a malformed identity", record.id().short()))?;
+    reg.get::<ServedRecord>(&id)?.with_context(|| {
+        format!(
+            "served model {} ({}) has no identity record {} in {}",
+            record.id().short(),
+            record.path,
+            id.short(),
+            reg.path().display()
+        )
+    })
+}
+
+impl crate::benchmarks::ModelInfo for ServedRecord {
+    fn chat_template(&self) -> Result<String> {
+        self.chat_template.clone().with_context(|| {
+            format!(
+                "served model `{}` has no chat template: register it with `model add --served \
+                 ... --tokenizer DIR`, DIR holding its tokenizer_config.json",
+                self.model_id
+            )
+        })
+    }
+}
+
+/// A served model ready to be asked.
+pub struct Served {
+    endpoint: Endpoint,
+    concurrency: usize,
+}
+
+impl Served {
+    /// The served model of `record`, asked at its recorded URL with `concurrency` requests in
+    /// flight. Nothing is sent until something is asked.
+    pub fn open(reg: &Registry, record: &ModelRecord, concurrency: usize) -> Result<Served> {
+        let identity = identity(reg, record)?;
+        Ok(Served {
+            endpoint: Endpoint::new(
+                &record.path,
+                &identity.model_id,
+                identity.api_key_env.as_deref(),
+            )?,
+            concurrency: concurrency.max(1),
+        })
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The echoed log-probs of `label` after `context`.
+    pub fn score(&self, context: &str, label: &str) -> Result<Echoed> {
+        let (url, json) = self
+            .endpoint
+            .complete(completions::score_request(context, label))?;
+        completions::read_score(&url, &json, context, label)
+    }
+
+    /// A greedy completion of `prompt`.
+    pub fn generate(&self, prompt: &str, decoding: &Decoding) -> Result<Completed> {
+        super::generate::check(decoding)?;
+        if prompt.is_empty() {
+            bail!("an empty prompt conditions nothing");
+        }
+        let body = completions::greedy_request(prompt, decoding.max_tokens, &decoding.stop);
+        let (url, json) = self.endpoint.complete(body)?;
+        completions::read_greedy(&url, &json, decoding.max_tokens, &decoding.stop)
+    }
+
+    /// A generation as the runner stores it: the server's tokens are text, so no token ids.
+    pub fn regenerate(&self, prompt: &str, decoding: &Decoding) -> Result<Generated> {
+        let c = self.generate(prompt, decoding)?;
+        Ok(Generated {
+            tokens: Vec::new(),
+            logprobs: c.logprobs,
+            text: c.text,
+            stop: stop_reason(c.finish),
+            forward_tokens: 0,
+        })
+    }
+}
+
+fn stop_reason(f: Finish) -> StopReason {
+    match f {
+        Finish::EndToken => StopReason::EndToken,
+        Finish::StopString => StopReason::StopString,
+        Finish::MaxTokens => StopReason::MaxTokens,
+    }
+}
+
+/// One request to send: a label of a score request, or a generation.
+enum Ask {
+    Score { req: usize, slot: usize },
+    Generate { req: usize },
+}
+
+/// Computes the missing slots of `reqs` with a served model: `concurrency` requests in flight,
+/// records committed every [`BATCH`]. On the first failure no new request is sent, the records
+/// already answered are committed, and the failure is reported.
+pub(super) fn compute(
+    reg: &Registry,
+    served: &Served,
+    model_id: Id,
+    reqs: &[Pending],
+    missing: &[(usize, Vec<usize>)],
+    report: &mut ScoreReport,
+    progress: &mut dyn Progress,
+) -> Result<()> {
+    let asks: Vec<Ask> = missing
+        .iter()
+        .flat_map(|(req, slots)| match &reqs[*req] {
+            Pending::Score { .. } => slots
+                .iter()
+                .map(|&slot| Ask::Score { req: *req, slot })
+                .collect::<Vec<_>>(),
+            Pending::Generate { .. } => vec![Ask::Generate { req: *req }],
+        })
+        .collect();
+    progress.start(
+        asks.len() as u64,
+        (report.scores_found_in_cache + report.generations_found_in_cache) as u64,
+    );
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let (send, receive) = mpsc::channel::<(usize, Result<super::Computed>)>();
+    let mut batch = Batch::default();
+    let mut first_error = None;
+    std::thread::scope(|scope| {
+        for _ in 0..served.concurrency.min(asks.len()) {
+            let send = send.clone();
+            let (next, failed, asks) = (&next, &failed, &asks);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= asks.len() || failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                let answer = ask(served, model_id, reqs, &asks[i], now);
+                if answer.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                let req = match asks[i] {
+                    Ask::Score { req, .. } | Ask::Generate { req } => req,
+                };
+                if send.send((req, answer)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(send);
+        for (req, answer) in receive {
+            let flushed = answer.and_then(|computed| {
+                let (text, prompt) = reqs[req].prompt();
+                batch.prompts.entry(prompt).or_insert_with(|| text.to_string());
+                match computed {
+                    super::Computed::Score(s) => {
+                        report.scores_computed += 1;
+                        batch.scores.push(s);
+                    }
+                    super::Computed::Generation(g) => {
+                        report.generations_computed += 1;
+                        report.generated_tokens += g.logprobs.len() as u64;
+                        batch.generations.push(g);
+                    }
+                }
+                progress.advance(1, 0);
+                if batch.len() >= BATCH {
+                    batch.flush(reg)?;
+                }
+                Ok(())
+            });
+            if let Err(e) = flushed {
+                failed.store(true, Ordering::Relaxed);
+                first_error.get_or_insert(e);
+            }
+        }
+    });
+    // What was answered before a failure is as good as any other answer: it is kept.
+    let kept = batch.len();
+    batch.flush(reg)?;
+    progress.finish();
+    match first_error {
+        Some(e) => Err(e.context(format!(
+            "asking served model {} at {} (the {kept} answer(s) received before the failure \
+             were stored; a rerun asks only for the rest)",
+            model_id.short(),
+            served.endpoint.base()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Sends one request and builds its record.
+fn ask(served: &Served, model_id: Id, reqs: &[Pending], ask: &Ask, now: u64) -> Result<super::Computed> {
+    let t = Instant::now();
+    let micros = || t.elapsed().as_micros() as u64;
+    Ok(match *ask {
+        Ask::Score { req, slot } => {
+            let Pending::Score {
+                prompt,
+                prompt_id,
+                labels,
+                ..
+            } = &reqs[req]
+            else {
+                unreachable!("score asks come from score requests")
+            };
+            let label = &labels[slot];
+            let echoed = served
+                .score(prompt, label)
+                .with_context(|| format!("label {label:?} after prompt {}", prompt_id.short()))?;
+            super::Computed::Score(ScoreRecord {
+                model: model_id.0,
+                prompt: prompt_id.0,
+                label: label.clone(),
+                tokens: Vec::new(),
+                logprobs: echoed.logprobs,
+                chars: label.chars().count() as u32,
+                bytes: label.len() as u32,
+                backend: BACKEND.to_string(),
+                tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                compute_micros: micros(),
+                computed_at: now,
+            })
+        }
+        Ask::Generate { req } => {
+            let Pending::Generate {
+                prompt,
+                prompt_id,
+                decoding,
+                ..
+            } = &reqs[req]
+            else {
+                unreachable!("generation asks come from generation requests")
+            };
+            let g = served
+                .regenerate(prompt, decoding)
+                .with_context(|| format!("generating after prompt {}", prompt_id.short()))?;
+            super::Computed::Generation(GenerationRecord {
+                model: model_id.0,
+                prompt: prompt_id.0,
+                decoding: decoding.clone(),
+                tokens: g.tokens,
+                logprobs: g.logprobs,
+                text: g.text,
+                stop: g.stop,
+                backend: BACKEND.to_string(),
+                tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                compute_micros: micros(),
+                computed_at: now,
+            })
+        }
+    })
+}
+
+/// Whether a registered model is served (its `path` a URL, its fingerprint an identity).
+pub fn is_served(record: &ModelRecord) -> bool {
+    record.backend == BACKEND
+}

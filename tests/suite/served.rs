@@ -1,0 +1,360 @@
+//! Served models through an OpenAI-shaped endpoint (`fake_server`, answering with the stand-in
+//! model): the same scores and generations as the model computed here, a rerun that sends no
+//! request, a server that dies mid-run, and answers a client must refuse. The real engines are
+//! tested in `served_engines`.
+
+use crate::common::{self, dl, members, model_id, ByteModel, NoChat};
+use crate::fake_server::{Consistent, Fake, Fault};
+use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
+use deltalogic::benchmarks::{self};
+use deltalogic::eval::{
+    self, models, served, Engine, GenerationRecord, Normalisation, PromptRecord, Quiet,
+    ResultRecord, ScoreRecord,
+};
+use deltalogic::store::{Id, Registry};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The stand-in model behind the fake endpoint (its name is its weights).
+const WEIGHTS: &str = "served-weights";
+
+fn store(dir: &Path, name: &str) -> Registry {
+    let reg = Registry::open_write(&dir.join(name)).unwrap();
+    let spec = BuildSpec {
+        seed: 5,
+        from: PremiseSource::Generated,
+        per_type: Some(2),
+        extended: false,
+    };
+    episodes::build(&reg, &spec, "small").unwrap();
+    let _: Vec<(Id, Episode)> = members(&reg, "small");
+    reg
+}
+
+fn register(reg: &Registry, fake: &Fake) -> Id {
+    served::add(
+        reg,
+        &served::Registration {
+            url: &fake.url,
+            model_id: "byte",
+            revision: Some("test-revision"),
+            tokenizer: None,
+            api_key_env: None,
+            name: Some("byte"),
+            tolerance: served::TOLERANCE,
+        },
+    )
+    .unwrap()
+    .model
+}
+
+/// Runs `template` on the set with the registered served model `model`.
+fn run_served(reg: &Registry, model: Id, template: &str) -> anyhow::Result<eval::Outcome> {
+    let (set_id, stored) = common::set(reg, "small");
+    let (_, record) = models::resolve(reg, &model.hex()).unwrap();
+    eval::run(
+        reg,
+        &eval::Run {
+            benchmark: benchmarks::named(&stored.benchmark).unwrap(),
+            set: (set_id, &stored),
+            models: eval::Participants {
+                subject: (model, &NoChat),
+                judge: None,
+            },
+            template,
+            norms: vec![Normalisation::Mean],
+            shard: None,
+        },
+        |_| models::engine(reg, &record, 4),
+        &mut Quiet,
+    )
+}
+
+/// The same with the stand-in model computed here.
+fn run_local(reg: &Registry, template: &str) -> eval::Outcome {
+    let (set_id, stored) = common::set(reg, "small");
+    eval::run(
+        reg,
+        &eval::Run {
+            benchmark: benchmarks::named(&stored.benchmark).unwrap(),
+            set: (set_id, &stored),
+            models: eval::Participants {
+                subject: (model_id("local"), &NoChat),
+                judge: None,
+            },
+            template,
+            norms: vec![Normalisation::Mean],
+            shard: None,
+        },
+        |_| Ok(Engine::Local(Consistent(ByteModel::new(WEIGHTS)))),
+        &mut Quiet,
+    )
+    .unwrap()
+}
+
+/// Every stored score's log-probs and generation's text by (prompt text, label or "").
+fn computed(reg: &Registry) -> BTreeMap<(String, String), (Vec<f32>, String)> {
+    let prompt = |id: [u8; 32]| reg.get::<PromptRecord>(&Id(id)).unwrap().unwrap().text;
+    let mut out = BTreeMap::new();
+    for (_, s) in reg.all::<ScoreRecord>().unwrap() {
+        out.insert((prompt(s.prompt), s.label.clone()), (s.logprobs, String::new()));
+    }
+    for (_, g) in reg.all::<GenerationRecord>().unwrap() {
+        out.insert((prompt(g.prompt), String::new()), (g.logprobs, g.text));
+    }
+    out
+}
+
+fn answers(reg: &Registry, result: Id) -> Vec<Vec<deltalogic::eval::TurnAnswer>> {
+    let r = reg.get::<ResultRecord>(&result).unwrap().unwrap();
+    r.rows
+        .iter()
+        .map(|row| row.turns.iter().map(|t| t.answer).collect())
+        .collect()
+}
+
+#[test]
+fn a_set_through_a_server_scores_as_here_and_a_rerun_sends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::start(WEIGHTS, None);
+    let served_reg = store(dir.path(), "served.store");
+    let model = register(&served_reg, &fake);
+    let local_reg = store(dir.path(), "local.store");
+    // `plain` scores labels; `dialogue` also generates the model's explanation.
+    for template in ["plain", "dialogue"] {
+        let before = fake.requests();
+        let first = run_served(&served_reg, model, template).unwrap();
+        assert!(first.report.scores_computed > 0);
+        assert_eq!(
+            fake.requests() - before,
+            (first.report.scores_computed + first.report.generations_computed) as u64,
+            "one request per computed record"
+        );
+        let here = run_local(&local_reg, template);
+        assert_eq!(answers(&served_reg, first.result), answers(&local_reg, here.result));
+        // A rerun finds everything stored and sends no request.
+        let before = fake.requests();
+        let again = run_served(&served_reg, model, template).unwrap();
+        assert_eq!(fake.requests(), before, "a cached rerun asks the server nothing");
+        assert_eq!(again.result, first.result);
+        assert_eq!(again.report.scores_computed + again.report.generations_computed, 0);
+    }
+    assert!(
+        served_reg.all::<GenerationRecord>().unwrap().len() > 0,
+        "the dialogue template generated through the server"
+    );
+    // Bit for bit the stand-in's log-probs, texts the same: the protocol loses nothing.
+    let (ours, theirs) = (computed(&served_reg), computed(&local_reg));
+    assert_eq!(ours.len(), theirs.len());
+    for (key, (lp, text)) in &ours {
+        let (lp2, text2) = &theirs[key];
+        assert_eq!(text, text2, "{key:?}");
+        assert!(
+            lp.len() == lp2.len() && lp.iter().zip(lp2).all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{key:?}: {lp:?} against {lp2:?}"
+        );
+    }
+    // Served scores carry their engine, and no token ids (the server's tokens are text).
+    for (_, s) in served_reg.all::<ScoreRecord>().unwrap() {
+        assert_eq!(s.backend, served::BACKEND);
+        assert!(s.tokens.is_empty());
+    }
+}
+
+#[test]
+fn a_server_that_dies_mid_run_keeps_what_it_answered_and_a_rerun_ends_as_an_unbroken_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::start(WEIGHTS, None);
+    let unbroken_reg = store(dir.path(), "unbroken.store");
+    let model = register(&unbroken_reg, &fake);
+    let unbroken = run_served(&unbroken_reg, model, "plain").unwrap();
+
+    let reg = store(dir.path(), "broken.store");
+    assert_eq!(register(&reg, &fake), model, "the same identity is the same model");
+    fake.down_after(40);
+    let err = format!("{:#}", run_served(&reg, model, "plain").unwrap_err());
+    assert!(err.contains(&fake.url) && err.contains("cannot reach"), "{err}");
+    assert!(err.contains("a rerun asks only for the rest"), "{err}");
+    let kept = reg.all::<ScoreRecord>().unwrap().len();
+    assert!(
+        (40..unbroken.report.scores_computed).contains(&kept),
+        "{kept} of {} scores kept",
+        unbroken.report.scores_computed
+    );
+    fake.restart();
+    let before = fake.requests();
+    let rerun = run_served(&reg, model, "plain").unwrap();
+    assert_eq!(rerun.report.scores_found_in_cache, kept);
+    assert_eq!(fake.requests() - before, (unbroken.report.scores_computed - kept) as u64);
+    assert_eq!(rerun.result, unbroken.result, "the same result as a run never interrupted");
+}
+
+#[test]
+fn answers_that_do_not_add_up_are_refused_and_nothing_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::start(WEIGHTS, None);
+    let reg = store(dir.path(), "faults.store");
+    let model = register(&reg, &fake);
+    for (fault, says) in [
+        (Fault::NotJson, "not JSON"),
+        (Fault::NanLogprob, "not JSON"),
+        (Fault::WrongCount, "tokens echoed for a prompt of"),
+        (Fault::NoLogprobs, "no `logprobs`"),
+    ] {
+        fake.set_fault(fault);
+        let err = format!("{:#}", run_served(&reg, model, "plain").unwrap_err());
+        assert!(err.contains(says) && err.contains(&fake.url), "{fault:?}: {err}");
+        assert_eq!(reg.all::<ScoreRecord>().unwrap().len(), 0, "{fault:?}: nothing stored");
+    }
+    // Tokens of two characters: a label starting at an odd character begins inside a token,
+    // which is named as such (labels starting at a token's start are answers like any other).
+    fake.set_fault(Fault::Pairs);
+    let err = format!("{:#}", run_served(&reg, model, "plain").unwrap_err());
+    assert!(err.contains("falls inside token"), "{err}");
+}
+
+#[test]
+fn the_probe_refuses_a_server_whose_echo_is_not_its_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::start(WEIGHTS, None);
+    let reg = Registry::open_write(&dir.path().join("probe.store")).unwrap();
+    for (fault, says) in [
+        (Fault::Shifted, "not conforming"),
+        (Fault::NoLogprobs, "no `logprobs`"),
+        (Fault::Down, "cannot reach"),
+    ] {
+        fake.set_fault(fault);
+        let err = served::add(
+            &reg,
+            &served::Registration {
+                url: &fake.url,
+                model_id: "byte",
+                revision: None,
+                tokenizer: None,
+                api_key_env: None,
+                name: None,
+                tolerance: served::TOLERANCE,
+            },
+        )
+        .unwrap_err();
+        let err = format!("{err:#}");
+        assert!(err.contains(says) && err.contains(&fake.url), "{fault:?}: {err}");
+        assert!(reg.all::<eval::ModelRecord>().unwrap().is_empty(), "nothing registered");
+    }
+    // A model id the server does not serve.
+    fake.restart();
+    let err = served::add(
+        &reg,
+        &served::Registration {
+            url: &fake.url,
+            model_id: "gpt-none",
+            revision: None,
+            tokenizer: None,
+            api_key_env: None,
+            name: None,
+            tolerance: served::TOLERANCE,
+        },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("serves no model `gpt-none`"), "{err}");
+}
+
+/// The command line: `model add --served`, `score` twice (the second sends nothing), `audit
+/// --verify` re-asking the server, `model list` marking it served, an API key read from the
+/// environment and never written, and an unreachable server named in one error.
+#[test]
+fn the_command_line_registers_scores_and_audits_a_served_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "sk-test-4f1e9d2a";
+    let fake = Fake::start(WEIGHTS, Some(key));
+    let store_path = dir.path().join("cli.store");
+    dl(&store_path, &["build", "deltalogic", "--from", "generated", "--seed", "5", "--per-type", "2", "--name", "small"]);
+    let add = |env: Option<&str>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"));
+        c.arg("--store").arg(&store_path).args([
+            "--json",
+            "model",
+            "add",
+            "--served",
+            &fake.url,
+            "--model-id",
+            "byte",
+            "--name",
+            "byte",
+            "--api-key-env",
+            "DELTALOGIC_TEST_KEY",
+        ]);
+        c.env_remove("DELTALOGIC_TEST_KEY");
+        if let Some(k) = env {
+            c.env("DELTALOGIC_TEST_KEY", k);
+        }
+        c.output().unwrap()
+    };
+    let out = add(None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("DELTALOGIC_TEST_KEY"), "{err}");
+    let out = add(Some("wrong-key"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("401"), "{err}");
+    assert!(!err.contains("wrong-key"), "the key is never printed: {err}");
+    let out = add(Some(key));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let added: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(added["probe"].as_str().unwrap().contains("echo agrees"), "{added}");
+
+    let score = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+            .arg("--store")
+            .arg(&store_path)
+            .args(["--json", "score", "--model", "byte", "--set", "small", "--concurrency", "3"])
+            .env("DELTALOGIC_TEST_KEY", key)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let first = score();
+    let before = fake.requests();
+    let second = score();
+    assert_eq!(fake.requests(), before, "the second run sends no request");
+    assert_eq!(second["scores_computed"], 0);
+    assert_eq!(first["result"], second["result"]);
+
+    let list = dl(&store_path, &["--json", "model", "list"]).stdout;
+    let list: serde_json::Value = serde_json::from_slice(&list).unwrap();
+    assert_eq!(list[0]["served"], true, "{list}");
+    assert_eq!(list[0]["path"], fake.url.as_str());
+
+    let result = &first["result"].as_str().unwrap()[..12];
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+        .arg("--store")
+        .arg(&store_path)
+        .args(["audit", result, "--verify", "3", "--tolerance", "0.001"])
+        .env("DELTALOGIC_TEST_KEY", key)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("verified 3 sampled records: 3 identical"), "{text}");
+    assert_eq!(text.matches("|Δ| 0.00e0").count(), 3, "{text}");
+
+    // The key is nowhere in the store.
+    let bytes = std::fs::read(&store_path).unwrap();
+    assert!(
+        !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
+        "the API key was written to the store"
+    );
+
+    // An unreachable server: one error naming its URL.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
+        .arg("--store")
+        .arg(&store_path)
+        .args(["model", "add", "--served", "http://127.0.0.1:9/v1", "--model-id", "x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("http://127.0.0.1:9/v1/models") && err.contains("cannot reach"),
+        "{err}"
+    );
+}

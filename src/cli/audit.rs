@@ -59,25 +59,27 @@ pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
         for l in &audit.scores {
             let lp: Vec<String> = l.logprobs.iter().map(|x| format!("{x:.4}")).collect();
             println!(
-                "{}  item {} turn {} {:<11} model {} [{}] at {}",
+                "{}  item {} turn {} {:<11} model {}{} [{}] at {}",
                 l.key.short(),
                 l.item.short(),
                 l.turn,
                 format!("{:?}", l.label),
                 l.model.short(),
+                served(&l.backend),
                 lp.join(", "),
                 utc(l.computed_at)
             );
         }
         for g in &audit.generations {
             println!(
-                "{}  item {} turn {} generation of {} tokens ({}) model {}: {:?}",
+                "{}  item {} turn {} generation of {} tokens ({}) model {}{}: {:?}",
                 g.key.short(),
                 g.item.short(),
                 g.turn,
-                g.tokens.len(),
+                g.logprobs.len(),
                 g.stop.as_str(),
                 g.model.short(),
+                served(&g.backend),
                 g.text
             );
         }
@@ -107,6 +109,15 @@ pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
             }
         }
     })
+}
+
+/// The mark of a record a served model answered.
+fn served(backend: &str) -> &'static str {
+    if backend == crate::eval::served::BACKEND {
+        " (served)"
+    } else {
+        ""
+    }
 }
 
 /// Seconds since the Unix epoch as ISO 8601 UTC, `2026-11-26T05:06:17Z` (days to a civil date by

@@ -106,18 +106,21 @@ impl Recomputer<'_> {
             // Only a model registered here, whose files are where its record says, is used.
             // A record merged from another store may point at a path that exists only there:
             // such a model is not available here until `model add` records where it is.
-            // A served model is asked where it was registered here; an unreachable server
-            // leaves its scores unverified, as a model whose files are elsewhere.
-            let found = match models::resolve(self.store, &model.hex()) {
-                Ok((_, record)) if eval::served::is_served(&record) => {
-                    let served = eval::served::Served::open(self.store, &record, 1)?;
-                    served
-                        .endpoint()
-                        .served_models()
-                        .is_ok()
-                        .then_some(eval::Engine::Served(served))
-                }
-                Ok((_, record)) if std::path::Path::new(&record.path).exists() => {
+            // A served model is asked at the URL it was registered with, here or else in the
+            // incoming file (its identity verified with the file); an unreachable server leaves
+            // its scores unverified, as a model whose files are elsewhere.
+            let served = [self.store, self.incoming].into_iter().find_map(|reg| {
+                models::resolve(reg, &model.hex())
+                    .ok()
+                    .filter(|(_, record)| eval::served::is_served(record))
+                    .map(|(_, record)| (reg, record))
+            });
+            let found = match (served, models::resolve(self.store, &model.hex())) {
+                (Some((reg, record)), _) => eval::served::Served::open(reg, &record, 1)
+                    .ok()
+                    .filter(|served| served.endpoint().served_models().is_ok())
+                    .map(eval::Engine::Served),
+                (None, Ok((_, record))) if std::path::Path::new(&record.path).exists() => {
                     Some(eval::Engine::Local(models::Loaded::open(&record)?))
                 }
                 _ => None,
@@ -258,8 +261,8 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
                 }
                 for (m, n) in &r.unverified {
                     let why = if asked {
-                        "this store cannot recompute them: the model is not registered here, or \
-                         its file is not where its record says"
+                        "this store cannot recompute them: the model is not registered here, its \
+                         file is not where its record says, or its server does not answer"
                     } else {
                         "no check was asked (--no-verify)"
                     };

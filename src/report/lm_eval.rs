@@ -311,7 +311,12 @@ fn results(
         "config": {
             "model": "deltalogic",
             "model_name": entry.model,
-            "model_args": format!("fingerprint={},file={}", model.hex(), record.path),
+            "model_args": format!(
+                "fingerprint={},{}={}",
+                model.hex(),
+                if crate::eval::served::is_served(&record) { "served" } else { "file" },
+                record.path
+            ),
             "model_fingerprint": model.hex(),
             "backend": record.backend,
             "scorer_version": record.scorer_version,

@@ -14,7 +14,7 @@ pub use svg::svg;
 
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::{self, Evaluation};
-use crate::eval::ResultRecord;
+use crate::eval::{ModelRecord, ResultRecord};
 use crate::store::{Id, Names, Registry, StoredSet};
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -69,6 +69,8 @@ fn namer(reg: &Registry, names: Names) -> Result<BTreeMap<Id, String>> {
 /// without sets, only sets that a name points at now, so a rebuilt name hides the old set).
 struct Selection {
     model_names: BTreeMap<Id, String>,
+    /// Served models, marked as such wherever a report names them.
+    served: std::collections::BTreeSet<Id>,
     set_names: BTreeMap<Id, String>,
     models: Option<Vec<Id>>,
     sets: Option<Vec<Id>>,
@@ -91,6 +93,12 @@ impl Selection {
         };
         Ok(Selection {
             model_names: namer(reg, Names::Models)?,
+            served: reg
+                .all::<ModelRecord>()?
+                .into_iter()
+                .filter(|(_, m)| crate::eval::served::is_served(m))
+                .map(|(id, _)| id)
+                .collect(),
             set_names: namer(reg, Names::Sets)?,
             models: resolve(models, Names::Models)?,
             sets: resolve(sets, Names::Sets)?,
@@ -107,10 +115,16 @@ impl Selection {
     }
 
     fn model(&self, id: Id) -> String {
-        self.model_names
+        let name = self
+            .model_names
             .get(&id)
             .cloned()
-            .unwrap_or_else(|| id.short())
+            .unwrap_or_else(|| id.short());
+        if self.served.contains(&id) {
+            format!("{name} (served)")
+        } else {
+            name
+        }
     }
 
     fn set(&self, id: Id) -> String {

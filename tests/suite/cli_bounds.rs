@@ -55,6 +55,12 @@ fn numeric_flags() -> Vec<(Vec<&'static str>, &'static str, u64, u64)> {
         (vec!["bench", "--model", "m"], "--decode", 1, 1 << 20),
         (vec!["bench", "--model", "m"], "--tokens", 1, 1 << 20),
         (vec!["audit", "abcdef"], "--verify", 1, 1_000_000),
+        (
+            vec!["score", "--model", "m", "--set", "s"],
+            "--concurrency",
+            1,
+            1_024,
+        ),
         (vec!["cache", "merge", "f"], "--verify-sample", 0, 1_000_000),
         (vec!["cache", "verify"], "--recompute", 1, 1_000_000),
         (

@@ -320,6 +320,11 @@ fn the_command_line_registers_scores_and_audits_a_served_model() {
     assert_eq!(second["scores_computed"], 0);
     assert_eq!(first["result"], second["result"]);
 
+    // Marked served wherever it is named: the report, the audit, the lm-eval export.
+    let report = String::from_utf8(dl(&store_path, &["report"]).stdout).unwrap();
+    assert!(report.contains("byte (served)"), "{report}");
+    let audit = String::from_utf8(dl(&store_path, &["audit", &first["result"].as_str().unwrap()[..12]]).stdout).unwrap();
+    assert!(audit.lines().filter(|l| l.contains("(served)")).count() > 0, "{audit}");
     let list = dl(&store_path, &["--json", "model", "list"]).stdout;
     let list: serde_json::Value = serde_json::from_slice(&list).unwrap();
     assert_eq!(list[0]["served"], true, "{list}");
@@ -357,4 +362,32 @@ fn the_command_line_registers_scores_and_audits_a_served_model() {
         !out.status.success() && err.contains("http://127.0.0.1:9/v1/models") && err.contains("cannot reach"),
         "{err}"
     );
+}
+
+/// A colleague's cache of served scores: merged after re-asking a sample when the server
+/// answers, merged unverified when it does not.
+#[test]
+fn a_merge_re_asks_the_server_or_marks_the_scores_unverified() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::start(WEIGHTS, None);
+    let theirs = dir.path().join("theirs.store");
+    dl(&theirs, &["build", "deltalogic", "--from", "generated", "--seed", "5", "--per-type", "1", "--name", "small"]);
+    dl(&theirs, &["model", "add", "--served", &fake.url, "--model-id", "byte"]);
+    dl(&theirs, &["score", "--model", "byte", "--set", "small"]);
+    let file = dir.path().join("shared.redb");
+    dl(&theirs, &["cache", "export", "--model", "byte", "--set", "small", "-o", file.to_str().unwrap()]);
+
+    let before = fake.requests();
+    let merged = dl(&dir.path().join("mine.store"), &["--json", "cache", "merge", file.to_str().unwrap()]);
+    let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    let recomputed = merged["recomputed"].as_object().unwrap();
+    assert_eq!(recomputed.values().next().unwrap(), 8, "{merged}");
+    assert_eq!(fake.requests() - before, 8, "a sample of 8 re-asked");
+    assert_eq!(merged["added"]["served model"], 1, "the identity travels: {merged}");
+
+    fake.set_fault(Fault::Down);
+    let merged = dl(&dir.path().join("offline.store"), &["--json", "cache", "merge", file.to_str().unwrap()]);
+    let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    assert!(merged["recomputed"].as_object().unwrap().is_empty(), "{merged}");
+    assert!(!merged["unverified"].as_object().unwrap().is_empty(), "{merged}");
 }

@@ -1,4 +1,5 @@
-//! The scoring progress bar: done/total, ETA, tokens/s and cache hits, on standard error.
+//! The scoring progress bar: done/total, records/s, ETA, tokens/s (of our engine) and cache
+//! hits, on standard error.
 
 use crate::eval::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -34,7 +35,7 @@ impl Progress for Bar {
             },
         );
         bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} scores  ETA {eta}  {msg}")
+            ProgressStyle::with_template("{bar:30} {pos}/{len} records  {per_sec}  ETA {eta}  {msg}")
                 .expect("a valid template"),
         );
         bar.set_message(format!("{cached} cached"));
@@ -50,7 +51,10 @@ impl Progress for Bar {
             let secs = self.started.elapsed().as_secs_f64().max(1e-3);
             let cached = bar.message();
             let cached = cached.split(',').next().unwrap_or_default().to_string();
-            bar.set_message(format!("{cached}, {:.0} tok/s", self.tokens as f64 / secs));
+            // A served model's records come with no count of tokens run here.
+            if self.tokens > 0 {
+                bar.set_message(format!("{cached}, {:.0} tok/s", self.tokens as f64 / secs));
+            }
         }
     }
 

@@ -61,7 +61,7 @@ impl BuildOutcome {
             .map(|r| format!("{} {}", r.as_str(), self.per_relation[r.as_str()]))
             .collect();
         format!(
-            "set `{}` ({}): {} of {} CLoMo {} items ({}), {} new",
+            "set `{}` ({}): {} of {} CLoMo {} items ({}), {} new\n",
             self.name,
             self.set.short(),
             self.items,

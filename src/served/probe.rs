@@ -67,7 +67,7 @@ pub fn run(endpoint: &Endpoint, tolerance: f32) -> Result<Probed> {
             );
         }
         let diff = (logprobs[0] - completed).abs();
-        if !(diff <= tolerance) {
+        if diff.is_nan() || diff > tolerance {
             bail!(
                 "{}: the server is not conforming: as a completion, {token:?} has the log-prob \
                  {completed}, but echoed after the same context it has {} (|Δ| {diff:.3e} > \

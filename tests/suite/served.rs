@@ -140,7 +140,7 @@ fn a_set_through_a_server_scores_as_here_and_a_rerun_sends_nothing() {
         assert_eq!(again.report.scores_computed + again.report.generations_computed, 0);
     }
     assert!(
-        served_reg.all::<GenerationRecord>().unwrap().len() > 0,
+        !served_reg.all::<GenerationRecord>().unwrap().is_empty(),
         "the dialogue template generated through the server"
     );
     // Bit for bit the stand-in's log-probs, texts the same: the protocol loses nothing.

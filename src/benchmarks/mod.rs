@@ -4,9 +4,11 @@
 //! from a result's answers. The evaluation runner (`crate::eval`) drives every benchmark the same
 //! way; the report (`crate::report`) renders every benchmark's [`Evaluation`] the same way.
 //!
-//! Each benchmark lives in one folder holding its builder, prompts and metrics. Adding one means
-//! adding a folder and one line to [`ALL`]: the command line, its help and its errors list the
-//! benchmarks from there.
+//! Each benchmark lives in one folder holding its builder, prompts, record kind, metrics, figure
+//! panel and findings. Adding one means adding a folder and one line to [`ALL`]: the command line,
+//! its help and its errors list the benchmarks from there. A library user with a benchmark of its
+//! own passes a [`Catalogue`] holding it wherever a set's benchmark is looked up (reports,
+//! derivations, cache verification, merge and export); `tests/suite/proof_benchmark.rs` does.
 
 pub mod beliefr;
 pub mod clomo;
@@ -19,13 +21,14 @@ pub mod r#static;
 
 use crate::logic::Label;
 use crate::metrics::Metric;
-use crate::store::{Id, Kind, Registry, StoredSet};
+use crate::store::{Declared, Id, Registry, StoredSet};
 use anyhow::{bail, Result};
 use prompts::TemplateRecord;
+use question::Question;
 use serde::Serialize;
 
-/// Every benchmark, by the name its sets carry.
-pub static ALL: &[&dyn Benchmark] = &[
+/// Every benchmark of the command line, by the name its sets carry.
+pub static ALL: Catalogue<'static> = Catalogue::new(&[
     &deltalogic::DeltaLogic,
     &beliefr::BeliefR,
     &robustlr::RobustLr,
@@ -33,31 +36,67 @@ pub static ALL: &[&dyn Benchmark] = &[
     &r#static::Static,
     &deduce::Deduce,
     &clomo::Clomo,
-];
+]);
 
-/// The benchmark whose sets carry `name`.
-pub fn named(name: &str) -> Result<&'static dyn Benchmark> {
-    match ALL.iter().find(|b| b.name() == name) {
-        Some(b) => Ok(*b),
-        None => bail!(
-            "unknown benchmark `{name}` (known: {})",
-            ALL.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
-        ),
-    }
+/// The benchmarks a store's sets may belong to, in registration order (the order of reports).
+#[derive(Clone, Copy)]
+pub struct Catalogue<'a> {
+    benchmarks: &'a [&'a dyn Benchmark],
 }
 
-/// The benchmark `deltalogic build <command>` builds.
-pub fn by_command(command: &str) -> Result<&'static dyn Benchmark> {
-    match ALL.iter().find(|b| b.command() == command) {
-        Some(b) => Ok(*b),
-        None => bail!("no benchmark `{command}` to build (known: {})", commands()),
+impl<'a> Catalogue<'a> {
+    pub const fn new(benchmarks: &'a [&'a dyn Benchmark]) -> Catalogue<'a> {
+        Catalogue { benchmarks }
     }
-}
 
-/// The words after `deltalogic build`, in registration order: `deltalogic, beliefr, …, clomo`.
-pub fn commands() -> String {
-    let words: Vec<&str> = ALL.iter().map(|b| b.command()).collect();
-    words.join(", ")
+    pub fn iter(&self) -> impl Iterator<Item = &'a dyn Benchmark> {
+        self.benchmarks.iter().copied()
+    }
+
+    /// The benchmark whose sets carry `name`.
+    pub fn named(&self, name: &str) -> Result<&'a dyn Benchmark> {
+        match self.iter().find(|b| b.name() == name) {
+            Some(b) => Ok(b),
+            None => bail!(
+                "unknown benchmark `{name}` (known: {})",
+                self.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+
+    /// Where `name` comes in registration order (reports list benchmarks so).
+    pub fn rank(&self, name: &str) -> Option<usize> {
+        self.iter().position(|b| b.name() == name)
+    }
+
+    /// The benchmark `deltalogic build <command>` builds.
+    pub fn by_command(&self, command: &str) -> Result<&'a dyn Benchmark> {
+        match self.iter().find(|b| b.command() == command) {
+            Some(b) => Ok(b),
+            None => bail!(
+                "no benchmark `{command}` to build (known: {})",
+                self.commands()
+            ),
+        }
+    }
+
+    /// The words after `deltalogic build`, in registration order: `deltalogic, beliefr, …`.
+    pub fn commands(&self) -> String {
+        let words: Vec<&str> = self.iter().map(|b| b.command()).collect();
+        words.join(", ")
+    }
+
+    /// The record kinds of these benchmarks: templates, and each benchmark's items (a kind
+    /// several share, such as [`Question`], once).
+    pub fn kinds(&self) -> Vec<Declared> {
+        let mut out = vec![Declared::of::<TemplateRecord>()];
+        for items in self.iter().map(|b| b.items()) {
+            if !out.iter().any(|d| d.kind == items.kind) {
+                out.push(items);
+            }
+        }
+        out
+    }
 }
 
 /// The command line of `deltalogic build <command>`: the benchmark's options under its word,
@@ -252,16 +291,16 @@ pub trait Benchmark: Sync {
     ) -> Result<Box<dyn Prepared>> {
         question::statement_questions(store, set, template)
     }
-    /// The records a set's members are and come from (their base items), for a self-contained
-    /// cache file. By default: the set's questions.
-    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
-        question::references(store, set)
+    /// The record kind of its sets' members (what they reference, such as their base items,
+    /// each record says: `Record::references`). By default: [`Question`].
+    fn items(&self) -> Declared {
+        Declared::of::<Question>()
     }
     /// Its items as JSON objects, one per set member in the set's order, for `deltalogic export
     /// items` (a benchmark whose items others can re-check exports them whole).
     /// By default: the set's questions.
     fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
-        exported::<question::Question>(store, set)
+        exported::<Question>(store, set)
     }
     /// Whether some of its requests go to a judge model (`score --judge` is refused otherwise).
     fn judged(&self) -> bool {
@@ -405,7 +444,7 @@ where
                 serde_json::Value::Object(fields) => object.extend(fields),
                 other => bail!(
                     "{} {} is not a JSON object: {other}",
-                    R::KIND.noun(),
+                    R::KIND.noun,
                     id.short()
                 ),
             }
@@ -429,7 +468,7 @@ where
             None => bail!(
                 "{}: the set names a missing {} {}",
                 store.path().display(),
-                R::KIND.noun(),
+                R::KIND.noun,
                 id.short()
             ),
         })

@@ -3,7 +3,7 @@
 //! by [`Question::revises`], benchmarks whose second step is a fresh question over more premises
 //! (Belief-R step t+1 revises its step-t question).
 //!
-//! Stored under `Kind::Question`. A benchmark of single questions makes `Question`s, tags them,
+//! Stored as its own record kind ([`Question::KIND`]). A benchmark of single questions makes `Question`s, tags them,
 //! stores them with [`store_set`], asks them through [`Questions`] with one of its templates,
 //! and computes its metrics from [`QuestionRow`]s ([`rows`]); [`accuracy`] serves benchmarks
 //! without metrics of their own.
@@ -13,6 +13,7 @@ use super::{
     members, Answer, Answered, Column, Evaluation, Group, Panel, Prepared, Request, Role, RESAMPLES,
 };
 use crate::benchmarks::deltalogic::Premise;
+use crate::datasets::BaseItem;
 use crate::logic::Label;
 use crate::logic::Semantics;
 use crate::metrics::{estimate, Metric, Outcome};
@@ -104,7 +105,15 @@ impl Question {
 }
 
 impl Record for Question {
-    const KIND: Kind = Kind::Question;
+    const KIND: Kind = Kind {
+        table: "questions",
+        context: "deltalogic 2026-11-21 question v1",
+        noun: "question",
+    };
+    /// Its base item: provenance, outside its id.
+    fn references(&self) -> Vec<(Kind, Id)> {
+        vec![(BaseItem::KIND, self.base_item())]
+    }
     fn content(&self) -> Vec<u8> {
         canonical(self)
     }
@@ -407,16 +416,6 @@ pub fn statement_questions(
         set,
         Box::new(plain_question()),
     )?))
-}
-
-/// The questions of a set and the base items they came from.
-pub fn references(store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
-    let mut out = Vec::new();
-    for (id, q) in members::<Question>(store, set)? {
-        out.push((Kind::Question, id));
-        out.push((Kind::BaseItem, q.base_item()));
-    }
-    Ok(out)
 }
 
 const ACCURACY: [Column; 1] = [Column {

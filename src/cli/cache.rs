@@ -2,9 +2,10 @@
 
 use super::emit;
 use super::Access;
+use crate::benchmarks;
 use crate::eval::cache::{Computed, Recomputed};
-use crate::eval::{self, cache, models, PromptRecord};
-use crate::store::{Id, Kind, Names, Registry};
+use crate::eval::{self, cache, models, ModelRecord, PromptRecord};
+use crate::store::{Id, Names, Record, Registry};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -159,8 +160,9 @@ pub fn run_file(file: &std::path::Path, json: bool, command: &Command) -> Result
 }
 
 fn verify(reg: &Registry, json: bool) -> Result<()> {
-    let mut r = cache::verify(reg)?;
-    r.problems.extend(cache::verify_results(reg)?);
+    let mut r = cache::verify(reg, benchmarks::ALL)?;
+    r.problems
+        .extend(cache::verify_results(reg, benchmarks::ALL)?);
     emit(json, &r, || {
         for (k, c) in &r.kinds {
             println!("{k:<12} {} records, {} bad", c.records, c.bad);
@@ -176,7 +178,7 @@ fn verify(reg: &Registry, json: bool) -> Result<()> {
 }
 
 fn stats(reg: &Registry, json: bool) -> Result<()> {
-    let r = cache::stats(reg)?;
+    let r = cache::stats(reg, benchmarks::ALL)?;
     emit(json, &r, || {
         println!("{}: {} bytes", r.file, r.bytes);
         for (k, n) in &r.records {
@@ -201,9 +203,9 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
             crate::store::guard_output(reg, &output, false)?;
             let id = reg
                 .lookup(Names::Models, &model)?
-                .map_or_else(|| reg.resolve(Kind::Model, &model), Ok)
+                .map_or_else(|| reg.resolve(ModelRecord::KIND, &model), Ok)
                 .with_context(|| format!("unknown model `{model}`"))?;
-            let (records, names) = eval::share::closure(reg, id, &set)?;
+            let (records, names) = eval::share::closure(reg, benchmarks::ALL, id, &set)?;
             let r = cache::export(reg, &records, &names, &output)?;
             emit(json, &r, || {
                 let total: usize = r.records.values().sum();
@@ -229,7 +231,7 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
             opts.sample_per_model = if no_verify { 0 } else { verify_sample };
             opts.tolerance = eval::SCORE_TOLERANCE;
             let asked = opts.sample_per_model > 0;
-            let r = cache::merge(reg, &other, opts)?;
+            let r = cache::merge(reg, &other, benchmarks::ALL, opts)?;
             emit(json, &r, || {
                 for (k, n) in &r.added {
                     println!("added {k:<12} {n}");

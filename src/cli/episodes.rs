@@ -5,7 +5,7 @@ use super::Access;
 use crate::benchmarks::deltalogic::{EditType, Episode, Premise, BENCHMARK};
 use crate::benchmarks::members;
 use crate::datasets::BaseItem;
-use crate::store::{Id, Kind, Registry};
+use crate::store::{Id, Record, Registry};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::io::Write;
@@ -132,7 +132,7 @@ fn list(reg: &Registry, json: bool, f: &Filter) -> Result<()> {
 }
 
 fn show(reg: &Registry, json: bool, id: &str) -> Result<()> {
-    let id = reg.resolve(Kind::Episode, id)?;
+    let id = reg.resolve(Episode::KIND, id)?;
     let e = reg
         .get::<Episode>(&id)?
         .with_context(|| format!("episode {} vanished", id.short()))?;

@@ -82,7 +82,9 @@ fn items(reg: &Registry, set: &str, output: Option<PathBuf>, force: bool) -> Res
     let Some((_, stored)) = reg.set_by_name(set)? else {
         bail!("no set named `{set}` in {}", reg.path().display());
     };
-    let items = benchmarks::named(&stored.benchmark)?.export(reg, &stored)?;
+    let items = benchmarks::ALL
+        .named(&stored.benchmark)?
+        .export(reg, &stored)?;
     let mut lines = Vec::new();
     for item in &items {
         writeln!(lines, "{}", serde_json::to_string(item)?)?;
@@ -108,8 +110,8 @@ fn samples(
     let Some((_, stored)) = reg.set_by_name(set)? else {
         bail!("no set named `{set}` in {}", reg.path().display());
     };
-    let benchmark = benchmarks::named(&stored.benchmark)?;
-    let mut entries = report::entries(reg, models, &[set.to_string()])?;
+    let benchmark = benchmarks::ALL.named(&stored.benchmark)?;
+    let mut entries = report::entries(reg, benchmarks::ALL, models, &[set.to_string()])?;
     if !norm.is_empty() {
         let keep = Normalisation::parse_list(norm)?;
         entries.retain(|e| keep.iter().any(|n| n.as_str() == e.normalisation));

@@ -1,6 +1,7 @@
 //! `deltalogic report`: every benchmark's tables for the stored results, and the figure.
 
 use super::output;
+use crate::benchmarks;
 use crate::report::{self, Format};
 use crate::store::Registry;
 use anyhow::{bail, Result};
@@ -30,7 +31,7 @@ pub struct Args {
 }
 
 pub fn run(store: &Registry, json: bool, a: Args) -> Result<()> {
-    let mut entries = report::entries(store, &a.models, &a.sets)?;
+    let mut entries = report::entries(store, benchmarks::ALL, &a.models, &a.sets)?;
     if !a.norm.is_empty() {
         let keep = crate::eval::Normalisation::parse_list(&a.norm)?;
         entries.retain(|e| keep.iter().any(|n| n.as_str() == e.normalisation));

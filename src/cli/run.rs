@@ -5,7 +5,7 @@
 
 use super::output;
 use super::score::{self, RunArgs};
-use crate::benchmarks::deltalogic;
+use crate::benchmarks::{self, deltalogic};
 use crate::eval::{models, Normalisation};
 use crate::report::{self, robustness::Conclusion, Entry, Format};
 use crate::store::Registry;
@@ -42,6 +42,7 @@ pub fn run(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
     let out = score::score(reg, &args, json)?;
     let entries = report::entries(
         reg,
+        benchmarks::ALL,
         &[DEFAULT_MODEL_NAME.to_string()],
         &[DEFAULT_SET.to_string()],
     )?;

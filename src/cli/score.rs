@@ -107,7 +107,7 @@ pub(super) fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
             reg.path().display()
         );
     };
-    let benchmark = benchmarks::named(&stored.benchmark)?;
+    let benchmark = benchmarks::ALL.named(&stored.benchmark)?;
     let template = a.template.as_deref().unwrap_or(benchmark.templates()[0]);
     let load = |id: Id| -> Result<models::Loaded> {
         crate::model::scorer::set_threads(a.threads)?;

@@ -4,7 +4,7 @@
 use super::records::same_bits;
 use super::{GenerationRecord, LanguageModel, PromptRecord, ResultRecord, ScoreRecord, StopReason};
 use crate::benchmarks::Decoding;
-use crate::store::{Id, Kind, Registry, StoredSet};
+use crate::store::{Id, Record, Registry, StoredSet};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -65,7 +65,7 @@ pub struct Audit {
 
 /// Every score and generation a result read, and nothing else, item by item and turn by turn.
 pub fn audit(reg: &Registry, prefix: &str) -> Result<Audit> {
-    let rid = reg.resolve(Kind::Result, prefix)?;
+    let rid = reg.resolve(ResultRecord::KIND, prefix)?;
     let r = reg
         .get::<ResultRecord>(&rid)?
         .with_context(|| format!("result {} vanished", rid.short()))?;

@@ -2,68 +2,20 @@
 //! with the prompts, templates, items, sets and models they refer to, see [`super::share`]).
 //! Merging is a union of content-addressed records: a key already present with a different score
 //! is a conflict, reported and never overwritten. This lives with the runner, not the store: the
-//! store copies records by kind; checking that a record hashes to its key, and recomputing a
-//! score, needs every record type and the model.
+//! store copies records by kind; the kinds to walk are the store's, the runner's and the
+//! benchmarks' declarations ([`kinds`]), and recomputing a score needs the model.
 
 use super::generate::Generated;
-use super::records::same_bits;
-use super::{derive, GenerationRecord, ModelRecord, PromptRecord, ResultRecord, ScoreRecord};
-use crate::benchmarks::clomo::ClomoItem;
-use crate::benchmarks::deltalogic::Episode;
-use crate::benchmarks::prompts::TemplateRecord;
-use crate::benchmarks::question::Question;
-use crate::datasets::BaseItem;
+use super::records::{kinds, same_bits};
+use super::{derive, GenerationRecord, ModelRecord, ResultRecord, ScoreRecord};
+use crate::benchmarks::Catalogue;
 use crate::store::{
-    decode, same_file, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec, Writer,
+    decode, same_file, Declared, Id, Kind, Names, Record, Registry, StoredSet, Writer,
 };
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// Decodes (validating the archive) and checks that the key is the hash of the content. A
-/// result in a store of schema 2 may be keyed by its schema 2 id ([`ResultRecord::legacy_id`]).
-pub fn check(reg: &Registry, kind: Kind, id: &Id, bytes: &[u8]) -> Result<()> {
-    fn go<R: Record>(path: &Path, id: &Id, bytes: &[u8], also: impl Fn(&R) -> bool) -> Result<R>
-    where
-        R::Archived: for<'a> rkyv::bytecheck::CheckBytes<
-                rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>,
-            > + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
-    {
-        let r: R = decode(bytes, path, id)?;
-        if r.id() != *id && !also(&r) {
-            bail!(
-                "{}: {} {} does not hash to its key",
-                path.display(),
-                R::KIND.noun(),
-                id.short()
-            );
-        }
-        Ok(r)
-    }
-    let path = reg.path();
-    match kind {
-        Kind::SourceFile => go::<SourceFile>(path, id, bytes, |_| false).map(drop),
-        Kind::BaseItem => go::<BaseItem>(path, id, bytes, |_| false).map(drop),
-        Kind::Episode => go::<Episode>(path, id, bytes, |_| false).map(drop),
-        Kind::EpisodeSet => go::<StoredSet>(path, id, bytes, |_| false).map(drop),
-        Kind::BuildSpec => go::<StoredSpec>(path, id, bytes, |_| false).map(drop),
-        Kind::Model => go::<ModelRecord>(path, id, bytes, |_| false).map(drop),
-        Kind::Template => go::<TemplateRecord>(path, id, bytes, |_| false).map(drop),
-        Kind::Prompt => go::<PromptRecord>(path, id, bytes, |_| false).map(drop),
-        Kind::Score => go::<ScoreRecord>(path, id, bytes, |_| false).map(drop),
-        Kind::Result => go::<ResultRecord>(path, id, bytes, |r| {
-            reg.schema_version() < 3 && r.legacy_id() == *id
-        })
-        .map(drop),
-        Kind::Question => go::<Question>(path, id, bytes, |_| false).map(drop),
-        Kind::Generation => go::<GenerationRecord>(path, id, bytes, |_| false).map(drop),
-        Kind::Problem => {
-            go::<crate::benchmarks::deduce::Problem>(path, id, bytes, |_| false).map(drop)
-        }
-        Kind::ClomoItem => go::<ClomoItem>(path, id, bytes, |_| false).map(drop),
-    }
-}
 
 #[derive(Debug, Default, Serialize)]
 pub struct KindCount {
@@ -78,19 +30,23 @@ pub struct VerifyReport {
     pub problems: Vec<String>,
 }
 
-/// Checks every record of a store: its checksum (schema 2; a schema 1 file has none), a valid
-/// archive, and a key that is the hash of its content.
-pub fn verify(reg: &Registry) -> Result<VerifyReport> {
+/// Checks every record of a store holding sets of `benchmarks`: its checksum (schema 2; a schema
+/// 1 file has none), a valid archive, and a key that is the hash of its content (each kind as
+/// declared: [`Declared::check`]).
+pub fn verify(reg: &Registry, benchmarks: Catalogue) -> Result<VerifyReport> {
     let mut report = VerifyReport {
         file: reg.path().display().to_string(),
         kinds: BTreeMap::new(),
         problems: Vec::new(),
     };
-    for kind in Kind::ALL {
-        let count = report.kinds.entry(kind.noun().to_string()).or_default();
-        for (id, body) in reg.scan(kind)? {
+    for declared in kinds(benchmarks) {
+        let count = report
+            .kinds
+            .entry(declared.kind.noun.to_string())
+            .or_default();
+        for (id, body) in reg.scan(declared.kind)? {
             count.records += 1;
-            if let Err(e) = body.and_then(|b| check(reg, kind, &id, &b)) {
+            if let Err(e) = body.and_then(|b| declared.check(reg, &id, &b)) {
                 count.bad += 1;
                 report.problems.push(format!("{e:#}"));
             }
@@ -98,14 +54,11 @@ pub fn verify(reg: &Registry) -> Result<VerifyReport> {
     }
     for names in Names::ALL {
         for (name, id) in reg.names(names)? {
-            let kind = match names {
-                Names::Sets => Kind::EpisodeSet,
-                Names::Models => Kind::Model,
-            };
+            let kind = named_kind(names);
             if reg.raw_get(kind, &id)?.is_none() {
                 report.problems.push(format!(
                     "name `{name}` points to a missing {} {}",
-                    kind.noun(),
+                    kind.noun,
                     id.short()
                 ));
             }
@@ -114,16 +67,24 @@ pub fn verify(reg: &Registry) -> Result<VerifyReport> {
     Ok(report)
 }
 
+/// The kind of record a table of names points at.
+fn named_kind(names: Names) -> Kind {
+    match names {
+        Names::Sets => StoredSet::KIND,
+        Names::Models => ModelRecord::KIND,
+    }
+}
+
 /// Re-derives every result of a store from the records it holds ([`derive::derive`]): the
 /// problems, one per result that does not follow, naming it. Results whose records do not
 /// verify are left to [`verify`].
-pub fn verify_results(reg: &Registry) -> Result<Vec<String>> {
+pub fn verify_results(reg: &Registry, benchmarks: Catalogue) -> Result<Vec<String>> {
     let mut problems = Vec::new();
-    for (id, body) in reg.scan(Kind::Result)? {
+    for (id, body) in reg.scan(ResultRecord::KIND)? {
         let Ok(r) = body.and_then(|b| decode::<ResultRecord>(&b, reg.path(), &id)) else {
             continue;
         };
-        if let Err(e) = derive::derive(reg, &r) {
+        if let Err(e) = derive::derive(reg, benchmarks, &r) {
             problems.push(format!(
                 "{}: result {} does not follow from the records it names: {e:#}",
                 reg.path().display(),
@@ -180,8 +141,8 @@ pub enum Computed {
 impl Computed {
     fn decode(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<Option<Computed>> {
         Ok(match kind {
-            Kind::Score => Some(Computed::Score(decode(bytes, path, id)?)),
-            Kind::Generation => Some(Computed::Generation(decode(bytes, path, id)?)),
+            ScoreRecord::KIND => Some(Computed::Score(decode(bytes, path, id)?)),
+            GenerationRecord::KIND => Some(Computed::Generation(decode(bytes, path, id)?)),
             _ => None,
         })
     }
@@ -253,15 +214,21 @@ impl<'a> MergeOptions<'a> {
     }
 }
 
-/// Adds every record of `other` that this store lacks. Nothing is written if `other` has any
+/// Adds every record of `other` (a store of `benchmarks`' sets) that this store lacks. Nothing is
+/// written if `other` has any
 /// invalid record (checksum, archive, key hash), if a result it would add does not follow from
 /// the records the store would hold after the merge (ours first, then theirs: [`derive`]), or if
 /// a recomputed sample of its new scores differs beyond the tolerance. A model's new scores are
 /// verified when its sample was recomputed and matched; otherwise they are added and marked
 /// unverified. Results are stored under their ids as this build derives them (a file of schema
 /// 2 keys them otherwise).
-pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Result<MergeReport> {
-    let problems = verify(other)?.problems;
+pub fn merge(
+    reg: &Registry,
+    other: &Registry,
+    benchmarks: Catalogue,
+    mut opts: MergeOptions<'_>,
+) -> Result<MergeReport> {
+    let problems = verify(other, benchmarks)?.problems;
     if !problems.is_empty() {
         bail!(
             "{}: {} invalid record(s); nothing merged:\n  {}",
@@ -280,10 +247,10 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
     // New scores and generations per model, in key order.
     let mut new_scores: BTreeMap<Id, Vec<(Id, Computed)>> = BTreeMap::new();
     let mut results = Vec::new();
-    for kind in Kind::ALL {
+    for Declared { kind, .. } in kinds(benchmarks) {
         for (id, bytes) in other.raw_all(kind)? {
             let id = match kind {
-                Kind::Result => {
+                ResultRecord::KIND => {
                     let r: ResultRecord = decode(&bytes, other.path(), &id)?;
                     let ours = r.id();
                     results.push((ours, r));
@@ -301,7 +268,7 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
                 Some(ours) => {
                     *report
                         .already_present
-                        .entry(kind.noun().to_string())
+                        .entry(kind.noun.to_string())
                         .or_default() += 1;
                     if ours == bytes {
                         continue;
@@ -310,7 +277,7 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
                     let b = Computed::decode(kind, other.path(), &id, &bytes)?;
                     if let Some(detail) = a.zip(b).and_then(|(a, b)| a.conflict(&b)) {
                         report.conflicts.push(Conflict {
-                            kind: kind.noun().into(),
+                            kind: kind.noun.into(),
                             key: id,
                             detail,
                         });
@@ -323,11 +290,11 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
     let after = reg.layered(other);
     let adding: BTreeSet<Id> = incoming
         .iter()
-        .filter(|(kind, _, _)| *kind == Kind::Result)
+        .filter(|(kind, _, _)| *kind == ResultRecord::KIND)
         .map(|(_, id, _)| *id)
         .collect();
     for (id, r) in results.iter().filter(|(id, _)| adding.contains(id)) {
-        derive::derive(&after, r).map_err(|e| {
+        derive::derive(&after, benchmarks, r).map_err(|e| {
             anyhow::anyhow!(
                 "{}: result {} (model {}, set {}, `{}`) does not follow from the records it \
                  names: {e:#}; nothing merged",
@@ -572,7 +539,7 @@ fn store(
     let mut added = BTreeMap::new();
     for (kind, id, bytes) in records {
         if w.put_raw(*kind, *id, bytes)? {
-            *added.entry(kind.noun().to_string()).or_default() += 1;
+            *added.entry(kind.noun.to_string()).or_default() += 1;
         }
     }
     for (table, name, id) in names {
@@ -646,10 +613,11 @@ pub struct CacheStats {
     pub unverified_per_model: BTreeMap<String, usize>,
 }
 
-pub fn stats(reg: &Registry) -> Result<CacheStats> {
+/// What a store of `benchmarks`' sets holds.
+pub fn stats(reg: &Registry, benchmarks: Catalogue) -> Result<CacheStats> {
     let mut records = BTreeMap::new();
-    for kind in Kind::ALL {
-        records.insert(kind.noun().to_string(), reg.count(kind)? as usize);
+    for Declared { kind, .. } in kinds(benchmarks) {
+        records.insert(kind.noun.to_string(), reg.count(kind)? as usize);
     }
     let mut scores_per_model = BTreeMap::new();
     let mut unverified_per_model = BTreeMap::new();

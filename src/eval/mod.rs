@@ -22,7 +22,7 @@ pub use records::{
 
 use crate::benchmarks::{Answer, Answered, Benchmark, Decoding, ModelInfo, Models, Request, Role};
 use crate::logic::Label;
-use crate::store::{Id, Kind, Record, Registry, StoredSet};
+use crate::store::{Id, Record, Registry, StoredSet};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -373,7 +373,7 @@ pub fn answered(reg: &Registry, row: &ResultRow) -> Result<Answered> {
             (Some(label), _) => {
                 // Every key a scored turn read, its labels' and the content-free ones alike.
                 let keys: Vec<Id> = t.keys.iter().map(|k| Id(*k)).collect();
-                if let Some(absent) = reg.missing(Kind::Score, &keys)?.first() {
+                if let Some(absent) = reg.missing(ScoreRecord::KIND, &keys)?.first() {
                     bail!(
                         "{}: item {}, turn {} reads score {}, which the store does not hold: \
                          the result cannot be backed by its scores (merge the cache file that \

@@ -301,7 +301,7 @@ pub fn resolve(reg: &Registry, name: &str) -> Result<(Id, ModelRecord)> {
     let id = match reg.lookup(Names::Models, name)? {
         Some(id) => id,
         None => reg
-            .resolve(crate::store::Kind::Model, name)
+            .resolve(ModelRecord::KIND, name)
             .with_context(|| format!("unknown model `{name}` (see `deltalogic model list`)"))?,
     };
     let record = reg

@@ -1,8 +1,29 @@
-//! The records of scoring: models, templates, prompt texts, scores and results.
+//! The records of scoring: models, prompt texts, scores and generations; and every record kind
+//! a store holds, by layer ([`kinds`]).
 
-use crate::benchmarks::Decoding;
-use crate::store::{canonical, Id, Kind, Record};
+use crate::benchmarks::{Catalogue, Decoding};
+use crate::store::{self, canonical, Declared, Id, Kind, Record};
 use serde::Serialize;
+
+/// The runner's own record kinds.
+pub const KINDS: [Declared; 4] = [
+    Declared::of::<ModelRecord>(),
+    Declared::of::<PromptRecord>(),
+    Declared::of::<ScoreRecord>(),
+    Declared::of::<GenerationRecord>(),
+];
+
+/// Every record kind a store of `benchmarks`' sets holds: the store's own, the runner's, and the
+/// benchmarks' (what `cache verify`, `cache merge` and `cache stats` walk).
+pub fn kinds(benchmarks: Catalogue) -> Vec<Declared> {
+    let mut all: Vec<Declared> = store::KINDS.into_iter().chain(KINDS).collect();
+    for declared in benchmarks.kinds() {
+        if !all.iter().any(|d| d.kind.table == declared.kind.table) {
+            all.push(declared);
+        }
+    }
+    all
+}
 
 /// A registered model. Its id is its fingerprint: the weights (for a GGUF file, the whole file,
 /// which also holds the tokenizer and the architecture config; for a Hugging Face directory,
@@ -25,7 +46,11 @@ pub struct ModelRecord {
 }
 
 impl Record for ModelRecord {
-    const KIND: Kind = Kind::Model;
+    const KIND: Kind = Kind {
+        table: "models",
+        context: "deltalogic 2026-11-21 model fingerprint v1",
+        noun: "model",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(&(
             &self.files_blake3,
@@ -45,7 +70,11 @@ pub struct PromptRecord {
 }
 
 impl Record for PromptRecord {
-    const KIND: Kind = Kind::Prompt;
+    const KIND: Kind = Kind {
+        table: "prompts",
+        context: "deltalogic 2026-11-21 prompt text v1",
+        noun: "prompt",
+    };
     fn content(&self) -> Vec<u8> {
         self.text.as_bytes().to_vec()
     }
@@ -73,7 +102,7 @@ pub struct ScoreRecord {
 
 impl ScoreRecord {
     pub fn key(model: Id, prompt: Id, label: &str) -> Id {
-        Id::derive(Kind::Score, &canonical(&(model.hex(), prompt.hex(), label)))
+        Id::derive(Self::KIND, &canonical(&(model.hex(), prompt.hex(), label)))
     }
 
     pub fn sum(&self) -> f64 {
@@ -89,9 +118,19 @@ impl ScoreRecord {
 }
 
 impl Record for ScoreRecord {
-    const KIND: Kind = Kind::Score;
+    const KIND: Kind = Kind {
+        table: "scores",
+        context: "deltalogic 2026-11-21 score key v1",
+        noun: "score",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(&(Id(self.model).hex(), Id(self.prompt).hex(), &self.label))
+    }
+    fn references(&self) -> Vec<(Kind, Id)> {
+        vec![
+            (ModelRecord::KIND, Id(self.model)),
+            (PromptRecord::KIND, Id(self.prompt)),
+        ]
     }
 }
 
@@ -212,7 +251,7 @@ pub struct GenerationRecord {
 impl GenerationRecord {
     pub fn key(model: Id, prompt: Id, decoding: &Decoding) -> Id {
         Id::derive(
-            Kind::Generation,
+            Self::KIND,
             &canonical(&(model.hex(), prompt.hex(), "greedy", decoding)),
         )
     }
@@ -228,7 +267,11 @@ impl GenerationRecord {
 }
 
 impl Record for GenerationRecord {
-    const KIND: Kind = Kind::Generation;
+    const KIND: Kind = Kind {
+        table: "generations",
+        context: "deltalogic 2026-11-23 generation key v1",
+        noun: "generation",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(&(
             Id(self.model).hex(),
@@ -236,5 +279,11 @@ impl Record for GenerationRecord {
             "greedy",
             &self.decoding,
         ))
+    }
+    fn references(&self) -> Vec<(Kind, Id)> {
+        vec![
+            (ModelRecord::KIND, Id(self.model)),
+            (PromptRecord::KIND, Id(self.prompt)),
+        ]
     }
 }

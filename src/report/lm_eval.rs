@@ -16,7 +16,7 @@ use crate::eval::{
     self, ModelRecord, Normalisation, PromptRecord, ResultRecord, ScoreRecord, Turn,
 };
 use crate::logic::Label;
-use crate::store::{Id, Kind, Registry};
+use crate::store::{Id, Record, Registry};
 use anyhow::{bail, ensure, Context, Result};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -73,7 +73,7 @@ fn scores(reg: &Registry, rid: Id, keys: &[[u8; 32]]) -> Result<Vec<ScoreRecord>
 
 /// The result behind a report entry.
 pub fn result(reg: &Registry, entry: &Entry) -> Result<(Id, ResultRecord)> {
-    let rid = reg.resolve(Kind::Result, &entry.result_id)?;
+    let rid = reg.resolve(ResultRecord::KIND, &entry.result_id)?;
     let r = reg
         .get::<ResultRecord>(&rid)?
         .with_context(|| format!("result {} vanished", rid.short()))?;

@@ -13,7 +13,7 @@ pub use markdown::{cell, markdown};
 pub use svg::svg;
 
 use crate::benchmarks::prompts::TemplateRecord;
-use crate::benchmarks::{self, Evaluation};
+use crate::benchmarks::{Catalogue, Evaluation};
 use crate::eval::ResultRecord;
 use crate::store::{Id, Names, Registry, StoredSet};
 use anyhow::{Context, Result};
@@ -128,9 +128,14 @@ fn template_name(reg: &Registry, id: [u8; 32]) -> Result<String> {
 }
 
 /// Every stored result whose model and set are among the named ones (all models when none are
-/// named; without sets, only sets that a name points at now), evaluated by its benchmark, in the
-/// order benchmark, set, model, template, normalisation.
-pub fn entries(reg: &Registry, models: &[String], sets: &[String]) -> Result<Vec<Entry>> {
+/// named; without sets, only sets that a name points at now), evaluated by its benchmark (one of
+/// `benchmarks`), in the order benchmark, set, model, template, normalisation.
+pub fn entries(
+    reg: &Registry,
+    benchmarks: Catalogue,
+    models: &[String],
+    sets: &[String],
+) -> Result<Vec<Entry>> {
     let sel = Selection::new(reg, models, sets)?;
     let mut out = Vec::new();
     for (rid, r) in reg.all::<ResultRecord>()? {
@@ -141,7 +146,7 @@ pub fn entries(reg: &Registry, models: &[String], sets: &[String]) -> Result<Vec
         let stored = reg.get::<StoredSet>(&set)?.with_context(|| {
             format!("result {} names a missing set {}", rid.short(), set.short())
         })?;
-        let benchmark = benchmarks::named(&stored.benchmark)?;
+        let benchmark = benchmarks.named(&stored.benchmark)?;
         let answered = r
             .rows
             .iter()
@@ -164,7 +169,7 @@ pub fn entries(reg: &Registry, models: &[String], sets: &[String]) -> Result<Vec
     }
     // Benchmarks in registration order, then by their settings; normalisations in their own
     // order (the paper's mean first).
-    let rank = |name: &str| benchmarks::ALL.iter().position(|b| b.name() == name);
+    let rank = |name: &str| benchmarks.rank(name);
     out.sort_by(|a, b| {
         (
             rank(&a.benchmark),

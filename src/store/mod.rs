@@ -1,7 +1,7 @@
-//! The registry: an embedded, content-addressed store (redb) of ingested files, base items,
-//! episodes and named episode sets.
+//! The store: an embedded, content-addressed database (redb) of records, one table per kind
+//! ([`Kind`], declared beside each record type), and of names pointing at them.
 //!
-//! Format, fixed by this module (see also `store/README.md`):
+//! Format, fixed by this module (drawn in `docs/registry.md`):
 //! - Every record's id is `blake3::derive_key(CONTEXT_OF_ITS_KIND, canonical JSON of its content)`.
 //!   The canonical encoding is serde_json of a struct whose fields are in declaration order and
 //!   whose maps are sorted vectors, so the same content has the same id on every machine.
@@ -14,12 +14,14 @@
 
 mod checksum;
 pub mod ingest;
+mod kind;
 mod legacy;
 mod migrate;
 mod outputs;
 mod records;
 mod shield;
 
+pub use kind::{Declared, Kind, KINDS};
 pub use outputs::{guard_output, record_output, same_file};
 pub use records::{ResultRecord, ResultRow, SourceFile, StoredSet, StoredSpec, Turn, TurnAnswer};
 
@@ -51,6 +53,13 @@ const UNVERIFIED: TableDefinition<[u8; 32], ()> = TableDefinition::new("unverifi
 /// Files this tool wrote: canonical path -> blake3 of the bytes written (see `outputs.rs`).
 const OUTPUTS: TableDefinition<&str, [u8; 32]> = TableDefinition::new("outputs");
 
+/// Whether a table of a store holds records (every table but the store's own of schema, names
+/// and marks).
+fn is_record_table(name: &str) -> bool {
+    let own = [META.name(), UNVERIFIED.name(), OUTPUTS.name()];
+    !own.contains(&name) && !Names::ALL.iter().any(|n| n.table().name() == name)
+}
+
 /// Tables of names: aliases pointing at content ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Names {
@@ -63,7 +72,7 @@ impl Names {
 
     pub fn noun(self) -> &'static str {
         match self {
-            Names::Sets => "episode set",
+            Names::Sets => "set",
             Names::Models => "model",
         }
     }
@@ -82,7 +91,7 @@ pub struct Id(pub [u8; 32]);
 
 impl Id {
     pub fn derive(kind: Kind, content: &[u8]) -> Id {
-        Id(blake3::derive_key(kind.context(), content))
+        Id(blake3::derive_key(kind.context, content))
     }
 
     pub fn hex(&self) -> String {
@@ -120,107 +129,6 @@ impl serde::Serialize for Id {
     }
 }
 
-/// The kinds of content-addressed records, each with its own key-derivation context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
-    SourceFile,
-    BaseItem,
-    Episode,
-    EpisodeSet,
-    BuildSpec,
-    Model,
-    Template,
-    Prompt,
-    Score,
-    Result,
-    Question,
-    Generation,
-    Problem,
-    ClomoItem,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 14] = [
-        Kind::SourceFile,
-        Kind::BaseItem,
-        Kind::Episode,
-        Kind::EpisodeSet,
-        Kind::BuildSpec,
-        Kind::Model,
-        Kind::Template,
-        Kind::Prompt,
-        Kind::Score,
-        Kind::Result,
-        Kind::Question,
-        Kind::Generation,
-        Kind::Problem,
-        Kind::ClomoItem,
-    ];
-
-    fn context(self) -> &'static str {
-        match self {
-            Kind::SourceFile => "deltalogic 2026-11-21 source file v1",
-            Kind::BaseItem => "deltalogic 2026-11-21 base item v1",
-            Kind::Episode => "deltalogic 2026-11-21 episode v1",
-            Kind::EpisodeSet => "deltalogic 2026-11-21 episode set v1",
-            Kind::BuildSpec => "deltalogic 2026-11-21 build spec v1",
-            Kind::Model => "deltalogic 2026-11-21 model fingerprint v1",
-            Kind::Template => "deltalogic 2026-11-21 prompt template v1",
-            Kind::Prompt => "deltalogic 2026-11-21 prompt text v1",
-            Kind::Score => "deltalogic 2026-11-21 score key v1",
-            Kind::Result => records::RESULT_CONTEXT,
-            Kind::Question => "deltalogic 2026-11-21 question v1",
-            Kind::Generation => "deltalogic 2026-11-23 generation key v1",
-            Kind::Problem => "deltalogic 2026-11-23 deduce problem v1",
-            Kind::ClomoItem => "deltalogic 2026-11-23 clomo item v1",
-        }
-    }
-
-    /// How messages name a record of this kind.
-    pub fn noun(self) -> &'static str {
-        match self {
-            Kind::SourceFile => "source file",
-            Kind::BaseItem => "item",
-            Kind::Episode => "episode",
-            Kind::EpisodeSet => "episode set",
-            Kind::BuildSpec => "build spec",
-            Kind::Model => "model",
-            Kind::Template => "template",
-            Kind::Prompt => "prompt",
-            Kind::Score => "score",
-            Kind::Result => "result",
-            Kind::Question => "question",
-            Kind::Generation => "generation",
-            Kind::Problem => "problem",
-            Kind::ClomoItem => "CLoMo item",
-        }
-    }
-
-    fn table(self) -> TableDefinition<'static, [u8; 32], &'static [u8]> {
-        TableDefinition::new(self.table_name())
-    }
-
-    /// The redb table holding this kind.
-    pub fn table_name(self) -> &'static str {
-        match self {
-            Kind::SourceFile => "sources",
-            Kind::BaseItem => "items",
-            Kind::Episode => "episodes",
-            Kind::EpisodeSet => "sets",
-            Kind::BuildSpec => "specs",
-            Kind::Model => "models",
-            Kind::Template => "templates",
-            Kind::Prompt => "prompts",
-            Kind::Score => "scores",
-            Kind::Result => "results",
-            Kind::Question => "questions",
-            Kind::Generation => "generations",
-            Kind::Problem => "problems",
-            Kind::ClomoItem => "clomo_items",
-        }
-    }
-}
-
 /// The canonical encoding that ids hash: JSON of the content, fields in declaration order.
 pub fn canonical<T: serde::Serialize>(content: &T) -> Vec<u8> {
     serde_json::to_vec(content).expect("records serialise to JSON")
@@ -243,6 +151,19 @@ where
     fn id(&self) -> Id {
         Id::derive(Self::KIND, &self.content())
     }
+
+    /// Whether `key` is this record's id in a store of schema `schema`: its content id, unless
+    /// the kind's ids changed with the schema.
+    fn keyed_by(&self, key: &Id, schema: u32) -> bool {
+        let _ = schema;
+        self.id() == *key
+    }
+
+    /// The records this one names, by kind: what a self-contained cache file holding it must
+    /// also hold (see `crate::eval::share`).
+    fn references(&self) -> Vec<(Kind, Id)> {
+        Vec::new()
+    }
 }
 
 pub fn decode<R: Record>(bytes: &[u8], path: &Path, id: &Id) -> Result<R>
@@ -255,7 +176,7 @@ where
             "{}: record {} in table `{}` is corrupt: {e}",
             path.display(),
             id.short(),
-            R::KIND.table_name()
+            R::KIND.table
         )
     })
 }
@@ -573,7 +494,7 @@ impl Registry {
         if self.version < 2 {
             return Ok(stored.to_vec());
         }
-        checksum::unseal(kind.table_name(), &id.0, stored)
+        checksum::unseal(kind.table, &id.0, stored)
             .map(<[u8]>::to_vec)
             .ok_or_else(|| {
                 anyhow!(
@@ -581,7 +502,7 @@ impl Registry {
                      damaged after it was written",
                     self.path.display(),
                     id.short(),
-                    kind.table_name()
+                    kind.table
                 )
             })
     }
@@ -619,7 +540,7 @@ impl Registry {
 
     /// Every record of a kind, each with its archive or why it cannot be trusted (for verify).
     pub fn scan(&self, kind: Kind) -> Result<Vec<(Id, Result<Vec<u8>>)>> {
-        let found = self.read(kind.table(), |t| {
+        let found = self.read(kind.definition(), |t| {
             let mut out = Vec::with_capacity(t.len()? as usize);
             for entry in t.iter()? {
                 let (k, v) = entry?;
@@ -644,7 +565,7 @@ impl Registry {
 
     /// One record's archive, checksum checked.
     pub fn raw_get(&self, kind: Kind, id: &Id) -> Result<Option<Vec<u8>>> {
-        let found = self.read(kind.table(), |t| {
+        let found = self.read(kind.definition(), |t| {
             Ok(t.get(&id.0)?.map(|v| v.value().to_vec()))
         })?;
         match (found.flatten(), &self.under) {
@@ -657,7 +578,7 @@ impl Registry {
     /// Which of `ids` this store lacks, in the order asked, read in one transaction (the values
     /// are not read: a report asks whether a result's scores are all there).
     pub fn missing(&self, kind: Kind, ids: &[Id]) -> Result<Vec<Id>> {
-        let found = self.read(kind.table(), |t| {
+        let found = self.read(kind.definition(), |t| {
             let mut out = Vec::new();
             for id in ids {
                 if t.get(&id.0)?.is_none() {
@@ -680,7 +601,7 @@ impl Registry {
         R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
             + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
     {
-        let found = self.read(R::KIND.table(), |t| {
+        let found = self.read(R::KIND.definition(), |t| {
             ids.iter()
                 .map(|id| Ok(t.get(&id.0)?.map(|v| v.value().to_vec())))
                 .collect::<Result<Vec<_>>>()
@@ -699,7 +620,7 @@ impl Registry {
     }
 
     pub fn count(&self, kind: Kind) -> Result<u64> {
-        Ok(self.read(kind.table(), |t| Ok(t.len()?))?.unwrap_or(0))
+        Ok(self.read(kind.definition(), |t| Ok(t.len()?))?.unwrap_or(0))
     }
 
     /// Resolves a full id or a unique hex prefix of one (at least 6 digits).
@@ -708,7 +629,7 @@ impl Registry {
         if prefix.len() < 6 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
             bail!("`{prefix}` is not an id (give at least 6 hex digits)");
         }
-        let hits = self.read(kind.table(), |t| {
+        let hits = self.read(kind.definition(), |t| {
             let mut hits = Vec::new();
             for entry in t.iter()? {
                 let id = Id(entry?.0.value());
@@ -720,7 +641,7 @@ impl Registry {
         })?;
         match hits.unwrap_or_default().as_slice() {
             [id] => Ok(*id),
-            [] => bail!("no {} id starts with `{prefix}`", kind.noun()),
+            [] => bail!("no {} id starts with `{prefix}`", kind.noun),
             hits => bail!("`{prefix}` names {} records; give more digits", hits.len()),
         }
     }
@@ -1032,9 +953,9 @@ impl Writer<'_> {
     {
         let id = record.id();
         let bytes = self.encode(record)?;
-        let table = R::KIND.table_name();
+        let table = R::KIND.table;
         shield(self.path, Place::record(table, &id.0), || {
-            let mut t = self.txn.open_table(R::KIND.table())?;
+            let mut t = self.txn.open_table(R::KIND.definition())?;
             t.insert(&id.0, checksum::seal(table, &id.0, &bytes).as_slice())?;
             Ok(())
         })?;
@@ -1050,7 +971,7 @@ impl Writer<'_> {
             anyhow!(
                 "{}: cannot encode a {} record: {e}",
                 self.path.display(),
-                R::KIND.noun()
+                R::KIND.noun
             )
         })
     }
@@ -1058,9 +979,9 @@ impl Writer<'_> {
     /// Stores an archive under its key, framed with its checksum. Bytes from another store must
     /// have been validated first (see `crate::eval::cache`); an existing record is kept.
     pub fn put_raw(&mut self, kind: Kind, id: Id, body: &[u8]) -> Result<bool> {
-        let table = kind.table_name();
+        let table = kind.table;
         shield(self.path, Place::record(table, &id.0), || {
-            let mut t = self.txn.open_table(kind.table())?;
+            let mut t = self.txn.open_table(kind.definition())?;
             if t.get(&id.0)?.is_some() {
                 return Ok(false);
             }

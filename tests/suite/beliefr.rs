@@ -258,7 +258,9 @@ fn scoring_is_cached_audited_shared_and_reported() {
     assert!(text.scores_computed > 0);
 
     // The report: Belief-R beside the other benchmarks, its subsets sized as built.
-    let entries = deltalogic::report::entries(&reg, &[], &["br".into()]).unwrap();
+    let entries =
+        deltalogic::report::entries(&reg, deltalogic::benchmarks::ALL, &[], &["br".into()])
+            .unwrap();
     assert_eq!(entries.len(), 2, "letters and text");
     let b = &entries[0].evaluation.metrics;
     let m = &b["overall"];

@@ -351,7 +351,7 @@ fn build_help_is_the_benchmarks_own_and_no_help_makes_a_store() {
         .iter()
         .map(|b| b.command())
         .collect();
-    let list = deltalogic::benchmarks::commands();
+    let list = deltalogic::benchmarks::ALL.commands();
     assert_eq!(list, names.join(", "));
     // Each benchmark's help shows options only it has.
     for (benchmark, own) in [

@@ -22,7 +22,7 @@ fn data() -> PathBuf {
 }
 
 fn clomo() -> &'static dyn Benchmark {
-    benchmarks::named("clomo").unwrap()
+    benchmarks::ALL.named("clomo").unwrap()
 }
 
 /// Builds with `args` (plus the data folder); returns the build's JSON summary.
@@ -167,7 +167,7 @@ fn run(reg: &Registry, template: &str, judge: Option<&str>) -> eval::Outcome {
                 subject: (model_id("subject"), &Chat),
                 judge: judge.map(model_id),
             },
-            template: template,
+            template,
             norms: vec![eval::Normalisation::Sum],
             shard: None,
         },

@@ -87,8 +87,8 @@ impl Generation for ByteModel {
 }
 
 use deltalogic::benchmarks::{self, ModelInfo};
-use deltalogic::eval::{self, Normalisation, Outcome, Quiet};
-use deltalogic::store::{Id, Kind, Record, Registry, StoredSet};
+use deltalogic::eval::{self, ModelRecord, Normalisation, Outcome, Quiet};
+use deltalogic::store::{Id, Record, Registry, StoredSet};
 
 /// The stand-in model has no chat template.
 pub struct NoChat;
@@ -101,7 +101,7 @@ impl ModelInfo for NoChat {
 
 /// A stand-in model's fingerprint: a hash of its name.
 pub fn model_id(name: &str) -> Id {
-    Id::derive(Kind::Model, name.as_bytes())
+    Id::derive(ModelRecord::KIND, name.as_bytes())
 }
 
 /// A named set.
@@ -127,11 +127,11 @@ pub fn score_with(
     norm: Normalisation,
 ) -> Outcome {
     let (set_id, stored) = set(reg, set_name);
-    let benchmark = benchmarks::named(&stored.benchmark).unwrap();
+    let benchmark = benchmarks::ALL.named(&stored.benchmark).unwrap();
     eval::run(
         reg,
         &eval::Run {
-            benchmark: benchmark,
+            benchmark,
             set: (set_id, &stored),
             models: eval::Participants {
                 subject: (model_id(model), &NoChat),
@@ -154,7 +154,7 @@ pub fn export(
     set: &str,
     to: &std::path::Path,
 ) -> deltalogic::eval::cache::ExportReport {
-    let (records, names) = eval::share::closure(reg, model, set).unwrap();
+    let (records, names) = eval::share::closure(reg, benchmarks::ALL, model, set).unwrap();
     deltalogic::eval::cache::export(reg, &records, &names, to).unwrap()
 }
 

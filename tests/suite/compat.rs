@@ -83,7 +83,7 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
     }
     assert_eq!(want.len(), 6, "four DeltaLogic and two RobustLR results");
 
-    let entries = deltalogic::report::entries(&reg, &[], &[]).unwrap();
+    let entries = deltalogic::report::entries(&reg, deltalogic::benchmarks::ALL, &[], &[]).unwrap();
     let got: Vec<Value> = entries
         .iter()
         .map(|e| serde_json::to_value(e).unwrap())
@@ -102,7 +102,8 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
             assert!(!question_ids.contains(&new_id.hex()));
         }
     }
-    let underived = deltalogic::eval::cache::verify_results(&reg).unwrap();
+    let underived =
+        deltalogic::eval::cache::verify_results(&reg, deltalogic::benchmarks::ALL).unwrap();
     assert!(underived.is_empty(), "{underived:?}");
 
     // Every score is found: rescoring each set with its stand-in model computes nothing and
@@ -116,14 +117,14 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
         ("rl", &[Normalisation::Mean][..]),
     ] {
         let (set_id, set) = reg.set_by_name(set_name).unwrap().unwrap();
-        let benchmark = benchmarks::named(&set.benchmark).unwrap();
+        let benchmark = benchmarks::ALL.named(&set.benchmark).unwrap();
         for model in ["m1", "m2"] {
             let model_id = reg.lookup(Names::Models, model).unwrap().unwrap();
             for &norm in norms {
                 let out = eval::run(
                     &reg,
                     &eval::Run {
-                        benchmark: benchmark,
+                        benchmark,
                         set: (set_id, &set),
                         models: eval::Participants {
                             subject: (model_id, &NoChat),

@@ -78,16 +78,16 @@ fn opens_and_verifies(store: &Path) {
         return; // killed before the store was created
     }
     let reg = Registry::open_write(store).expect("the store opens after a kill");
-    let report = cache::verify(&reg).unwrap();
+    let report = cache::verify(&reg, deltalogic::benchmarks::ALL).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
 
 /// What a store holds, for comparing two stores: counts per kind, sets, names, results.
 fn holdings(store: &Path) -> Value {
     let reg = Registry::open_read(store).unwrap();
-    let stats = cache::stats(&reg).unwrap();
+    let stats = cache::stats(&reg, deltalogic::benchmarks::ALL).unwrap();
     // The report as a user reads it, byte for byte (empty before anything is scored).
-    let entries = deltalogic::report::entries(&reg, &[], &[]).unwrap();
+    let entries = deltalogic::report::entries(&reg, deltalogic::benchmarks::ALL, &[], &[]).unwrap();
     let report = deltalogic::report::render(&entries, deltalogic::report::Format::Json).unwrap();
     serde_json::json!({
         "report": report,

@@ -39,7 +39,7 @@ const DATA: &str = concat!(
 fn build_stores_a_set_exports_it_and_evaluates_continuations() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
-    let b = benchmarks::by_command("deduce").unwrap();
+    let b = benchmarks::ALL.by_command("deduce").unwrap();
     let words = args(&[
         "--data",
         DATA,
@@ -121,7 +121,7 @@ fn build_stores_a_set_exports_it_and_evaluates_continuations() {
 fn bad_build_arguments_are_refused_with_a_reason() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
-    let b = benchmarks::by_command("deduce").unwrap();
+    let b = benchmarks::ALL.by_command("deduce").unwrap();
     let e = b
         .build(&reg, &args(&["--data", "/nonexistent", "--split", "test"]))
         .err()

@@ -11,11 +11,12 @@ use deltalogic::benchmarks::prompts::TemplateRecord;
 use deltalogic::benchmarks::{
     Answer, Answered, Benchmark, Built, Decoding, Evaluation, Models, Prepared, Request, Role,
 };
+use deltalogic::datasets::BaseItem;
 use deltalogic::eval::cache::{self, Computed, MergeOptions, Recomputed};
 use deltalogic::eval::{self, audit, GenerationRecord, Participants, PromptRecord, Quiet};
 use deltalogic::eval::{ScoreRecord, StopReason, TurnAnswer};
 use deltalogic::logic::Label;
-use deltalogic::store::{Id, Kind, Record, Registry, StoredSet};
+use deltalogic::store::{Id, Kind, Record, Registry, StoredSet, StoredSpec};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
@@ -114,10 +115,10 @@ impl Benchmark for GenerateThenJudge {
 }
 
 fn test_set(n: u8) -> (Id, StoredSet) {
-    let members = (0..n).map(|i| Id::derive(Kind::BaseItem, &[i])).collect();
+    let members = (0..n).map(|i| Id::derive(BaseItem::KIND, &[i])).collect();
     let set = StoredSet::new(
         "generate-then-judge",
-        Id::derive(Kind::BuildSpec, b"t"),
+        Id::derive(StoredSpec::KIND, b"t"),
         members,
     );
     (set.id(), set)
@@ -235,7 +236,7 @@ fn judge_requests_go_to_the_judge_and_name_it_in_the_result() {
         }
     }
     // A benchmark without judged turns refuses a judge.
-    let deltalogic = deltalogic::benchmarks::named("deltalogic").unwrap();
+    let deltalogic = deltalogic::benchmarks::ALL.named("deltalogic").unwrap();
     let err = eval::run(
         &reg,
         &eval::Run {
@@ -314,13 +315,18 @@ fn audits_and_merges_carry_and_check_generations() {
         .all::<GenerationRecord>()
         .unwrap()
         .into_iter()
-        .map(|(k, g)| [(Kind::Generation, k), (Kind::Prompt, Id(g.prompt))])
+        .map(|(k, g)| {
+            [
+                (GenerationRecord::KIND, k),
+                (PromptRecord::KIND, Id(g.prompt)),
+            ]
+        })
         .chain(
             source
                 .all::<ScoreRecord>()
                 .unwrap()
                 .into_iter()
-                .map(|(k, s)| [(Kind::Score, k), (Kind::Prompt, Id(s.prompt))]),
+                .map(|(k, s)| [(ScoreRecord::KIND, k), (PromptRecord::KIND, Id(s.prompt))]),
         )
         .flatten()
         .collect();
@@ -344,7 +350,13 @@ fn audits_and_merges_carry_and_check_generations() {
     let mut check = regenerate;
     let mut opts = MergeOptions::new(&mut check);
     opts.sample_per_model = 100;
-    let r = cache::merge(&target, &Registry::open_read(&file).unwrap(), opts).unwrap();
+    let r = cache::merge(
+        &target,
+        &Registry::open_read(&file).unwrap(),
+        deltalogic::benchmarks::ALL,
+        opts,
+    )
+    .unwrap();
     assert_eq!(r.added.get("generation"), Some(&5));
     assert_eq!(r.recomputed.get(&model_id("m1").short()), Some(&15));
 
@@ -362,9 +374,12 @@ fn audits_and_merges_carry_and_check_generations() {
                     .map(drop)
             })
             .unwrap();
-        let keys: BTreeSet<(Kind, Id)> = [(Kind::Generation, g.id()), (Kind::Prompt, Id(g.prompt))]
-            .into_iter()
-            .collect();
+        let keys: BTreeSet<(Kind, Id)> = [
+            (GenerationRecord::KIND, g.id()),
+            (PromptRecord::KIND, Id(g.prompt)),
+        ]
+        .into_iter()
+        .collect();
         cache::export(&forged, &keys, &[], &forged_file).unwrap();
     }
     let fresh = Registry::open_write(&dir.path().join("fresh.redb")).unwrap();
@@ -384,6 +399,7 @@ fn audits_and_merges_carry_and_check_generations() {
     let err = cache::merge(
         &fresh,
         &Registry::open_read(&forged_file).unwrap(),
+        deltalogic::benchmarks::ALL,
         MergeOptions::new(&mut check),
     )
     .unwrap_err();
@@ -391,12 +407,13 @@ fn audits_and_merges_carry_and_check_generations() {
         format!("{err:#}").contains("differs from its recomputation"),
         "{err:#}"
     );
-    assert_eq!(fresh.count(Kind::Generation).unwrap(), 0);
+    assert_eq!(fresh.count(GenerationRecord::KIND).unwrap(), 0);
     // Merged into a store holding the honest generation, the forged one is a conflict.
     let mut unavailable = |_: &Computed| Ok(None);
     let r = cache::merge(
         &target,
         &Registry::open_read(&forged_file).unwrap(),
+        deltalogic::benchmarks::ALL,
         MergeOptions::new(&mut unavailable),
     )
     .unwrap();

@@ -4,13 +4,15 @@
 use crate::common;
 
 use common::{model_id, score_with, ByteModel};
+use deltalogic::benchmarks;
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
 use deltalogic::datasets::{BaseItem, Origin};
 use deltalogic::eval::cache::{self, MergeOptions};
+use deltalogic::eval::records::kinds;
 use deltalogic::eval::{self, models, Normalisation, PromptRecord, ScoreRecord};
 use deltalogic::logic::{Label, World};
 use deltalogic::model::scorer::Backend;
-use deltalogic::store::{guard_output, record_output, Id, Kind, Record, Registry};
+use deltalogic::store::{guard_output, record_output, Id, Record, Registry};
 use redb::{Database, ReadableDatabase, TableDefinition};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -85,7 +87,7 @@ fn a_changed_value_fails_its_checksum_naming_the_record() {
     );
     assert!(msg.contains("s.redb"), "{msg}");
     assert!(reg.all::<BaseItem>().is_err());
-    let report = cache::verify(&reg).unwrap();
+    let report = cache::verify(&reg, deltalogic::benchmarks::ALL).unwrap();
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
 }
 
@@ -186,11 +188,17 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     let seen = std::cell::RefCell::new(Vec::new());
     let mut recompute = recompute_from(&other, &seen);
-    let r = cache::merge(&target, &other, MergeOptions::new(&mut recompute)).unwrap();
+    let r = cache::merge(
+        &target,
+        &other,
+        deltalogic::benchmarks::ALL,
+        MergeOptions::new(&mut recompute),
+    )
+    .unwrap();
     assert_eq!(r.recomputed.get(&model_id("m1").short()), Some(&8));
     assert!(r.unverified.is_empty(), "{:?}", r.unverified);
-    assert_eq!(target.count(Kind::Score).unwrap(), keys.len() as u64);
-    assert!(cache::stats(&target)
+    assert_eq!(target.count(ScoreRecord::KIND).unwrap(), keys.len() as u64);
+    assert!(cache::stats(&target, deltalogic::benchmarks::ALL)
         .unwrap()
         .unverified_per_model
         .is_empty());
@@ -202,18 +210,25 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
     let target = Registry::open_write(&dir.path().join("forged.redb")).unwrap();
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     assert!(
-        cache::verify(&other).unwrap().problems.is_empty(),
+        cache::verify(&other, deltalogic::benchmarks::ALL)
+            .unwrap()
+            .problems
+            .is_empty(),
         "checksums pass"
     );
     let mut recompute = recompute_from(&other, &seen);
     let mut opts = MergeOptions::new(&mut recompute);
     opts.sample_per_model = usize::MAX;
-    let msg = format!("{:#}", cache::merge(&target, &other, opts).unwrap_err());
+    let msg = format!(
+        "{:#}",
+        cache::merge(&target, &other, deltalogic::benchmarks::ALL, opts).unwrap_err()
+    );
     assert!(
         msg.contains(&keys[3].short()) && msg.contains("differs") && msg.contains("nothing merged"),
         "{msg}"
     );
-    for kind in Kind::ALL {
+    for declared in kinds(benchmarks::ALL) {
+        let kind = declared.kind;
         assert_eq!(target.count(kind).unwrap(), 0, "{kind:?}: store unchanged");
     }
     // A tolerance above the change lets it through, as asked.
@@ -221,7 +236,7 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
     let mut opts = MergeOptions::new(&mut recompute);
     opts.sample_per_model = usize::MAX;
     opts.tolerance = 0.6;
-    cache::merge(&target, &other, opts).unwrap();
+    cache::merge(&target, &other, deltalogic::benchmarks::ALL, opts).unwrap();
 }
 
 #[test]
@@ -235,7 +250,7 @@ fn the_sample_is_seeded() {
         let mut recompute = recompute_from(&other, &seen);
         let mut opts = MergeOptions::new(&mut recompute);
         opts.seed = seed;
-        cache::merge(&target, &other, opts).unwrap();
+        cache::merge(&target, &other, deltalogic::benchmarks::ALL, opts).unwrap();
         drop(recompute);
         seen.into_inner()
     };
@@ -253,11 +268,20 @@ fn scores_merged_without_a_check_are_marked_unverified() {
     // Ours before the merge: a score the cache also holds stays verified.
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     let mut unavailable = |_: &cache::Computed| Ok(None);
-    let r = cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap();
+    let r = cache::merge(
+        &target,
+        &other,
+        deltalogic::benchmarks::ALL,
+        MergeOptions::new(&mut unavailable),
+    )
+    .unwrap();
     let m1 = model_id("m1").short();
     assert_eq!(r.unverified.get(&m1), Some(&keys.len()));
     assert_eq!(
-        cache::stats(&target).unwrap().unverified_per_model.get(&m1),
+        cache::stats(&target, deltalogic::benchmarks::ALL)
+            .unwrap()
+            .unverified_per_model
+            .get(&m1),
         Some(&keys.len())
     );
     assert!(keys.iter().all(|k| target.is_unverified(k).unwrap()));
@@ -271,7 +295,7 @@ fn scores_merged_without_a_check_are_marked_unverified() {
         };
         let mut opts = MergeOptions::new(&mut ok);
         opts.sample_per_model = 0;
-        cache::merge(&t2, &target, opts).unwrap();
+        cache::merge(&t2, &target, deltalogic::benchmarks::ALL, opts).unwrap();
         assert!(keys.iter().all(|k| t2.is_unverified(k).unwrap()));
     }
     // A store's own scores are never unverified.
@@ -323,7 +347,10 @@ fn a_schema_1_store_is_migrated_once_after_a_backup() {
     );
     // The second open does not migrate again (it would refuse: the backup exists).
     let reg = Registry::open_write(&path).unwrap();
-    assert!(cache::verify(&reg).unwrap().problems.is_empty());
+    assert!(cache::verify(&reg, deltalogic::benchmarks::ALL)
+        .unwrap()
+        .problems
+        .is_empty());
 }
 
 #[test]
@@ -335,11 +362,20 @@ fn a_schema_1_store_opened_read_only_is_read_in_memory_and_not_written() {
     let reg = Registry::open_read(&path).unwrap();
     assert_eq!(reg.schema_version(), 1);
     assert_eq!(reg.get::<BaseItem>(&id).unwrap(), Some(item("Bob is red.")));
-    assert!(cache::verify(&reg).unwrap().problems.is_empty());
+    assert!(cache::verify(&reg, deltalogic::benchmarks::ALL)
+        .unwrap()
+        .problems
+        .is_empty());
     // Merged into a schema 2 store, its values gain checksums there.
     let target = Registry::open_write(&dir.path().join("new.redb")).unwrap();
     let mut unavailable = |_: &cache::Computed| Ok(None);
-    cache::merge(&target, &reg, MergeOptions::new(&mut unavailable)).unwrap();
+    cache::merge(
+        &target,
+        &reg,
+        deltalogic::benchmarks::ALL,
+        MergeOptions::new(&mut unavailable),
+    )
+    .unwrap();
     assert_eq!(
         target.get::<BaseItem>(&id).unwrap(),
         Some(item("Bob is red."))
@@ -428,8 +464,11 @@ fn read_opens_never_write_and_work_on_read_only_files() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
     let before = std::fs::read(&path).unwrap();
     let reg = Registry::open_read(&path).unwrap();
-    cache::stats(&reg).unwrap();
-    assert!(cache::verify(&reg).unwrap().problems.is_empty());
+    cache::stats(&reg, deltalogic::benchmarks::ALL).unwrap();
+    assert!(cache::verify(&reg, deltalogic::benchmarks::ALL)
+        .unwrap()
+        .problems
+        .is_empty());
     let msg = reg.write(|_| Ok(())).unwrap_err().to_string();
     assert!(msg.contains("read-only"), "{msg}");
     drop(reg);
@@ -685,8 +724,8 @@ fn flipped_bits_never_panic() {
 fn every_read_path(path: &Path) -> anyhow::Result<()> {
     {
         let reg = Registry::open_read(path)?;
-        cache::stats(&reg)?;
-        let report = cache::verify(&reg)?;
+        cache::stats(&reg, deltalogic::benchmarks::ALL)?;
+        let report = cache::verify(&reg, deltalogic::benchmarks::ALL)?;
         reg.all::<deltalogic::benchmarks::deltalogic::Episode>()?;
         reg.names(deltalogic::store::Names::Models)?;
         reg.set_by_name("set")?;
@@ -696,7 +735,7 @@ fn every_read_path(path: &Path) -> anyhow::Result<()> {
         }
     }
     let reg = Registry::open_write(path)?;
-    cache::verify(&reg)?;
+    cache::verify(&reg, deltalogic::benchmarks::ALL)?;
     reg.write(|w| w.put(&item("Bob is new.")).map(drop))?;
     let set = reg.set_by_name("set")?.expect("the set");
     deltalogic::benchmarks::members::<Episode>(&reg, &set.1)?;
@@ -742,7 +781,10 @@ fn flipped(mut r: deltalogic::store::ResultRecord) -> deltalogic::store::ResultR
 
 /// Counts of every kind of record in a store: "unchanged" means these are.
 fn counts(reg: &Registry) -> Vec<u64> {
-    Kind::ALL.iter().map(|k| reg.count(*k).unwrap()).collect()
+    kinds(benchmarks::ALL)
+        .iter()
+        .map(|d| reg.count(d.kind).unwrap())
+        .collect()
 }
 
 #[test]
@@ -763,7 +805,10 @@ fn a_forged_result_does_not_merge_and_leaves_the_store_unchanged() {
     };
     {
         let other = Registry::open_read(&cache_file).unwrap();
-        assert!(cache::verify(&other).unwrap().problems.is_empty());
+        assert!(cache::verify(&other, deltalogic::benchmarks::ALL)
+            .unwrap()
+            .problems
+            .is_empty());
     }
     // Into a store that already holds something: it stays exactly as it was.
     let target_path = dir.path().join("target.redb");
@@ -774,7 +819,13 @@ fn a_forged_result_does_not_merge_and_leaves_the_store_unchanged() {
     let mut unavailable = |_: &cache::Computed| Ok(None);
     let msg = format!(
         "{:#}",
-        cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap_err()
+        cache::merge(
+            &target,
+            &other,
+            deltalogic::benchmarks::ALL,
+            MergeOptions::new(&mut unavailable)
+        )
+        .unwrap_err()
     );
     assert!(
         msg.contains(&forged.short()) && msg.contains("does not follow"),
@@ -813,9 +864,17 @@ fn an_honest_result_merges_after_it_is_re_derived() {
     let target = Registry::open_write(&dir.path().join("t.redb")).unwrap();
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     let mut unavailable = |_: &cache::Computed| Ok(None);
-    let r = cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap();
+    let r = cache::merge(
+        &target,
+        &other,
+        deltalogic::benchmarks::ALL,
+        MergeOptions::new(&mut unavailable),
+    )
+    .unwrap();
     assert_eq!(r.results_derived, 1);
-    assert!(cache::verify_results(&target).unwrap().is_empty());
+    assert!(cache::verify_results(&target, deltalogic::benchmarks::ALL)
+        .unwrap()
+        .is_empty());
     // A result's id covers its answers: the same result with one answer changed is another id.
     let (id, r) = target
         .all::<deltalogic::store::ResultRecord>()
@@ -842,7 +901,13 @@ fn a_result_without_its_scores_neither_merges_nor_reports() {
     let mut unavailable = |_: &cache::Computed| Ok(None);
     let msg = format!(
         "{:#}",
-        cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap_err()
+        cache::merge(
+            &target,
+            &other,
+            deltalogic::benchmarks::ALL,
+            MergeOptions::new(&mut unavailable)
+        )
+        .unwrap_err()
     );
     assert!(
         msg.contains(&rid.short()) && msg.contains("absent") && msg.contains("nothing merged"),

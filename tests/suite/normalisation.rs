@@ -30,7 +30,9 @@ fn build(reg: &Registry, name: &str) -> Vec<(Id, Episode)> {
 }
 
 fn run(reg: &Registry, set: &str, norms: &[Normalisation]) -> eval::Outcomes {
-    let benchmark = benchmarks::named(&common::set(reg, set).1.benchmark).unwrap();
+    let benchmark = benchmarks::ALL
+        .named(&common::set(reg, set).1.benchmark)
+        .unwrap();
     run_template(reg, set, benchmark.templates()[0], norms)
 }
 
@@ -41,17 +43,17 @@ fn run_template(
     norms: &[Normalisation],
 ) -> eval::Outcomes {
     let (set_id, stored) = common::set(reg, set);
-    let benchmark = benchmarks::named(&stored.benchmark).unwrap();
+    let benchmark = benchmarks::ALL.named(&stored.benchmark).unwrap();
     eval::run_each(
         reg,
         &eval::Run {
-            benchmark: benchmark,
+            benchmark,
             set: (set_id, &stored),
             models: eval::Participants {
                 subject: (model_id("m"), &NoChat),
                 judge: None,
             },
-            template: template,
+            template,
             norms: norms.to_vec(),
             shard: None,
         },

@@ -2,7 +2,7 @@
 
 use deltalogic::datasets::{BaseItem, Origin};
 use deltalogic::logic::{Label, World};
-use deltalogic::store::{Kind, Record, Registry, SCHEMA_VERSION};
+use deltalogic::store::{Record, Registry, SCHEMA_VERSION};
 use redb::{Database, TableDefinition};
 use std::path::Path;
 
@@ -59,8 +59,8 @@ fn reopen_and_read_back() {
     };
     let reg = Registry::open_write(&path).unwrap();
     assert_eq!(reg.get::<BaseItem>(&id).unwrap(), Some(item("Bob is red.")));
-    assert_eq!(reg.count(Kind::BaseItem).unwrap(), 1);
-    assert_eq!(reg.resolve(Kind::BaseItem, &id.short()).unwrap(), id);
+    assert_eq!(reg.count(BaseItem::KIND).unwrap(), 1);
+    assert_eq!(reg.resolve(BaseItem::KIND, &id.short()).unwrap(), id);
 }
 
 #[test]

@@ -407,7 +407,7 @@ fn robustlr_scoring_is_cached_and_reported() {
     assert_eq!(second.scores_found_in_cache, 2 * n);
     assert_eq!(again, result);
 
-    let entries = report::entries(&reg, &[], &["rl".into()]).unwrap();
+    let entries = report::entries(&reg, deltalogic::benchmarks::ALL, &[], &["rl".into()]).unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].template, "plain-question");
     let m = &entries[0].evaluation.metrics;
@@ -518,7 +518,7 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
             .collect(),
     };
     reg.write(|w| w.put(&result).map(drop)).unwrap();
-    let entries = report::entries(&reg, &[], &[]).unwrap();
+    let entries = report::entries(&reg, deltalogic::benchmarks::ALL, &[], &[]).unwrap();
     let m = &entries[0].evaluation.metrics;
     let value = |v: &serde_json::Value| v["value"].as_f64().unwrap();
     let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} != {b}");

@@ -10,10 +10,10 @@ use crate::common;
 use common::{dl, model_id, score_with, ByteModel};
 use deltalogic::benchmarks::question::{self, Choice, Question};
 use deltalogic::eval::cache::{self, MergeOptions};
-use deltalogic::eval::{self, Normalisation, PromptRecord, ScoreReport};
+use deltalogic::eval::{self, Normalisation, PromptRecord, ScoreRecord, ScoreReport};
 use deltalogic::logic::{Label, Semantics};
 use deltalogic::report::{self, Format};
-use deltalogic::store::{Id, Kind, Registry};
+use deltalogic::store::{Id, Record, Registry};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -78,7 +78,11 @@ fn copy(from: &Path, dir: &Path, name: &str) -> PathBuf {
 }
 
 fn report_json(reg: &Registry) -> String {
-    report::render(&report::entries(reg, &[], &[]).unwrap(), Format::Json).unwrap()
+    report::render(
+        &report::entries(reg, deltalogic::benchmarks::ALL, &[], &[]).unwrap(),
+        Format::Json,
+    )
+    .unwrap()
 }
 
 /// What a simulation measured.
@@ -139,7 +143,13 @@ fn simulate(dir: &Path, n: usize) -> Simulation {
                 &s.label,
             )?)))
         };
-        let r = cache::merge(&reg, &incoming, MergeOptions::new(&mut recompute)).unwrap();
+        let r = cache::merge(
+            &reg,
+            &incoming,
+            deltalogic::benchmarks::ALL,
+            MergeOptions::new(&mut recompute),
+        )
+        .unwrap();
         assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
         assert!(r.unverified.is_empty(), "{:?}", r.unverified);
         merged_records += r.added.values().sum::<usize>();
@@ -166,7 +176,7 @@ fn check(sim: &Simulation, n: usize) {
         );
     }
     let reg = Registry::open_read(&sim.merged).unwrap();
-    assert_eq!(reg.count(Kind::Score).unwrap(), (3 * 3 * n) as u64);
+    assert_eq!(reg.count(ScoreRecord::KIND).unwrap(), (3 * 3 * n) as u64);
     let mut stored: Vec<Id> = reg
         .all::<eval::ResultRecord>()
         .unwrap()
@@ -248,7 +258,7 @@ fn a_million_scores() {
     );
     let scores = Registry::open_read(&sim.merged)
         .unwrap()
-        .count(Kind::Score)
+        .count(ScoreRecord::KIND)
         .unwrap();
     let bytes = std::fs::metadata(&sim.merged).unwrap().len();
     println!(
@@ -363,7 +373,7 @@ fn full_set_tokens() {
         "robustlr-sample",
     ] {
         let (_, stored) = common::set(&reg, name);
-        let b = benchmarks::named(&stored.benchmark).unwrap();
+        let b = benchmarks::ALL.named(&stored.benchmark).unwrap();
         let template = b.templates()[0];
         let m = Models {
             subject: &common::NoChat,

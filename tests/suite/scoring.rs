@@ -8,8 +8,8 @@ use deltalogic::benchmarks::deltalogic::{
     self as episodes, prompts, BuildSpec, Episode, PremiseSource,
 };
 use deltalogic::eval::cache;
-use deltalogic::eval::{Normalisation, ScoreRecord, ScoreReport};
-use deltalogic::store::{Id, Kind, Record, Registry};
+use deltalogic::eval::{Normalisation, PromptRecord, ResultRecord, ScoreRecord, ScoreReport};
+use deltalogic::store::{Id, Record, Registry, StoredSet};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -110,7 +110,12 @@ fn a_second_model_and_added_episodes_compute_only_their_own_scores() {
 /// Merges with no model available to recompute a sample: every new score comes in unverified.
 fn merge_unchecked(reg: &Registry, other: &Registry) -> anyhow::Result<cache::MergeReport> {
     let mut unavailable = |_: &cache::Computed| Ok(None);
-    cache::merge(reg, other, cache::MergeOptions::new(&mut unavailable))
+    cache::merge(
+        reg,
+        other,
+        deltalogic::benchmarks::ALL,
+        cache::MergeOptions::new(&mut unavailable),
+    )
 }
 
 fn export(reg: &Registry, model: &str, set: &str, to: &Path) {
@@ -136,12 +141,20 @@ fn merging_caches_built_apart_equals_building_together() {
     let merged = Registry::open_write(&dir.path().join("m.redb")).unwrap();
     for c in ["c1.redb", "c2.redb"] {
         let other = Registry::open_read(&dir.path().join(c)).unwrap();
-        assert!(cache::verify(&other).unwrap().problems.is_empty());
+        assert!(cache::verify(&other, deltalogic::benchmarks::ALL)
+            .unwrap()
+            .problems
+            .is_empty());
         let report = merge_unchecked(&merged, &other).unwrap();
         assert!(report.conflicts.is_empty(), "{:?}", report.conflicts);
     }
     assert_eq!(scores(&merged), scores(&together));
-    for kind in [Kind::Episode, Kind::EpisodeSet, Kind::Result, Kind::Prompt] {
+    for kind in [
+        Episode::KIND,
+        StoredSet::KIND,
+        ResultRecord::KIND,
+        PromptRecord::KIND,
+    ] {
         let ids = |r: &Registry| {
             r.raw_all(kind)
                 .unwrap()

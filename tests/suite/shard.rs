@@ -34,7 +34,11 @@ fn copy(from: &Path, dir: &Path, name: &str) -> PathBuf {
 }
 
 fn report_json(reg: &Registry) -> String {
-    report::render(&report::entries(reg, &[], &[]).unwrap(), Format::Json).unwrap()
+    report::render(
+        &report::entries(reg, deltalogic::benchmarks::ALL, &[], &[]).unwrap(),
+        Format::Json,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -53,7 +57,7 @@ fn parts_are_disjoint_cover_the_set_and_are_deterministic() {
     build(&path, 6);
     let reg = Registry::open_write(&path).unwrap();
     let (_, stored) = set(&reg, "set");
-    let b = benchmarks::named(&stored.benchmark).unwrap();
+    let b = benchmarks::ALL.named(&stored.benchmark).unwrap();
     let models = Models {
         subject: &NoChat,
         judge: model_id("m"),
@@ -124,7 +128,7 @@ fn merged_parts_equal_a_single_run() {
         {
             let reg = Registry::open_write(&path).unwrap();
             let (set_id, stored) = set(&reg, "set");
-            let b = benchmarks::named(&stored.benchmark).unwrap();
+            let b = benchmarks::ALL.named(&stored.benchmark).unwrap();
             let report = shard::run(
                 &reg,
                 &eval::Run {
@@ -145,13 +149,21 @@ fn merged_parts_equal_a_single_run() {
             forward += report.forward_tokens;
             items += report.items;
             assert!(
-                report::entries(&reg, &[], &[]).unwrap().is_empty(),
+                report::entries(&reg, deltalogic::benchmarks::ALL, &[], &[])
+                    .unwrap()
+                    .is_empty(),
                 "a part stores no result"
             );
         }
         let incoming = cache::open_incoming(&merged, &path).unwrap();
         let mut recompute = recompute_from(&incoming);
-        let r = cache::merge(&merged, &incoming, MergeOptions::new(&mut recompute)).unwrap();
+        let r = cache::merge(
+            &merged,
+            &incoming,
+            deltalogic::benchmarks::ALL,
+            MergeOptions::new(&mut recompute),
+        )
+        .unwrap();
         assert!(
             r.conflicts.is_empty(),
             "parts share no key: {:?}",

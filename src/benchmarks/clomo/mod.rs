@@ -18,7 +18,7 @@ use super::{
     Request, Role,
 };
 use crate::logic::Label;
-use crate::store::{canonical, Id, Kind, Record, Registry, StoredSet};
+use crate::store::{canonical, Declared, Id, Kind, Record, Registry, StoredSet};
 use anyhow::{bail, Context, Result};
 use prompts::{JudgeMode, Setting};
 use serde::Serialize;
@@ -107,7 +107,11 @@ impl ClomoItem {
 }
 
 impl Record for ClomoItem {
-    const KIND: Kind = Kind::ClomoItem;
+    const KIND: Kind = Kind {
+        table: "clomo_items",
+        context: "deltalogic 2026-11-23 clomo item v1",
+        noun: "CLoMo item",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(self)
     }
@@ -339,11 +343,8 @@ impl Benchmark for Clomo {
         super::exported::<ClomoItem>(store, set)
     }
 
-    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
-        Ok(members::<ClomoItem>(store, set)?
-            .into_iter()
-            .map(|(id, _)| (Kind::ClomoItem, id))
-            .collect())
+    fn items(&self) -> Declared {
+        Declared::of::<ClomoItem>()
     }
 
     fn judged(&self) -> bool {

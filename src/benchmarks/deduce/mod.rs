@@ -24,7 +24,7 @@ use super::{
 };
 use crate::metrics::{mean_metric, Metric};
 use crate::rng::Rng;
-use crate::store::{canonical, Id, Kind, Names, Registry, StoredSet, StoredSpec};
+use crate::store::{canonical, Declared, Id, Names, Registry, StoredSet, StoredSpec};
 use anyhow::{bail, Context, Result};
 use metrics::Case;
 use serde::Serialize;
@@ -509,8 +509,8 @@ impl Benchmark for Deduce {
         Ok(Box::new(Continuations { ids, problems }))
     }
 
-    fn references(&self, _store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
-        Ok(set.member_ids().map(|id| (Kind::Problem, id)).collect())
+    fn items(&self) -> Declared {
+        Declared::of::<Problem>()
     }
 
     fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {

@@ -19,7 +19,7 @@ use super::{
 };
 use crate::benchmarks::prompts::{label_index, TemplateRecord};
 use crate::logic::Label;
-use crate::store::{Id, Kind, Registry, StoredSet};
+use crate::store::{Declared, Id, Registry, StoredSet};
 use anyhow::{bail, Context, Result};
 use metrics::{Metrics, Row};
 use prompts::Template;
@@ -340,13 +340,8 @@ impl Benchmark for DeltaLogic {
         super::exported::<Episode>(store, set)
     }
 
-    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
-        let mut out = Vec::new();
-        for (id, ep) in members::<Episode>(store, set)? {
-            out.push((Kind::Episode, id));
-            out.push((Kind::BaseItem, ep.base_item()));
-        }
-        Ok(out)
+    fn items(&self) -> Declared {
+        Declared::of::<Episode>()
     }
 
     fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {

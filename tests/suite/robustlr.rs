@@ -270,17 +270,16 @@ fn stored_robustlr_questions_reverify_with_the_solver() {
             "{}",
             q.query
         );
-        let set = SetName::parse(q.tag(rq::SET).unwrap()).unwrap();
+        let m = rq::Membership::read(|key| q.tag(key)).unwrap();
+        let set = m.set;
         assert_eq!(q.semantics, set.semantics(), "{set}");
         let labels: Vec<Label> = q.options.iter().map(|o| o.label).collect();
         assert_eq!(labels, [Label::True, Label::False]);
-        assert!(expected_groups(set).contains(q.tag(rq::GROUP).unwrap()));
-        if q.tag(rq::POSITION) == Some("0") {
-            assert_eq!(q.tag(rq::GROUP), Some("BASE"));
+        assert!(expected_groups(set).contains(m.group.as_str()));
+        if m.position == 0 {
+            assert_eq!(m.group, "BASE");
         }
-        *families
-            .entry((set.to_string(), q.tag(rq::FAMILY).unwrap().to_string()))
-            .or_default() += 1;
+        *families.entry((set.to_string(), m.family)).or_default() += 1;
     }
     assert_eq!(families.len(), SetName::ALL.len() * Q_PER_SET);
     // The check can fail: a question whose gold is flipped is refused.
@@ -486,12 +485,13 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
                 ],
                 gold,
                 revises: None,
-                tags: vec![
-                    (rq::SET.into(), set.into()),
-                    (rq::GROUP.into(), group.into()),
-                    (rq::FAMILY.into(), family.into()),
-                    (rq::POSITION.into(), i.to_string()),
-                ],
+                tags: rq::Membership {
+                    set: SetName::parse(set).unwrap(),
+                    family: family.into(),
+                    position: i,
+                    group: group.into(),
+                }
+                .tags(),
                 base_item: [0; 32],
             };
             q.sort_tags();

@@ -117,8 +117,9 @@ impl Record for ClomoItem {
     }
 }
 
-/// A set's items ready for one setting and judge mode.
-struct Asked {
+/// A set's items ready for one setting and judge mode: each argument asked to be modified,
+/// then the modification judged.
+struct Modifications {
     ids: Vec<Id>,
     items: Vec<ClomoItem>,
     setting: Setting,
@@ -130,7 +131,7 @@ struct Asked {
 /// Turns: a′, then the judge on (p1,a), (p2,a′), (p2,a), (p2,gold a′).
 const TURNS: usize = 5;
 
-impl Asked {
+impl Modifications {
     fn judge(&self, item: &ClomoItem, argument: &str, premise: &str) -> Request {
         let prompt = prompts::judge_prompt(item.relation, argument, premise, self.mode);
         match self.mode {
@@ -154,7 +155,7 @@ impl Asked {
     }
 }
 
-impl Prepared for Asked {
+impl Prepared for Modifications {
     fn template(&self) -> super::prompts::TemplateRecord {
         let def =
             prompts::Definition::new(self.setting, self.mode, self.judge.hex(), self.chat.clone());
@@ -326,7 +327,7 @@ impl Benchmark for Clomo {
             );
         };
         let (ids, items) = members::<ClomoItem>(store, set)?.into_iter().unzip();
-        Ok(Box::new(Asked {
+        Ok(Box::new(Modifications {
             ids,
             items,
             setting,

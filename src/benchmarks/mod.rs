@@ -21,7 +21,7 @@ pub mod r#static;
 
 use crate::logic::Label;
 use crate::metrics::Metric;
-use crate::store::{Declared, Id, Registry, StoredSet};
+use crate::store::{Declared, Id, Store, StoredSet};
 use anyhow::{bail, Result};
 use prompts::TemplateRecord;
 use question::Question;
@@ -270,10 +270,10 @@ pub trait Benchmark: Sync {
     fn options(&self) -> clap::Command;
     /// Builds a named set of this benchmark into the store from its parsed [`Self::options`]
     /// (see [`parse_args`]).
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built>;
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built>;
     /// Builds from the words after `deltalogic build <command>`, parsed as the command line
     /// parses them.
-    fn build(&self, store: &Registry, words: &[String]) -> Result<Built> {
+    fn build(&self, store: &Store, words: &[String]) -> Result<Built> {
         let name = format!("deltalogic build {}", self.command());
         let options = build_command(self)
             .bin_name(&name)
@@ -284,7 +284,7 @@ pub trait Benchmark: Sync {
     /// asked with `plain-question`.
     fn prepare(
         &self,
-        store: &Registry,
+        store: &Store,
         set: &StoredSet,
         template: &str,
         _models: &Models,
@@ -299,7 +299,7 @@ pub trait Benchmark: Sync {
     /// Its items as JSON objects, one per set member in the set's order, for `deltalogic export
     /// items` (a benchmark whose items others can re-check exports them whole).
     /// By default: the set's questions.
-    fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
+    fn export(&self, store: &Store, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
         exported::<Question>(store, set)
     }
     /// Whether some of its requests go to a judge model (`score --judge` is refused otherwise).
@@ -307,7 +307,7 @@ pub trait Benchmark: Sync {
         false
     }
     /// The metrics of one result over the set's items, with seeded bootstrap intervals.
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation>;
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation>;
 }
 
 /// What a build made: a summary for `--json` and the same in words.
@@ -428,7 +428,7 @@ impl Evaluation {
 
 /// The members of `set` as JSON objects, each its record's fields after its `id`.
 pub fn exported<R: crate::store::Record + Serialize>(
-    store: &Registry,
+    store: &Store,
     set: &StoredSet,
 ) -> Result<Vec<serde_json::Value>>
 where
@@ -454,7 +454,7 @@ where
 }
 
 /// Loads every member of a set as the record kind `R`, in the set's order.
-pub fn members<R: crate::store::Record>(store: &Registry, set: &StoredSet) -> Result<Vec<(Id, R)>>
+pub fn members<R: crate::store::Record>(store: &Store, set: &StoredSet) -> Result<Vec<(Id, R)>>
 where
     R::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>>
         + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,

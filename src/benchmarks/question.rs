@@ -17,7 +17,7 @@ use crate::datasets::BaseItem;
 use crate::logic::Label;
 use crate::logic::Semantics;
 use crate::metrics::{estimate, Metric, Outcome};
-use crate::store::{canonical, Id, Kind, Names, Record, Registry, StoredSet, StoredSpec};
+use crate::store::{canonical, Id, Kind, Names, Record, Store, StoredSet, StoredSpec};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -183,7 +183,7 @@ impl Stored {
 /// Stores questions (checked first) and a set of them under `name`, in one transaction. The set's
 /// benchmark is the questions' own; every question must belong to it.
 pub fn store_set(
-    reg: &Registry,
+    reg: &Store,
     benchmark: &str,
     spec_json: String,
     questions: &[Question],
@@ -292,7 +292,7 @@ pub fn accuracy(
 }
 
 /// The rows of a result's answers: each question's gold answer beside the model's.
-pub fn rows(store: &Registry, answered: &[Answered]) -> Result<Vec<QuestionRow>> {
+pub fn rows(store: &Store, answered: &[Answered]) -> Result<Vec<QuestionRow>> {
     let ids: Vec<Id> = answered.iter().map(|a| a.item).collect();
     answered
         .iter()
@@ -328,7 +328,7 @@ pub struct Questions {
 
 impl Questions {
     pub fn new(
-        store: &Registry,
+        store: &Store,
         set: &StoredSet,
         template: Box<dyn QuestionTemplate>,
     ) -> Result<Questions> {
@@ -404,7 +404,7 @@ pub const STATEMENT_TEMPLATES: [&str; 1] = [STATEMENT_TEMPLATE_NAME];
 
 /// The questions of a set asked with the `plain-question` template.
 pub fn statement_questions(
-    store: &Registry,
+    store: &Store,
     set: &StoredSet,
     template: &str,
 ) -> Result<Box<dyn Prepared>> {

@@ -3,7 +3,7 @@
 //! the command line, before any store is opened.
 
 use crate::benchmarks;
-use crate::store::Registry;
+use crate::store::Store;
 use anyhow::Result;
 
 #[derive(Debug)]
@@ -51,7 +51,7 @@ impl clap::Args for Args {
     }
 }
 
-pub fn run(store: &Registry, json: bool, a: Args) -> Result<()> {
+pub fn run(store: &Store, json: bool, a: Args) -> Result<()> {
     let built = benchmarks::ALL
         .by_command(&a.benchmark)?
         .build_parsed(store, &a.options)?;

@@ -5,7 +5,7 @@ use super::Access;
 use crate::benchmarks;
 use crate::eval::cache::{Computed, Recomputed};
 use crate::eval::{self, cache, models, ModelRecord, PromptRecord};
-use crate::store::{Id, Names, Record, Registry};
+use crate::store::{Id, Names, Record, Store};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -95,8 +95,8 @@ impl std::error::Error for Conflicts {}
 /// Recomputes incoming scores with the models whose files are registered here, loading each
 /// once; `None` for a model this store cannot load.
 struct Recomputer<'a> {
-    store: &'a Registry,
-    incoming: &'a Registry,
+    store: &'a Store,
+    incoming: &'a Store,
     loaded: BTreeMap<Id, Option<models::Loaded>>,
 }
 
@@ -150,7 +150,7 @@ pub fn run_alone(json: bool, command: &Command) -> Result<()> {
 
 /// Runs the subcommands that read one file, the store's or another: no store is opened.
 pub fn run_file(file: &std::path::Path, json: bool, command: &Command) -> Result<()> {
-    let reg = Registry::open_read(file)?;
+    let reg = Store::open_read(file)?;
     reg.require_current()?;
     match command {
         Command::Verify { .. } => verify(&reg, json),
@@ -159,7 +159,7 @@ pub fn run_file(file: &std::path::Path, json: bool, command: &Command) -> Result
     }
 }
 
-fn verify(reg: &Registry, json: bool) -> Result<()> {
+fn verify(reg: &Store, json: bool) -> Result<()> {
     let mut r = cache::verify(reg, benchmarks::ALL)?;
     r.problems
         .extend(cache::verify_results(reg, benchmarks::ALL)?);
@@ -177,7 +177,7 @@ fn verify(reg: &Registry, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn stats(reg: &Registry, json: bool) -> Result<()> {
+fn stats(reg: &Store, json: bool) -> Result<()> {
     let r = cache::stats(reg, benchmarks::ALL)?;
     emit(json, &r, || {
         println!("{}: {} bytes", r.file, r.bytes);
@@ -197,7 +197,7 @@ fn stats(reg: &Registry, json: bool) -> Result<()> {
 const HOW_TO_VERIFY: &str = "register the model file with `deltalogic model add FILE`, then \
      `deltalogic cache verify --recompute N` recomputes N of them and marks them verified";
 
-pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
+pub fn run(reg: &Store, json: bool, command: Command) -> Result<()> {
     match command {
         Command::Export { model, set, output } => {
             crate::store::guard_output(reg, &output, false)?;

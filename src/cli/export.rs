@@ -8,7 +8,7 @@ use super::Access;
 use crate::benchmarks::{self, Models};
 use crate::eval::{ModelRecord, Normalisation};
 use crate::report::{self, lm_eval};
-use crate::store::{Id, Registry};
+use crate::store::{Id, Store};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
@@ -65,7 +65,7 @@ impl Command {
     }
 }
 
-pub fn run(reg: &Registry, command: Command) -> Result<()> {
+pub fn run(reg: &Store, command: Command) -> Result<()> {
     match command {
         Command::Items { set, output, force } => items(reg, &set, output, force),
         Command::Samples {
@@ -78,7 +78,7 @@ pub fn run(reg: &Registry, command: Command) -> Result<()> {
     }
 }
 
-fn items(reg: &Registry, set: &str, output: Option<PathBuf>, force: bool) -> Result<()> {
+fn items(reg: &Store, set: &str, output: Option<PathBuf>, force: bool) -> Result<()> {
     let Some((_, stored)) = reg.set_by_name(set)? else {
         bail!("no set named `{set}` in {}", reg.path().display());
     };
@@ -100,7 +100,7 @@ fn items(reg: &Registry, set: &str, output: Option<PathBuf>, force: bool) -> Res
 }
 
 fn samples(
-    reg: &Registry,
+    reg: &Store,
     set: &str,
     models: &[String],
     norm: &[String],

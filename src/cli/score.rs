@@ -5,7 +5,7 @@ use super::progress::Bar;
 use crate::benchmarks;
 use crate::eval::{self, models, Normalisation, Outcome, Outcomes};
 use crate::model::scorer::Backend;
-use crate::store::{Id, Registry};
+use crate::store::{Id, Store};
 use anyhow::{bail, Context, Result};
 
 /// Checks a `--norm` value while the command line is parsed, before any store is opened.
@@ -93,7 +93,7 @@ impl Args {
 
 /// Scores a set with a model through the runner; each model (the one under test, the judge) is
 /// loaded only if something of it is missing.
-pub(super) fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
+pub(super) fn score(reg: &Store, a: &Args, json: bool) -> Result<Scored> {
     let (model_id, record) = models::resolve(reg, &a.model)?;
     let judge = a
         .judge
@@ -185,7 +185,7 @@ pub(super) fn print(scored: &Scored) {
     }
 }
 
-pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
+pub fn run(reg: &Store, json: bool, a: Args) -> Result<()> {
     let out = score(reg, &a, json)?;
     super::emit(json, &out, || print(&out))
 }

@@ -4,7 +4,7 @@
 use super::records::same_bits;
 use super::{GenerationRecord, LanguageModel, PromptRecord, ResultRecord, ScoreRecord, StopReason};
 use crate::benchmarks::Decoding;
-use crate::store::{Id, Record, Registry, StoredSet};
+use crate::store::{Id, Record, Store, StoredSet};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -64,7 +64,7 @@ pub struct Audit {
 }
 
 /// Every score and generation a result read, and nothing else, item by item and turn by turn.
-pub fn audit(reg: &Registry, prefix: &str) -> Result<Audit> {
+pub fn audit(reg: &Store, prefix: &str) -> Result<Audit> {
     let rid = reg.resolve(ResultRecord::KIND, prefix)?;
     let r = reg
         .get::<ResultRecord>(&rid)?
@@ -146,7 +146,7 @@ pub fn audit(reg: &Registry, prefix: &str) -> Result<Audit> {
 }
 
 /// Fills in every line's prompt text from the store.
-pub fn attach_prompts(reg: &Registry, audit: &mut Audit) -> Result<()> {
+pub fn attach_prompts(reg: &Store, audit: &mut Audit) -> Result<()> {
     for line in &mut audit.scores {
         line.prompt_text = Some(prompt_text(reg, line.key, line.prompt)?);
     }
@@ -156,7 +156,7 @@ pub fn attach_prompts(reg: &Registry, audit: &mut Audit) -> Result<()> {
     Ok(())
 }
 
-fn prompt_text(reg: &Registry, key: Id, prompt: Id) -> Result<String> {
+fn prompt_text(reg: &Store, key: Id, prompt: Id) -> Result<String> {
     let record = reg.get::<PromptRecord>(&prompt)?.with_context(|| {
         format!(
             "record {} names a missing prompt {}",
@@ -190,7 +190,7 @@ pub struct Verification {
 /// stored prompt texts with the model of each (`load`, called once per model), and compares them
 /// bit for bit with the stored records.
 pub fn verify<M: LanguageModel>(
-    reg: &Registry,
+    reg: &Store,
     audit: &Audit,
     mut load: impl FnMut(Id) -> Result<M>,
     k: usize,

@@ -10,7 +10,7 @@ use super::records::{kinds, same_bits};
 use super::{derive, GenerationRecord, ModelRecord, ResultRecord, ScoreRecord};
 use crate::benchmarks::Catalogue;
 use crate::store::{
-    decode, same_file, Declared, Id, Kind, Names, Record, Registry, StoredSet, Writer,
+    decode, same_file, Declared, Id, Kind, Names, Record, Store, StoredSet, Writer,
 };
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -33,7 +33,7 @@ pub struct VerifyReport {
 /// Checks every record of a store holding sets of `benchmarks`: its checksum (schema 2; a schema
 /// 1 file has none), a valid archive, and a key that is the hash of its content (each kind as
 /// declared: [`Declared::check`]).
-pub fn verify(reg: &Registry, benchmarks: Catalogue) -> Result<VerifyReport> {
+pub fn verify(reg: &Store, benchmarks: Catalogue) -> Result<VerifyReport> {
     let mut report = VerifyReport {
         file: reg.path().display().to_string(),
         kinds: BTreeMap::new(),
@@ -78,7 +78,7 @@ fn named_kind(names: Names) -> Kind {
 /// Re-derives every result of a store from the records it holds ([`derive::derive`]): the
 /// problems, one per result that does not follow, naming it. Results whose records do not
 /// verify are left to [`verify`].
-pub fn verify_results(reg: &Registry, benchmarks: Catalogue) -> Result<Vec<String>> {
+pub fn verify_results(reg: &Store, benchmarks: Catalogue) -> Result<Vec<String>> {
     let mut problems = Vec::new();
     for (id, body) in reg.scan(ResultRecord::KIND)? {
         let Ok(r) = body.and_then(|b| decode::<ResultRecord>(&b, reg.path(), &id)) else {
@@ -118,7 +118,7 @@ pub struct MergeReport {
 
 /// Opens a cache file to merge into `reg`, read-only; the store itself (under any path or link)
 /// is refused.
-pub fn open_incoming(reg: &Registry, path: &Path) -> Result<Registry> {
+pub fn open_incoming(reg: &Store, path: &Path) -> Result<Store> {
     if same_file(reg.path(), path) {
         bail!(
             "{}: is the store itself ({}); nothing to merge",
@@ -126,7 +126,7 @@ pub fn open_incoming(reg: &Registry, path: &Path) -> Result<Registry> {
             reg.path().display()
         );
     }
-    let other = Registry::open_read(path)?;
+    let other = Store::open_read(path)?;
     other.require_current()?;
     Ok(other)
 }
@@ -223,8 +223,8 @@ impl<'a> MergeOptions<'a> {
 /// unverified. Results are stored under their ids as this build derives them (a file of schema
 /// 2 keys them otherwise).
 pub fn merge(
-    reg: &Registry,
-    other: &Registry,
+    reg: &Store,
+    other: &Store,
     benchmarks: Catalogue,
     mut opts: MergeOptions<'_>,
 ) -> Result<MergeReport> {
@@ -353,7 +353,7 @@ pub fn merge(
 /// checked (0 when the model is not available here or no sample is asked for). Any difference
 /// is an error.
 fn check_sample(
-    other: &Registry,
+    other: &Store,
     model: Id,
     scores: &[(Id, Computed)],
     opts: &mut MergeOptions<'_>,
@@ -468,7 +468,7 @@ pub struct Rechecked {
 /// applies to a model whose sample it recomputed. A difference is an error naming the record;
 /// nothing is marked then.
 pub fn recheck_unverified(
-    reg: &Registry,
+    reg: &Store,
     per_model: usize,
     seed: u64,
     tolerance: f32,
@@ -558,7 +558,7 @@ pub struct ExportReport {
 /// provenance a generated set may lack) and `names` to a new cache file. What a cache file must
 /// hold to be self-contained is the caller's to say (`crate::eval::share`).
 pub fn export(
-    reg: &Registry,
+    reg: &Store,
     records: &BTreeSet<(Kind, Id)>,
     names: &[(Names, String, Id)],
     out: &Path,
@@ -581,7 +581,7 @@ pub fn export(
     let temp = crate::store::temp_beside(out, "partial");
     let _ = std::fs::remove_file(&temp);
     let written = (|| {
-        let target = Registry::open_write(&temp)?;
+        let target = Store::open_write(&temp)?;
         target.write(|w| store(w, &found, names))
     })()
     .and_then(|records| {
@@ -614,7 +614,7 @@ pub struct CacheStats {
 }
 
 /// What a store of `benchmarks`' sets holds.
-pub fn stats(reg: &Registry, benchmarks: Catalogue) -> Result<CacheStats> {
+pub fn stats(reg: &Store, benchmarks: Catalogue) -> Result<CacheStats> {
     let mut records = BTreeMap::new();
     for Declared { kind, .. } in kinds(benchmarks) {
         records.insert(kind.noun.to_string(), reg.count(kind)? as usize);

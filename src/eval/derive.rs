@@ -9,7 +9,7 @@
 use super::{GenerationRecord, ModelRecord, Normalisation, Pending, ResultRecord, ScoreRecord};
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::{Answer, Catalogue, ModelInfo, Models};
-use crate::store::{Id, Record, Registry, StoredSet};
+use crate::store::{Id, Record, Store, StoredSet};
 use anyhow::{bail, Context, Result};
 
 /// What a benchmark's prompts need of the model, as the result's template recorded it: a chat
@@ -63,7 +63,7 @@ fn judge_of(definition: &str, subject: Id) -> Id {
 /// Re-derives `r` from the records `reg` holds, its set's benchmark one of `benchmarks`; an error
 /// says where it departs (the item and turn, and what differs) or which record it needs and the
 /// store lacks. The caller names the result.
-pub fn derive(reg: &Registry, benchmarks: Catalogue, r: &ResultRecord) -> Result<()> {
+pub fn derive(reg: &Store, benchmarks: Catalogue, r: &ResultRecord) -> Result<()> {
     let set = reg
         .get::<StoredSet>(&Id(r.set))?
         .with_context(|| format!("its set {} is absent", Id(r.set).short()))?;

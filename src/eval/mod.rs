@@ -22,7 +22,7 @@ pub use records::{
 
 use crate::benchmarks::{Answer, Answered, Benchmark, Decoding, ModelInfo, Models, Request, Role};
 use crate::logic::Label;
-use crate::store::{Id, Record, Registry, StoredSet};
+use crate::store::{Id, Record, Store, StoredSet};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -195,7 +195,7 @@ impl Pending {
     }
 
     /// The slots (labels, or the one generation) whose records the store lacks.
-    fn missing(&self, reg: &Registry) -> Result<Vec<usize>> {
+    fn missing(&self, reg: &Store) -> Result<Vec<usize>> {
         Ok(match self {
             Pending::Score { keys, .. } => cached(reg, keys)?
                 .iter()
@@ -215,7 +215,7 @@ impl Pending {
     /// scored turn): their keys follow the labels' in the turn, filler by filler.
     fn answer(
         &self,
-        reg: &Registry,
+        reg: &Store,
         norm: Normalisation,
         content_free: &[&Pending],
     ) -> Result<(Turn, Answer)> {
@@ -240,7 +240,7 @@ impl Pending {
 
 /// Computes the missing records of batches of requests, loading each model on first need.
 struct Computer<'a, M, L: FnMut(Id) -> Result<M>> {
-    reg: &'a Registry,
+    reg: &'a Store,
     models: BTreeMap<Id, M>,
     load: L,
 }
@@ -249,7 +249,7 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<M>> Computer<'a, M, L> {
     /// A computer for one run: the template is stored first, so every result it leads to names
     /// a template the store holds.
     fn start(
-        reg: &'a Registry,
+        reg: &'a Store,
         load: L,
         template: &crate::benchmarks::prompts::TemplateRecord,
     ) -> Result<Computer<'a, M, L>> {
@@ -336,11 +336,11 @@ fn prompt_tokens<M: Generation>(model: &M, prompt: &str) -> Result<Vec<u32>> {
 }
 
 /// Reads stored scores; `None` for any missing.
-fn cached(reg: &Registry, keys: &[Id]) -> Result<Vec<Option<ScoreRecord>>> {
+fn cached(reg: &Store, keys: &[Id]) -> Result<Vec<Option<ScoreRecord>>> {
     keys.iter().map(|k| reg.get::<ScoreRecord>(k)).collect()
 }
 
-fn must(reg: &Registry, keys: &[Id]) -> Result<Vec<ScoreRecord>> {
+fn must(reg: &Store, keys: &[Id]) -> Result<Vec<ScoreRecord>> {
     cached(reg, keys)?
         .into_iter()
         .zip(keys)
@@ -350,7 +350,7 @@ fn must(reg: &Registry, keys: &[Id]) -> Result<Vec<ScoreRecord>> {
         .collect()
 }
 
-fn must_generation(reg: &Registry, key: Id) -> Result<GenerationRecord> {
+fn must_generation(reg: &Store, key: Id) -> Result<GenerationRecord> {
     reg.get::<GenerationRecord>(&key)?.ok_or_else(|| {
         anyhow!(
             "{}: generation {} is missing",
@@ -364,7 +364,7 @@ fn must_generation(reg: &Registry, key: Id) -> Result<GenerationRecord> {
 /// turn's text from its generation record). A scored turn whose scores the store does not hold
 /// all is refused: a result is shown only as far as its scores back it (whether its answers
 /// follow from them, `derive` checks).
-pub fn answered(reg: &Registry, row: &ResultRow) -> Result<Answered> {
+pub fn answered(reg: &Store, row: &ResultRow) -> Result<Answered> {
     let answers = row
         .turns
         .iter()
@@ -448,7 +448,7 @@ impl Batch {
         self.scores.len() + self.generations.len()
     }
 
-    fn flush(&mut self, reg: &Registry) -> Result<()> {
+    fn flush(&mut self, reg: &Store) -> Result<()> {
         reg.write(|w| {
             for text in self.prompts.values() {
                 w.put(&PromptRecord { text: text.clone() })?;
@@ -495,7 +495,7 @@ fn finite(logprobs: &[f32], what: &str, prompt: Id) -> Result<()> {
 
 #[allow(clippy::too_many_arguments)]
 fn compute<M: LanguageModel>(
-    reg: &Registry,
+    reg: &Store,
     model: &M,
     model_id: Id,
     reqs: &[Pending],
@@ -700,7 +700,7 @@ pub struct Run<'a> {
 /// id)` is called only for a model with something to compute), each item's later turns made
 /// from its answers at the earlier ones. Stores and returns the result.
 pub fn run<M: LanguageModel>(
-    reg: &Registry,
+    reg: &Store,
     run: &Run,
     load: impl FnMut(Id) -> Result<M>,
     progress: &mut dyn Progress,
@@ -725,7 +725,7 @@ pub fn run<M: LanguageModel>(
 /// normalisations pick different answers, later turns differ; requests they share are computed
 /// once, in one prefix tree per turn.
 pub fn run_each<M: LanguageModel>(
-    reg: &Registry,
+    reg: &Store,
     run: &Run,
     load: impl FnMut(Id) -> Result<M>,
     progress: &mut dyn Progress,
@@ -811,7 +811,7 @@ fn turn_requests(
 /// [`run_each`] over the whole set or the run's part of it: the report and one result record
 /// per normalisation, not stored.
 fn answer<M: LanguageModel>(
-    reg: &Registry,
+    reg: &Store,
     run: &Run,
     load: impl FnMut(Id) -> Result<M>,
     progress: &mut dyn Progress,

@@ -6,7 +6,7 @@ use super::records::kinds;
 use super::{GenerationRecord, ModelRecord, ResultRecord, ScoreRecord};
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::Catalogue;
-use crate::store::{Id, Kind, Names, Record, Registry, StoredSet};
+use crate::store::{Id, Kind, Names, Record, Store, StoredSet};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeSet;
 
@@ -18,12 +18,7 @@ pub type Closure = (BTreeSet<(Kind, Id)>, Vec<(Names, String, Id)>);
 /// members (of its benchmark's kind), and from there what each record references as its kind
 /// declares it. A record the store lacks is left out (base items are provenance a generated set
 /// may lack).
-pub fn closure(
-    reg: &Registry,
-    benchmarks: Catalogue,
-    model: Id,
-    set_name: &str,
-) -> Result<Closure> {
+pub fn closure(reg: &Store, benchmarks: Catalogue, model: Id, set_name: &str) -> Result<Closure> {
     let (set_id, set) = reg
         .set_by_name(set_name)?
         .with_context(|| format!("no set named `{set_name}`"))?;

@@ -15,7 +15,7 @@ pub use svg::svg;
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::{Catalogue, Evaluation};
 use crate::eval::ResultRecord;
-use crate::store::{Id, Names, Registry, StoredSet};
+use crate::store::{Id, Names, Store, StoredSet};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -55,7 +55,7 @@ pub fn render(entries: &[Entry], format: Format) -> Result<String> {
 }
 
 /// Display names of ids: the names pointing at them, else the short id.
-fn namer(reg: &Registry, names: Names) -> Result<BTreeMap<Id, String>> {
+fn namer(reg: &Store, names: Names) -> Result<BTreeMap<Id, String>> {
     let mut out: BTreeMap<Id, String> = BTreeMap::new();
     for (name, id) in reg.names(names)? {
         out.entry(id)
@@ -75,7 +75,7 @@ struct Selection {
 }
 
 impl Selection {
-    fn new(reg: &Registry, models: &[String], sets: &[String]) -> Result<Selection> {
+    fn new(reg: &Store, models: &[String], sets: &[String]) -> Result<Selection> {
         let resolve = |names: &[String], table: Names| -> Result<Option<Vec<Id>>> {
             if names.is_empty() {
                 return Ok(None);
@@ -121,7 +121,7 @@ impl Selection {
     }
 }
 
-fn template_name(reg: &Registry, id: [u8; 32]) -> Result<String> {
+fn template_name(reg: &Store, id: [u8; 32]) -> Result<String> {
     Ok(reg
         .get::<TemplateRecord>(&Id(id))?
         .map_or_else(|| Id(id).short(), |t| t.name))
@@ -131,7 +131,7 @@ fn template_name(reg: &Registry, id: [u8; 32]) -> Result<String> {
 /// named; without sets, only sets that a name points at now), evaluated by its benchmark (one of
 /// `benchmarks`), in the order benchmark, set, model, template, normalisation.
 pub fn entries(
-    reg: &Registry,
+    reg: &Store,
     benchmarks: Catalogue,
     models: &[String],
     sets: &[String],

@@ -5,7 +5,7 @@
 //! merges, statistics and cache exports work from lists of declarations: the store's own
 //! ([`KINDS`]), the runner's and each benchmark's. The store names no benchmark type.
 
-use super::{decode, Id, Record, Registry};
+use super::{decode, Id, Record, Store};
 use super::{ResultRecord, SourceFile, StoredSet, StoredSpec};
 use crate::datasets::BaseItem;
 use anyhow::{bail, Result};
@@ -34,7 +34,7 @@ impl Kind {
 }
 
 /// Decodes a stored value, checks its key and gives what it references (see [`Declared::check`]).
-type Check = fn(&Registry, &Id, &[u8]) -> Result<Vec<(Kind, Id)>>;
+type Check = fn(&Store, &Id, &[u8]) -> Result<Vec<(Kind, Id)>>;
 
 /// A record kind with what a walk over stored records needs of its type.
 #[derive(Clone, Copy)]
@@ -58,12 +58,12 @@ impl Declared {
 
     /// Decodes a stored value of this kind (validating its archive), checks that its key is the
     /// hash of its content, and gives the records it references ([`Record::references`]).
-    pub fn check(&self, store: &Registry, id: &Id, body: &[u8]) -> Result<Vec<(Kind, Id)>> {
+    pub fn check(&self, store: &Store, id: &Id, body: &[u8]) -> Result<Vec<(Kind, Id)>> {
         (self.check)(store, id, body)
     }
 }
 
-fn check<R: Record>(store: &Registry, id: &Id, body: &[u8]) -> Result<Vec<(Kind, Id)>>
+fn check<R: Record>(store: &Store, id: &Id, body: &[u8]) -> Result<Vec<(Kind, Id)>>
 where
     R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
         + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,

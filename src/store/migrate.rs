@@ -4,7 +4,7 @@
 //! - schema 2 -> 3: results are re-keyed under ids that cover their answers. Only keys change
 //!   (and so the checksums, which cover the key): no backup is made.
 
-use super::{checksum, legacy, Id, Record, Registry, ResultRecord, META, SCHEMA_VERSION};
+use super::{checksum, legacy, Id, Record, ResultRecord, Store, META, SCHEMA_VERSION};
 use anyhow::{bail, Context, Result};
 use redb::{ReadableTable, TableHandle};
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ fn convert_v1(table: &str, rows: Vec<(Id, Vec<u8>)>) -> Result<Vec<(String, Id, 
         .collect()
 }
 
-pub(super) fn v1_to_current(reg: &Registry) -> Result<()> {
+pub(super) fn v1_to_current(reg: &Store) -> Result<()> {
     reg.transaction(|txn| {
         let mut rows = Vec::new();
         // Every table of records the file holds, whatever their kind: the store knows its own
@@ -116,7 +116,7 @@ pub(super) fn v1_to_current(reg: &Registry) -> Result<()> {
 
 /// Schema 2 -> 3: every result under the id that covers its answers. A value that fails its
 /// checksum or does not decode stays under its old key, for `cache verify` to report.
-pub(super) fn v2_to_v3(reg: &Registry) -> Result<()> {
+pub(super) fn v2_to_v3(reg: &Store) -> Result<()> {
     let mut rekeyed = 0;
     reg.transaction(|txn| {
         let table = ResultRecord::KIND.table;

@@ -10,7 +10,7 @@
 //!   through validated access (`bytecheck`) straight from the page, never trusted blindly.
 //! - A `meta` table holds the schema version; a database of another version is refused.
 //! - Every command writes in transactions, each atomic: a failure or interruption leaves the store
-//!   as of its last commit, which every command can read afterwards (see [`Registry::open_read`]).
+//!   as of its last commit, which every command can read afterwards (see [`Store::open_read`]).
 
 mod checksum;
 pub mod ingest;
@@ -136,7 +136,7 @@ pub fn canonical<T: serde::Serialize>(content: &T) -> Vec<u8> {
 
 type Serializer<'a> = HighSerializer<AlignedVec, ArenaHandle<'a>, rancor::Error>;
 
-/// A record kept in the registry under its content id.
+/// A record kept in the store under its content id.
 pub trait Record: rkyv::Archive + for<'a> rkyv::Serialize<Serializer<'a>> + Sized
 where
     Self::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
@@ -198,22 +198,26 @@ impl Db {
     }
 }
 
-/// The store, opened for reading ([`Registry::open_read`], never writes) or for writing
-/// ([`Registry::open_write`], creates it and migrates an older schema).
-pub struct Registry {
+/// The store's former name, still written by the files of the served-model work in flight
+/// (`cli/model.rs`, `cli/audit.rs`, `eval/models.rs`); removed once they say `Store`.
+pub type Registry = Store;
+
+/// The store, opened for reading ([`Store::open_read`], never writes) or for writing
+/// ([`Store::open_write`], creates it and migrates an older schema).
+pub struct Store {
     db: Arc<Db>,
     path: PathBuf,
     /// The schema its values are in: a read-only store of an older version is read as it is.
     version: u32,
-    /// Read where this store lacks a record ([`Registry::layered`]): a merge's view of the store
+    /// Read where this store lacks a record ([`Store::layered`]): a merge's view of the store
     /// as it will be after the merge.
-    under: Option<Box<Registry>>,
+    under: Option<Box<Store>>,
 }
 
-impl Registry {
+impl Store {
     /// Opens a store for a command that writes: creates a missing file (and its folder), and
     /// migrates a schema 1 store in place, after copying it beside itself.
-    pub fn open_write(path: &Path) -> Result<Registry> {
+    pub fn open_write(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| {
                 anyhow!(
@@ -226,15 +230,15 @@ impl Registry {
         if path.exists() {
             check_redb_file(path)?;
         } else {
-            Registry::create_new(path)?;
+            Store::create_new(path)?;
         }
         // A schema 1 store is copied before redb opens it for writing (which rewrites parts of
         // its header), so the backup is the very file.
-        let copied = Registry::peek_version(path) == Some(1);
+        let copied = Store::peek_version(path) == Some(1);
         if copied {
             migrate::backup_v1(path)?;
         }
-        let mut reg = Registry::create(path)?;
+        let mut reg = Store::create(path)?;
         match reg.schema()? {
             Some(SCHEMA_VERSION) => {}
             Some(1) => {
@@ -243,7 +247,7 @@ impl Registry {
                     // back up the repaired file, closed.
                     drop(reg);
                     migrate::backup_v1(path)?;
-                    reg = Registry::create(path)?;
+                    reg = Store::create(path)?;
                 }
                 migrate::v1_to_current(&reg)?;
                 reg.version = SCHEMA_VERSION;
@@ -262,7 +266,7 @@ impl Registry {
     /// no repair, no copy.
     fn peek_version(path: &Path) -> Option<u32> {
         let db = shield(path, Place::default(), || Ok(ReadOnlyDatabase::open(path)?)).ok()?;
-        let reg = Registry {
+        let reg = Store {
             db: Arc::new(Db::Read(db)),
             path: path.to_path_buf(),
             version: SCHEMA_VERSION,
@@ -273,9 +277,9 @@ impl Registry {
 
     /// Opens an existing store for a command that writes (repairs an unclean one, migrates an
     /// older schema); a missing store is refused, never created.
-    pub fn open_existing(path: &Path) -> Result<Registry> {
+    pub fn open_existing(path: &Path) -> Result<Store> {
         check_redb_file(path)?;
-        Registry::open_write(path)
+        Store::open_write(path)
     }
 
     /// Opens an existing store without ever writing to it (works on read-only files). A missing,
@@ -287,7 +291,7 @@ impl Registry {
     /// last commit: redb must repair such a file before reading it, which writes, so the repair
     /// is made on a private copy (in the temporary folder, removed at once: only the open file
     /// handle keeps it) and the store itself is left as it is for a writing command to repair.
-    pub fn open_read(path: &Path) -> Result<Registry> {
+    pub fn open_read(path: &Path) -> Result<Store> {
         check_exists(path)?;
         check_redb_file(path)?;
         let opened = shield(path, Place::default(), || Ok(ReadOnlyDatabase::open(path)))?;
@@ -296,7 +300,7 @@ impl Registry {
             Err(redb::DatabaseError::RepairAborted) => repaired_copy(path)?,
             Err(e) => return Err(open_error(path, e)),
         };
-        let mut reg = Registry {
+        let mut reg = Store {
             db: Arc::new(Db::Read(db)),
             path: path.to_path_buf(),
             version: SCHEMA_VERSION,
@@ -320,7 +324,7 @@ impl Registry {
         let temp = temp_beside(path, "new");
         let _ = std::fs::remove_file(&temp);
         let made = (|| {
-            let mut reg = Registry::create(&temp).map_err(|e| {
+            let mut reg = Store::create(&temp).map_err(|e| {
                 // The message names the store the user asked for, not the temporary name.
                 anyhow!(
                     "{}: cannot create the store: {}",
@@ -348,11 +352,11 @@ impl Registry {
         linked
     }
 
-    fn create(path: &Path) -> Result<Registry> {
+    fn create(path: &Path) -> Result<Store> {
         let db = shield(path, Place::default(), || {
             Database::create(path).map_err(|e| open_error(path, e))
         })?;
-        Ok(Registry {
+        Ok(Store {
             db: Arc::new(Db::Write(db)),
             path: path.to_path_buf(),
             version: SCHEMA_VERSION,
@@ -363,12 +367,12 @@ impl Registry {
     /// This store read over `under`: a record, name or mark this store lacks is read from
     /// `under` (ours first, as a merge keeps ours). What a merge of `under` into this store would
     /// leave, before anything is written; the view itself never writes.
-    pub fn layered(&self, under: &Registry) -> Registry {
-        Registry {
+    pub fn layered(&self, under: &Store) -> Store {
+        Store {
             db: Arc::clone(&self.db),
             path: self.path.clone(),
             version: self.version,
-            under: Some(Box::new(Registry {
+            under: Some(Box::new(Store {
                 db: Arc::clone(&under.db),
                 path: under.path.clone(),
                 version: under.version,
@@ -529,7 +533,7 @@ impl Registry {
     }
 
     /// Every record of a kind as its archive, checksums checked, in id order (with a layered
-    /// store's, [`Registry::layered`], ours where both hold one); the first value that fails its
+    /// store's, [`Store::layered`], ours where both hold one); the first value that fails its
     /// checksum is an error.
     pub fn raw_all(&self, kind: Kind) -> Result<Vec<(Id, Vec<u8>)>> {
         self.scan(kind)?
@@ -925,7 +929,7 @@ fn version_refused(path: &Path, v: u32) -> String {
     )
 }
 
-/// Writes inside one transaction (see [`Registry::write`]).
+/// Writes inside one transaction (see [`Store::write`]).
 pub struct Writer<'t> {
     txn: &'t redb::WriteTransaction,
     path: &'t Path,

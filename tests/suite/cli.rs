@@ -64,7 +64,7 @@ fn unknown_names_and_missing_files_are_clear_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
     assert!(!store.exists(), "no empty store was created");
-    deltalogic::store::Registry::open_write(&store).unwrap();
+    deltalogic::store::Store::open_write(&store).unwrap();
     for (args, expect) in [
         (
             vec!["episodes", "list", "--set", "nope"],

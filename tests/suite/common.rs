@@ -88,7 +88,7 @@ impl Generation for ByteModel {
 
 use deltalogic::benchmarks::{self, ModelInfo};
 use deltalogic::eval::{self, ModelRecord, Normalisation, Outcome, Quiet};
-use deltalogic::store::{Id, Record, Registry, StoredSet};
+use deltalogic::store::{Id, Record, Store, StoredSet};
 
 /// The stand-in model has no chat template.
 pub struct NoChat;
@@ -105,12 +105,12 @@ pub fn model_id(name: &str) -> Id {
 }
 
 /// A named set.
-pub fn set(reg: &Registry, name: &str) -> (Id, StoredSet) {
+pub fn set(reg: &Store, name: &str) -> (Id, StoredSet) {
     reg.set_by_name(name).unwrap().expect("the set exists")
 }
 
 /// The members of a named set as records of kind `R`, in id order.
-pub fn members<R: Record>(reg: &Registry, name: &str) -> Vec<(Id, R)>
+pub fn members<R: Record>(reg: &Store, name: &str) -> Vec<(Id, R)>
 where
     R::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>>
         + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
@@ -120,7 +120,7 @@ where
 
 /// Scores set `set_name` with the stand-in model `model` through the runner.
 pub fn score_with(
-    reg: &Registry,
+    reg: &Store,
     model: &'static str,
     set_name: &str,
     template: Option<&str>,
@@ -149,7 +149,7 @@ pub fn score_with(
 
 /// Exports the results of `model` on `set` with everything they refer to into a new cache file.
 pub fn export(
-    reg: &Registry,
+    reg: &Store,
     model: Id,
     set: &str,
     to: &std::path::Path,

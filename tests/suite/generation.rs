@@ -16,7 +16,7 @@ use deltalogic::eval::cache::{self, Computed, MergeOptions, Recomputed};
 use deltalogic::eval::{self, audit, GenerationRecord, Participants, PromptRecord, Quiet};
 use deltalogic::eval::{ScoreRecord, StopReason, TurnAnswer};
 use deltalogic::logic::Label;
-use deltalogic::store::{Id, Kind, Record, Registry, StoredSet, StoredSpec};
+use deltalogic::store::{Id, Kind, Record, Store, StoredSet, StoredSpec};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
@@ -90,12 +90,12 @@ impl Benchmark for GenerateThenJudge {
     fn options(&self) -> clap::Command {
         clap::Command::new("generate-then-judge")
     }
-    fn build_parsed(&self, _: &Registry, _: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, _: &Store, _: &clap::ArgMatches) -> Result<Built> {
         unreachable!("the test makes its set by hand")
     }
     fn prepare(
         &self,
-        _: &Registry,
+        _: &Store,
         set: &StoredSet,
         _: &str,
         models: &Models,
@@ -109,7 +109,7 @@ impl Benchmark for GenerateThenJudge {
     fn judged(&self) -> bool {
         true
     }
-    fn evaluate(&self, _: &Registry, _: &[Answered], _: u64) -> Result<Evaluation> {
+    fn evaluate(&self, _: &Store, _: &[Answered], _: u64) -> Result<Evaluation> {
         unreachable!("not reported")
     }
 }
@@ -133,7 +133,7 @@ fn decoding(max_tokens: u32, stop: &[&str]) -> Decoding {
 
 /// Runs the benchmark with subject `m1` and the given judge; returns the outcome and the models
 /// loaded.
-fn run(reg: &Registry, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Outcome, Vec<Id>) {
+fn run(reg: &Store, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Outcome, Vec<Id>) {
     let loaded = RefCell::new(Vec::new());
     let names = ["m1", "judge"];
     let out = eval::run(
@@ -165,7 +165,7 @@ fn run(reg: &Registry, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Out
 #[test]
 fn a_second_run_generates_nothing_and_gives_the_same_result() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let set = test_set(6);
     let (first, loaded) = run(&reg, &set, None);
     assert_eq!(loaded, vec![model_id("m1")], "the model judges itself");
@@ -213,7 +213,7 @@ fn a_second_run_generates_nothing_and_gives_the_same_result() {
 #[test]
 fn judge_requests_go_to_the_judge_and_name_it_in_the_result() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let set = test_set(4);
     let (own, _) = run(&reg, &set, None);
     let (judged, loaded) = run(&reg, &set, Some("judge"));
@@ -301,7 +301,7 @@ fn an_end_token_ends_the_generation_outside_its_text() {
 #[test]
 fn audits_and_merges_carry_and_check_generations() {
     let dir = tempfile::tempdir().unwrap();
-    let source = Registry::open_write(&dir.path().join("source.redb")).unwrap();
+    let source = Store::open_write(&dir.path().join("source.redb")).unwrap();
     let set = test_set(5);
     let (out, _) = run(&source, &set, None);
 
@@ -334,7 +334,7 @@ fn audits_and_merges_carry_and_check_generations() {
     cache::export(&source, &records, &[], &file).unwrap();
     let regenerate = |c: &Computed| -> Result<Option<Recomputed>> {
         let m = ByteModel::new("m1");
-        let cache = Registry::open_read(&file)?;
+        let cache = Store::open_read(&file)?;
         Ok(Some(match c {
             Computed::Score(s) => {
                 let p = cache.get::<PromptRecord>(&Id(s.prompt))?.unwrap();
@@ -346,13 +346,13 @@ fn audits_and_merges_carry_and_check_generations() {
             }
         }))
     };
-    let target = Registry::open_write(&dir.path().join("target.redb")).unwrap();
+    let target = Store::open_write(&dir.path().join("target.redb")).unwrap();
     let mut check = regenerate;
     let mut opts = MergeOptions::new(&mut check);
     opts.sample_per_model = 100;
     let r = cache::merge(
         &target,
-        &Registry::open_read(&file).unwrap(),
+        &Store::open_read(&file).unwrap(),
         deltalogic::benchmarks::ALL,
         opts,
     )
@@ -364,7 +364,7 @@ fn audits_and_merges_carry_and_check_generations() {
     // nothing is merged.
     let forged_file = dir.path().join("forged.redb");
     {
-        let forged = Registry::open_write(&dir.path().join("forged-src.redb")).unwrap();
+        let forged = Store::open_write(&dir.path().join("forged-src.redb")).unwrap();
         let (_, mut g) = source.all::<GenerationRecord>().unwrap().remove(0);
         g.text.push_str(" and then the lamp went out");
         forged.write(|w| w.put(&g).map(drop)).unwrap();
@@ -382,12 +382,12 @@ fn audits_and_merges_carry_and_check_generations() {
         .collect();
         cache::export(&forged, &keys, &[], &forged_file).unwrap();
     }
-    let fresh = Registry::open_write(&dir.path().join("fresh.redb")).unwrap();
+    let fresh = Store::open_write(&dir.path().join("fresh.redb")).unwrap();
     let mut check = |c: &Computed| -> Result<Option<Recomputed>> {
         let Computed::Generation(g) = c else {
             unreachable!()
         };
-        let p = Registry::open_read(&forged_file)?
+        let p = Store::open_read(&forged_file)?
             .get::<PromptRecord>(&Id(g.prompt))?
             .unwrap();
         Ok(Some(Recomputed::Generation(eval::regenerate(
@@ -398,7 +398,7 @@ fn audits_and_merges_carry_and_check_generations() {
     };
     let err = cache::merge(
         &fresh,
-        &Registry::open_read(&forged_file).unwrap(),
+        &Store::open_read(&forged_file).unwrap(),
         deltalogic::benchmarks::ALL,
         MergeOptions::new(&mut check),
     )
@@ -412,7 +412,7 @@ fn audits_and_merges_carry_and_check_generations() {
     let mut unavailable = |_: &Computed| Ok(None);
     let r = cache::merge(
         &target,
-        &Registry::open_read(&forged_file).unwrap(),
+        &Store::open_read(&forged_file).unwrap(),
         deltalogic::benchmarks::ALL,
         MergeOptions::new(&mut unavailable),
     )
@@ -425,7 +425,7 @@ fn audits_and_merges_carry_and_check_generations() {
 fn the_dialogue_template_explains_between_the_two_answers() {
     use deltalogic::benchmarks::deltalogic::{self as dl, BuildSpec, PremiseSource};
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let spec = BuildSpec {
         seed: 3,
         from: PremiseSource::Generated,

@@ -9,7 +9,7 @@ use crate::common;
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, PremiseSource};
 use deltalogic::benchmarks::{self, ModelInfo};
 use deltalogic::eval::{self, models, Normalisation, ScoreRecord};
-use deltalogic::store::{Record, Registry, ResultRecord};
+use deltalogic::store::{Record, ResultRecord, Store};
 use std::path::{Path, PathBuf};
 
 /// Rewrites `file` in place after `after` computed scores: the same size, other bytes near its
@@ -52,7 +52,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// each score equal to what the unchanged model gives.
 fn a_change_mid_run_stops_scoring(path: &Path, changed: &Path, pristine: &Path) {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let backend = models::backend_for(path, None).unwrap();
     let (model, _) = models::add(&reg, path, Some("m"), backend).unwrap();
     let spec = BuildSpec {

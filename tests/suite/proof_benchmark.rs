@@ -18,7 +18,7 @@ use deltalogic::logic::Label;
 use deltalogic::metrics::{estimate, Outcome};
 use deltalogic::report::{self, Format};
 use deltalogic::store::{
-    canonical, Declared, Id, Kind, Names, Record, Registry, StoredSet, StoredSpec,
+    canonical, Declared, Id, Kind, Names, Record, Store, StoredSet, StoredSpec,
 };
 use serde::Serialize;
 
@@ -105,7 +105,7 @@ impl Benchmark for Parity {
         <BuildArgs as clap::CommandFactory>::command()
     }
 
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built> {
         let a: BuildArgs = parse_args(options)?;
         let set = store.write(|w| {
             let spec = w.put(&StoredSpec {
@@ -127,7 +127,7 @@ impl Benchmark for Parity {
 
     fn prepare(
         &self,
-        store: &Registry,
+        store: &Store,
         set: &StoredSet,
         template: &str,
         _models: &Models,
@@ -141,11 +141,11 @@ impl Benchmark for Parity {
         Ok(Box::new(Asking { ids, numbers }))
     }
 
-    fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
+    fn export(&self, store: &Store, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
         benchmarks::exported::<Number>(store, set)
     }
 
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let mut outcomes: Vec<Outcome<2>> = Vec::new();
         let mut even: Vec<Outcome<2>> = Vec::new();
         let mut odd: Vec<Outcome<2>> = Vec::new();
@@ -232,7 +232,7 @@ impl Prepared for Asking {
 }
 
 /// Scores the set with the stand-in model under `mean` and `pmi`: one result each.
-fn score(reg: &Registry, parity: &dyn Benchmark) -> eval::Outcomes {
+fn score(reg: &Store, parity: &dyn Benchmark) -> eval::Outcomes {
     let (set_id, stored) = reg.set_by_name(NAME).unwrap().expect("the parity set");
     eval::run_each(
         reg,
@@ -256,7 +256,7 @@ fn score(reg: &Registry, parity: &dyn Benchmark) -> eval::Outcomes {
 #[test]
 fn a_benchmark_defined_outside_the_crate_runs_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let mut known: Vec<&dyn Benchmark> = benchmarks::ALL.iter().collect();
     known.push(&Parity);
     let catalogue = Catalogue::new(&known);
@@ -308,7 +308,7 @@ fn a_benchmark_defined_outside_the_crate_runs_end_to_end() {
     assert_eq!(numbers, 8);
     let file = dir.path().join("parity.cache");
     cache::export(&reg, &records, &names, &file).unwrap();
-    let shared = Registry::open_read(&file).unwrap();
+    let shared = Store::open_read(&file).unwrap();
     assert!(cache::verify(&shared, catalogue)
         .unwrap()
         .problems
@@ -321,7 +321,7 @@ fn a_benchmark_defined_outside_the_crate_runs_end_to_end() {
 #[test]
 fn without_its_registration_it_is_unknown_and_its_records_are_checked_by_its_declaration() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let known: [&dyn Benchmark; 1] = [&Parity];
     let catalogue = Catalogue::new(&known);
     Parity.build(&reg, &["--count".into(), "4".into()]).unwrap();

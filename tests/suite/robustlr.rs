@@ -234,13 +234,13 @@ use deltalogic::benchmarks::robustlr::{self as rq, glore};
 use deltalogic::eval::{Normalisation, ResultRecord, ResultRow, ScoreReport, Turn};
 use deltalogic::logic::Semantics;
 use deltalogic::report::{self, Format as ReportFormat};
-use deltalogic::store::{Id, Record, Registry};
+use deltalogic::store::{Id, Record, Store};
 
 const Q_PER_SET: usize = 4;
 
 /// A store with the RobustLR questions of generated theories (seed 2) as set `name`.
-fn built_questions(dir: &tempfile::TempDir, name: &str) -> (Registry, rq::BuildOutcome) {
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+fn built_questions(dir: &tempfile::TempDir, name: &str) -> (Store, rq::BuildOutcome) {
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let config = BuildConfig {
         seed: 2,
         per_set: Q_PER_SET,
@@ -317,7 +317,7 @@ fn stored_robustlr_questions_reverify_with_the_solver() {
 #[test]
 fn robustlr_from_proofwriter_needs_ingested_items() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let config = BuildConfig {
         seed: 0,
         per_set: 1,
@@ -388,7 +388,7 @@ fn the_plain_question_prompt_is_deltalogics_wording() {
     }
 }
 
-fn score_set(reg: &Registry, set: &str) -> (ScoreReport, Id) {
+fn score_set(reg: &Store, set: &str) -> (ScoreReport, Id) {
     let out = score_with(reg, "m1", set, None, Normalisation::Mean);
     (out.report, out.result)
 }
@@ -447,7 +447,7 @@ fn robustlr_scoring_is_cached_and_reported() {
 #[test]
 fn hand_made_answers_give_hand_computed_weighted_f1() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     use Label::{False as F, True as T};
     // (set, family, [(group, gold, pred)]), base first.
     type Hand<'a> = (&'a str, &'a str, &'a [(&'a str, Label, Label)]);
@@ -546,7 +546,7 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
 #[test]
 fn glore_questions_keep_the_datasets_gold_unchecked() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let root = Path::new(DATASETS).join("robustlr/glore_subset");
     deltalogic::store::ingest::ingest(&reg, Format::RobustLrGlore, &root, false).unwrap();
     let out = glore::build(&reg, "glore").unwrap();

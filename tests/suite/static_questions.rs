@@ -10,10 +10,10 @@ use deltalogic::benchmarks::r#static as fixed;
 use deltalogic::benchmarks::{self, Benchmark};
 use deltalogic::eval::Normalisation;
 use deltalogic::report::{self, Format};
-use deltalogic::store::{Id, Registry};
+use deltalogic::store::{Id, Store};
 
-fn store_with_episodes(dir: &tempfile::TempDir) -> Registry {
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+fn store_with_episodes(dir: &tempfile::TempDir) -> Store {
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let spec = BuildSpec {
         seed: 5,
         from: PremiseSource::Generated,

@@ -18,7 +18,7 @@ use super::{
     Request, Role,
 };
 use crate::logic::Label;
-use crate::store::{canonical, Declared, Id, Kind, Record, Registry, StoredSet};
+use crate::store::{canonical, Declared, Id, Kind, Record, Store, StoredSet};
 use anyhow::{bail, Context, Result};
 use prompts::{JudgeMode, Setting};
 use serde::Serialize;
@@ -239,7 +239,7 @@ fn judgement(a: &Answer) -> Result<ses::Judgement> {
 }
 
 /// The rows of a result: one per item, from its five answers.
-pub fn rows(store: &Registry, answered: &[Answered]) -> Result<Vec<ses::Row>> {
+pub fn rows(store: &Store, answered: &[Answered]) -> Result<Vec<ses::Row>> {
     answered
         .iter()
         .map(|a| {
@@ -306,7 +306,7 @@ impl Benchmark for Clomo {
         <build::BuildArgs as clap::CommandFactory>::command()
     }
 
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built> {
         let a: build::BuildArgs = parse_args(options)?;
         let out = build::build(store, &a)?;
         let text = out.text();
@@ -315,7 +315,7 @@ impl Benchmark for Clomo {
 
     fn prepare(
         &self,
-        store: &Registry,
+        store: &Store,
         set: &StoredSet,
         template: &str,
         models: &Models,
@@ -340,7 +340,7 @@ impl Benchmark for Clomo {
         }))
     }
 
-    fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
+    fn export(&self, store: &Store, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
         super::exported::<ClomoItem>(store, set)
     }
 
@@ -352,7 +352,7 @@ impl Benchmark for Clomo {
         true
     }
 
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let report = ses::Report::of(&rows(store, answered)?, seed);
         Ok(Evaluation {
             n: answered.len(),

@@ -21,7 +21,7 @@ use super::question::{self, store_set, Choice, Question, Stored};
 use super::{parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, Panel};
 use crate::datasets::BaseItem;
 use crate::logic::Label;
-use crate::store::{canonical, Id, Record, Registry};
+use crate::store::{canonical, Id, Record, Store};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -96,7 +96,7 @@ pub fn questions(families: &[Family], base_items: &BTreeMap<String, Id>) -> Resu
 
 /// Builds the RobustLR families from ingested ProofWriter items or generated theories and stores
 /// their questions as set `name`.
-pub fn build(reg: &Registry, config: &BuildConfig, name: &str) -> Result<BuildOutcome> {
+pub fn build(reg: &Store, config: &BuildConfig, name: &str) -> Result<BuildOutcome> {
     let items: Vec<BaseItem> = match config.from {
         Source::Generated => generated_items(config.seed),
         Source::ProofWriter => {
@@ -219,7 +219,7 @@ impl Benchmark for RobustLr {
         <BuildArgs as clap::CommandFactory>::command()
     }
 
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built> {
         let a: BuildArgs = parse_args(options)?;
         let config = BuildConfig {
             seed: a.seed,
@@ -234,7 +234,7 @@ impl Benchmark for RobustLr {
         "RobustLR"
     }
 
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         let m = metrics::from_rows(&rows, seed, super::RESAMPLES)?;
         let row = |by: String,

@@ -231,7 +231,7 @@ pub fn run(reg: &Store, json: bool, command: Command) -> Result<()> {
             opts.sample_per_model = if no_verify { 0 } else { verify_sample };
             opts.tolerance = eval::SCORE_TOLERANCE;
             let asked = opts.sample_per_model > 0;
-            let r = cache::merge(reg, &other, benchmarks::ALL, opts)?;
+            let r = cache::merge(reg, &other, opts)?;
             emit(json, &r, || {
                 for (k, n) in &r.added {
                     println!("added {k:<12} {n}");

@@ -200,34 +200,34 @@ pub struct MergeOptions<'a> {
     /// Largest accepted |difference| of one log-prob; 0 asks for the same bits.
     pub tolerance: f32,
     pub recompute: &'a mut Recompute<'a>,
+    /// The benchmarks whose sets the incoming file may hold: its records are checked, and its
+    /// results re-derived, by them.
+    pub benchmarks: Catalogue<'a>,
 }
 
 impl<'a> MergeOptions<'a> {
-    /// 8 scores per model, seed 0, bit for bit.
+    /// 8 scores per model, seed 0, bit for bit, the command line's benchmarks.
     pub fn new(recompute: &'a mut Recompute<'a>) -> MergeOptions<'a> {
         MergeOptions {
             sample_per_model: 8,
             seed: 0,
             tolerance: 0.0,
             recompute,
+            benchmarks: crate::benchmarks::ALL,
         }
     }
 }
 
-/// Adds every record of `other` (a store of `benchmarks`' sets) that this store lacks. Nothing is
-/// written if `other` has any
+/// Adds every record of `other` (a store of the sets of `opts.benchmarks`) that this store lacks.
+/// Nothing is written if `other` has any
 /// invalid record (checksum, archive, key hash), if a result it would add does not follow from
 /// the records the store would hold after the merge (ours first, then theirs: [`derive`]), or if
 /// a recomputed sample of its new scores differs beyond the tolerance. A model's new scores are
 /// verified when its sample was recomputed and matched; otherwise they are added and marked
 /// unverified. Results are stored under their ids as this build derives them (a file of schema
 /// 2 keys them otherwise).
-pub fn merge(
-    reg: &Store,
-    other: &Store,
-    benchmarks: Catalogue,
-    mut opts: MergeOptions<'_>,
-) -> Result<MergeReport> {
+pub fn merge(reg: &Store, other: &Store, mut opts: MergeOptions<'_>) -> Result<MergeReport> {
+    let benchmarks = opts.benchmarks;
     let problems = verify(other, benchmarks)?.problems;
     if !problems.is_empty() {
         bail!(

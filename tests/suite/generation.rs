@@ -350,13 +350,7 @@ fn audits_and_merges_carry_and_check_generations() {
     let mut check = regenerate;
     let mut opts = MergeOptions::new(&mut check);
     opts.sample_per_model = 100;
-    let r = cache::merge(
-        &target,
-        &Store::open_read(&file).unwrap(),
-        deltalogic::benchmarks::ALL,
-        opts,
-    )
-    .unwrap();
+    let r = cache::merge(&target, &Store::open_read(&file).unwrap(), opts).unwrap();
     assert_eq!(r.added.get("generation"), Some(&5));
     assert_eq!(r.recomputed.get(&model_id("m1").short()), Some(&15));
 
@@ -399,7 +393,6 @@ fn audits_and_merges_carry_and_check_generations() {
     let err = cache::merge(
         &fresh,
         &Store::open_read(&forged_file).unwrap(),
-        deltalogic::benchmarks::ALL,
         MergeOptions::new(&mut check),
     )
     .unwrap_err();
@@ -413,7 +406,6 @@ fn audits_and_merges_carry_and_check_generations() {
     let r = cache::merge(
         &target,
         &Store::open_read(&forged_file).unwrap(),
-        deltalogic::benchmarks::ALL,
         MergeOptions::new(&mut unavailable),
     )
     .unwrap();

@@ -188,13 +188,7 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     let seen = std::cell::RefCell::new(Vec::new());
     let mut recompute = recompute_from(&other, &seen);
-    let r = cache::merge(
-        &target,
-        &other,
-        deltalogic::benchmarks::ALL,
-        MergeOptions::new(&mut recompute),
-    )
-    .unwrap();
+    let r = cache::merge(&target, &other, MergeOptions::new(&mut recompute)).unwrap();
     assert_eq!(r.recomputed.get(&model_id("m1").short()), Some(&8));
     assert!(r.unverified.is_empty(), "{:?}", r.unverified);
     assert_eq!(target.count(ScoreRecord::KIND).unwrap(), keys.len() as u64);
@@ -219,10 +213,7 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
     let mut recompute = recompute_from(&other, &seen);
     let mut opts = MergeOptions::new(&mut recompute);
     opts.sample_per_model = usize::MAX;
-    let msg = format!(
-        "{:#}",
-        cache::merge(&target, &other, deltalogic::benchmarks::ALL, opts).unwrap_err()
-    );
+    let msg = format!("{:#}", cache::merge(&target, &other, opts).unwrap_err());
     assert!(
         msg.contains(&keys[3].short()) && msg.contains("differs") && msg.contains("nothing merged"),
         "{msg}"
@@ -236,7 +227,7 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
     let mut opts = MergeOptions::new(&mut recompute);
     opts.sample_per_model = usize::MAX;
     opts.tolerance = 0.6;
-    cache::merge(&target, &other, deltalogic::benchmarks::ALL, opts).unwrap();
+    cache::merge(&target, &other, opts).unwrap();
 }
 
 #[test]
@@ -250,7 +241,7 @@ fn the_sample_is_seeded() {
         let mut recompute = recompute_from(&other, &seen);
         let mut opts = MergeOptions::new(&mut recompute);
         opts.seed = seed;
-        cache::merge(&target, &other, deltalogic::benchmarks::ALL, opts).unwrap();
+        cache::merge(&target, &other, opts).unwrap();
         drop(recompute);
         seen.into_inner()
     };
@@ -268,13 +259,7 @@ fn scores_merged_without_a_check_are_marked_unverified() {
     // Ours before the merge: a score the cache also holds stays verified.
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     let mut unavailable = |_: &cache::Computed| Ok(None);
-    let r = cache::merge(
-        &target,
-        &other,
-        deltalogic::benchmarks::ALL,
-        MergeOptions::new(&mut unavailable),
-    )
-    .unwrap();
+    let r = cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap();
     let m1 = model_id("m1").short();
     assert_eq!(r.unverified.get(&m1), Some(&keys.len()));
     assert_eq!(
@@ -295,7 +280,7 @@ fn scores_merged_without_a_check_are_marked_unverified() {
         };
         let mut opts = MergeOptions::new(&mut ok);
         opts.sample_per_model = 0;
-        cache::merge(&t2, &target, deltalogic::benchmarks::ALL, opts).unwrap();
+        cache::merge(&t2, &target, opts).unwrap();
         assert!(keys.iter().all(|k| t2.is_unverified(k).unwrap()));
     }
     // A store's own scores are never unverified.
@@ -369,13 +354,7 @@ fn a_schema_1_store_opened_read_only_is_read_in_memory_and_not_written() {
     // Merged into a schema 2 store, its values gain checksums there.
     let target = Store::open_write(&dir.path().join("new.redb")).unwrap();
     let mut unavailable = |_: &cache::Computed| Ok(None);
-    cache::merge(
-        &target,
-        &reg,
-        deltalogic::benchmarks::ALL,
-        MergeOptions::new(&mut unavailable),
-    )
-    .unwrap();
+    cache::merge(&target, &reg, MergeOptions::new(&mut unavailable)).unwrap();
     assert_eq!(
         target.get::<BaseItem>(&id).unwrap(),
         Some(item("Bob is red."))
@@ -819,13 +798,7 @@ fn a_forged_result_does_not_merge_and_leaves_the_store_unchanged() {
     let mut unavailable = |_: &cache::Computed| Ok(None);
     let msg = format!(
         "{:#}",
-        cache::merge(
-            &target,
-            &other,
-            deltalogic::benchmarks::ALL,
-            MergeOptions::new(&mut unavailable)
-        )
-        .unwrap_err()
+        cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap_err()
     );
     assert!(
         msg.contains(&forged.short()) && msg.contains("does not follow"),
@@ -864,13 +837,7 @@ fn an_honest_result_merges_after_it_is_re_derived() {
     let target = Store::open_write(&dir.path().join("t.redb")).unwrap();
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     let mut unavailable = |_: &cache::Computed| Ok(None);
-    let r = cache::merge(
-        &target,
-        &other,
-        deltalogic::benchmarks::ALL,
-        MergeOptions::new(&mut unavailable),
-    )
-    .unwrap();
+    let r = cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap();
     assert_eq!(r.results_derived, 1);
     assert!(cache::verify_results(&target, deltalogic::benchmarks::ALL)
         .unwrap()
@@ -901,13 +868,7 @@ fn a_result_without_its_scores_neither_merges_nor_reports() {
     let mut unavailable = |_: &cache::Computed| Ok(None);
     let msg = format!(
         "{:#}",
-        cache::merge(
-            &target,
-            &other,
-            deltalogic::benchmarks::ALL,
-            MergeOptions::new(&mut unavailable)
-        )
-        .unwrap_err()
+        cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap_err()
     );
     assert!(
         msg.contains(&rid.short()) && msg.contains("absent") && msg.contains("nothing merged"),

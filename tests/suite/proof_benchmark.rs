@@ -316,6 +316,15 @@ fn a_benchmark_defined_outside_the_crate_runs_end_to_end() {
     assert!(cache::verify_results(&shared, catalogue)
         .unwrap()
         .is_empty());
+
+    // Merged into another store, its numbers come along and its results re-derive there.
+    let other = Store::open_write(&dir.path().join("other.redb")).unwrap();
+    let mut unavailable = |_: &cache::Computed| Ok(None);
+    let mut opts = cache::MergeOptions::new(&mut unavailable);
+    opts.benchmarks = catalogue;
+    let merged = cache::merge(&other, &shared, opts).unwrap();
+    assert_eq!(merged.added["parity number"], 8);
+    assert_eq!(merged.results_derived, 2);
 }
 
 #[test]

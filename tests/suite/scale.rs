@@ -143,13 +143,7 @@ fn simulate(dir: &Path, n: usize) -> Simulation {
                 &s.label,
             )?)))
         };
-        let r = cache::merge(
-            &reg,
-            &incoming,
-            deltalogic::benchmarks::ALL,
-            MergeOptions::new(&mut recompute),
-        )
-        .unwrap();
+        let r = cache::merge(&reg, &incoming, MergeOptions::new(&mut recompute)).unwrap();
         assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
         assert!(r.unverified.is_empty(), "{:?}", r.unverified);
         merged_records += r.added.values().sum::<usize>();

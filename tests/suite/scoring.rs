@@ -110,12 +110,7 @@ fn a_second_model_and_added_episodes_compute_only_their_own_scores() {
 /// Merges with no model available to recompute a sample: every new score comes in unverified.
 fn merge_unchecked(reg: &Store, other: &Store) -> anyhow::Result<cache::MergeReport> {
     let mut unavailable = |_: &cache::Computed| Ok(None);
-    cache::merge(
-        reg,
-        other,
-        deltalogic::benchmarks::ALL,
-        cache::MergeOptions::new(&mut unavailable),
-    )
+    cache::merge(reg, other, cache::MergeOptions::new(&mut unavailable))
 }
 
 fn export(reg: &Store, model: &str, set: &str, to: &Path) {

@@ -157,13 +157,7 @@ fn merged_parts_equal_a_single_run() {
         }
         let incoming = cache::open_incoming(&merged, &path).unwrap();
         let mut recompute = recompute_from(&incoming);
-        let r = cache::merge(
-            &merged,
-            &incoming,
-            deltalogic::benchmarks::ALL,
-            MergeOptions::new(&mut recompute),
-        )
-        .unwrap();
+        let r = cache::merge(&merged, &incoming, MergeOptions::new(&mut recompute)).unwrap();
         assert!(
             r.conflicts.is_empty(),
             "parts share no key: {:?}",

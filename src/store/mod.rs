@@ -154,8 +154,7 @@ where
 
     /// Whether `key` is this record's id in a store of schema `schema`: its content id, unless
     /// the kind's ids changed with the schema.
-    fn keyed_by(&self, key: &Id, schema: u32) -> bool {
-        let _ = schema;
+    fn keyed_by(&self, key: &Id, _schema: u32) -> bool {
         self.id() == *key
     }
 

@@ -6,7 +6,7 @@ use crate::store::{self, canonical, Declared, Id, Kind, Record};
 use serde::Serialize;
 
 /// The runner's own record kinds.
-pub const KINDS: [Declared; 4] = [
+pub const KINDS: &[Declared] = &[
     Declared::of::<ModelRecord>(),
     Declared::of::<PromptRecord>(),
     Declared::of::<ScoreRecord>(),
@@ -16,7 +16,7 @@ pub const KINDS: [Declared; 4] = [
 /// Every record kind a store of `benchmarks`' sets holds: the store's own, the runner's, and the
 /// benchmarks' (what `cache verify`, `cache merge` and `cache stats` walk).
 pub fn kinds(benchmarks: Catalogue) -> Vec<Declared> {
-    let mut all: Vec<Declared> = store::KINDS.into_iter().chain(KINDS).collect();
+    let mut all: Vec<Declared> = store::KINDS.iter().chain(KINDS).copied().collect();
     for declared in benchmarks.kinds() {
         if !all.iter().any(|d| d.kind == declared.kind) {
             all.push(declared);

@@ -81,7 +81,7 @@ where
 }
 
 /// The store's own kinds: ingested files, base items, build specs, sets and results.
-pub const KINDS: [Declared; 5] = [
+pub const KINDS: &[Declared] = &[
     Declared::of::<SourceFile>(),
     Declared::of::<BaseItem>(),
     Declared::of::<StoredSpec>(),

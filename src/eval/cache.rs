@@ -219,10 +219,10 @@ impl<'a> MergeOptions<'a> {
 }
 
 /// Adds every record of `other` (a store of the sets of `opts.benchmarks`) that this store lacks.
-/// Nothing is written if `other` has any
-/// invalid record (checksum, archive, key hash), if a result it would add does not follow from
-/// the records the store would hold after the merge (ours first, then theirs: [`derive`]), or if
-/// a recomputed sample of its new scores differs beyond the tolerance. A model's new scores are
+/// Nothing is written if `other` has any invalid record (checksum, archive, key hash), if a
+/// result it would add does not follow from the records the store would hold after the merge
+/// (ours first, then theirs: [`derive`]), or if a recomputed sample of its new scores differs
+/// beyond the tolerance. A model's new scores are
 /// verified when its sample was recomputed and matched; otherwise they are added and marked
 /// unverified. Results are stored under their ids as this build derives them (a file of schema
 /// 2 keys them otherwise).

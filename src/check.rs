@@ -5,7 +5,7 @@ use crate::datasets::{BaseItem, Format};
 use crate::logic::fol;
 use crate::logic::folio::{self, Decision};
 use crate::logic::{english, solver, Label, World};
-use crate::store::{Id, Registry};
+use crate::store::{Id, Store};
 use anyhow::Result;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -93,7 +93,7 @@ impl DatasetCheck {
 }
 
 /// Checks every ingested item with a dataset label, per dataset (or only `only`).
-pub fn check(reg: &Registry, only: Option<&str>) -> Result<Vec<DatasetCheck>> {
+pub fn check(reg: &Store, only: Option<&str>) -> Result<Vec<DatasetCheck>> {
     let mut by_dataset: BTreeMap<String, Vec<(Id, BaseItem)>> = BTreeMap::new();
     for (id, item) in reg.all::<BaseItem>()? {
         if only.is_none_or(|d| d == item.origin.dataset) {
@@ -217,7 +217,7 @@ fn grammar_dataset(item: &BaseItem) -> bool {
 /// The refused sentences of every dataset written for the grammar (or of `only`, whatever it is),
 /// grouped by shape, the `limit` most frequent shapes kept: most distinct sentences first, then
 /// most questions blocked, then the shape's text.
-pub fn refusals(reg: &Registry, only: Option<&str>, limit: usize) -> Result<Vec<Refusals>> {
+pub fn refusals(reg: &Store, only: Option<&str>, limit: usize) -> Result<Vec<Refusals>> {
     let mut by_dataset: BTreeMap<String, Vec<BaseItem>> = BTreeMap::new();
     for (_, item) in reg.all::<BaseItem>()? {
         let wanted = match only {

@@ -4,9 +4,11 @@
 //! from a result's answers. The evaluation runner (`crate::eval`) drives every benchmark the same
 //! way; the report (`crate::report`) renders every benchmark's [`Evaluation`] the same way.
 //!
-//! Each benchmark lives in one folder holding its builder, prompts and metrics. Adding one means
-//! adding a folder and one line to [`ALL`]: the command line, its help and its errors list the
-//! benchmarks from there.
+//! Each benchmark lives in one folder holding its builder, prompts, record kind, metrics, figure
+//! panel and findings. Adding one means adding a folder and one line to [`ALL`]: the command line,
+//! its help and its errors list the benchmarks from there. A library user with a benchmark of its
+//! own passes a [`Catalogue`] holding it wherever a set's benchmark is looked up (reports,
+//! derivations, cache verification, merge and export); `tests/suite/proof_benchmark.rs` does.
 
 pub mod beliefr;
 pub mod clomo;
@@ -19,13 +21,14 @@ pub mod r#static;
 
 use crate::logic::Label;
 use crate::metrics::Metric;
-use crate::store::{Id, Kind, Registry, StoredSet};
+use crate::store::{Declared, Id, Store, StoredSet};
 use anyhow::{bail, Result};
 use prompts::TemplateRecord;
+use question::Question;
 use serde::Serialize;
 
-/// Every benchmark, by the name its sets carry.
-pub static ALL: &[&dyn Benchmark] = &[
+/// Every benchmark of the command line, by the name its sets carry.
+pub static ALL: Catalogue<'static> = Catalogue::new(&[
     &deltalogic::DeltaLogic,
     &beliefr::BeliefR,
     &robustlr::RobustLr,
@@ -33,31 +36,67 @@ pub static ALL: &[&dyn Benchmark] = &[
     &r#static::Static,
     &deduce::Deduce,
     &clomo::Clomo,
-];
+]);
 
-/// The benchmark whose sets carry `name`.
-pub fn named(name: &str) -> Result<&'static dyn Benchmark> {
-    match ALL.iter().find(|b| b.name() == name) {
-        Some(b) => Ok(*b),
-        None => bail!(
-            "unknown benchmark `{name}` (known: {})",
-            ALL.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
-        ),
-    }
+/// The benchmarks a store's sets may belong to, in registration order (the order of reports).
+#[derive(Clone, Copy)]
+pub struct Catalogue<'a> {
+    benchmarks: &'a [&'a dyn Benchmark],
 }
 
-/// The benchmark `deltalogic build <command>` builds.
-pub fn by_command(command: &str) -> Result<&'static dyn Benchmark> {
-    match ALL.iter().find(|b| b.command() == command) {
-        Some(b) => Ok(*b),
-        None => bail!("no benchmark `{command}` to build (known: {})", commands()),
+impl<'a> Catalogue<'a> {
+    pub const fn new(benchmarks: &'a [&'a dyn Benchmark]) -> Catalogue<'a> {
+        Catalogue { benchmarks }
     }
-}
 
-/// The words after `deltalogic build`, in registration order: `deltalogic, beliefr, …, clomo`.
-pub fn commands() -> String {
-    let words: Vec<&str> = ALL.iter().map(|b| b.command()).collect();
-    words.join(", ")
+    pub fn iter(&self) -> impl Iterator<Item = &'a dyn Benchmark> {
+        self.benchmarks.iter().copied()
+    }
+
+    /// The benchmark whose sets carry `name`.
+    pub fn named(&self, name: &str) -> Result<&'a dyn Benchmark> {
+        match self.iter().find(|b| b.name() == name) {
+            Some(b) => Ok(b),
+            None => bail!(
+                "unknown benchmark `{name}` (known: {})",
+                self.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+
+    /// Where `name` comes in registration order (reports list benchmarks so).
+    pub fn rank(&self, name: &str) -> Option<usize> {
+        self.iter().position(|b| b.name() == name)
+    }
+
+    /// The benchmark `deltalogic build <command>` builds.
+    pub fn by_command(&self, command: &str) -> Result<&'a dyn Benchmark> {
+        match self.iter().find(|b| b.command() == command) {
+            Some(b) => Ok(b),
+            None => bail!(
+                "no benchmark `{command}` to build (known: {})",
+                self.commands()
+            ),
+        }
+    }
+
+    /// The words after `deltalogic build`, in registration order: `deltalogic, beliefr, …`.
+    pub fn commands(&self) -> String {
+        let words: Vec<&str> = self.iter().map(|b| b.command()).collect();
+        words.join(", ")
+    }
+
+    /// The record kinds of these benchmarks: templates, and each benchmark's items (a kind
+    /// several share, such as [`Question`], once).
+    pub fn kinds(&self) -> Vec<Declared> {
+        let mut out = vec![Declared::of::<TemplateRecord>()];
+        for items in self.iter().map(|b| b.items()) {
+            if !out.iter().any(|d| d.kind == items.kind) {
+                out.push(items);
+            }
+        }
+        out
+    }
 }
 
 /// The command line of `deltalogic build <command>`: the benchmark's options under its word,
@@ -231,10 +270,10 @@ pub trait Benchmark: Sync {
     fn options(&self) -> clap::Command;
     /// Builds a named set of this benchmark into the store from its parsed [`Self::options`]
     /// (see [`parse_args`]).
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built>;
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built>;
     /// Builds from the words after `deltalogic build <command>`, parsed as the command line
     /// parses them.
-    fn build(&self, store: &Registry, words: &[String]) -> Result<Built> {
+    fn build(&self, store: &Store, words: &[String]) -> Result<Built> {
         let name = format!("deltalogic build {}", self.command());
         let options = build_command(self)
             .bin_name(&name)
@@ -245,30 +284,30 @@ pub trait Benchmark: Sync {
     /// asked with `plain-question`.
     fn prepare(
         &self,
-        store: &Registry,
+        store: &Store,
         set: &StoredSet,
         template: &str,
         _models: &Models,
     ) -> Result<Box<dyn Prepared>> {
         question::statement_questions(store, set, template)
     }
-    /// The records a set's members are and come from (their base items), for a self-contained
-    /// cache file. By default: the set's questions.
-    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
-        question::references(store, set)
+    /// The record kind of its sets' members (what they reference, such as their base items,
+    /// each record says: `Record::references`). By default: [`Question`].
+    fn items(&self) -> Declared {
+        Declared::of::<Question>()
     }
     /// Its items as JSON objects, one per set member in the set's order, for `deltalogic export
     /// items` (a benchmark whose items others can re-check exports them whole).
     /// By default: the set's questions.
-    fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
-        exported::<question::Question>(store, set)
+    fn export(&self, store: &Store, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
+        exported::<Question>(store, set)
     }
     /// Whether some of its requests go to a judge model (`score --judge` is refused otherwise).
     fn judged(&self) -> bool {
         false
     }
     /// The metrics of one result over the set's items, with seeded bootstrap intervals.
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation>;
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation>;
 }
 
 /// What a build made: a summary for `--json` and the same in words.
@@ -389,7 +428,7 @@ impl Evaluation {
 
 /// The members of `set` as JSON objects, each its record's fields after its `id`.
 pub fn exported<R: crate::store::Record + Serialize>(
-    store: &Registry,
+    store: &Store,
     set: &StoredSet,
 ) -> Result<Vec<serde_json::Value>>
 where
@@ -405,7 +444,7 @@ where
                 serde_json::Value::Object(fields) => object.extend(fields),
                 other => bail!(
                     "{} {} is not a JSON object: {other}",
-                    R::KIND.noun(),
+                    R::KIND.noun,
                     id.short()
                 ),
             }
@@ -415,7 +454,7 @@ where
 }
 
 /// Loads every member of a set as the record kind `R`, in the set's order.
-pub fn members<R: crate::store::Record>(store: &Registry, set: &StoredSet) -> Result<Vec<(Id, R)>>
+pub fn members<R: crate::store::Record>(store: &Store, set: &StoredSet) -> Result<Vec<(Id, R)>>
 where
     R::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>>
         + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
@@ -429,7 +468,7 @@ where
             None => bail!(
                 "{}: the set names a missing {} {}",
                 store.path().display(),
-                R::KIND.noun(),
+                R::KIND.noun,
                 id.short()
             ),
         })

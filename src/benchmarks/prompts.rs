@@ -20,7 +20,11 @@ pub struct TemplateRecord {
 }
 
 impl Record for TemplateRecord {
-    const KIND: Kind = Kind::Template;
+    const KIND: Kind = Kind {
+        table: "templates",
+        context: "deltalogic 2026-11-21 prompt template v1",
+        noun: "template",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(&(&self.name, &self.definition))
     }

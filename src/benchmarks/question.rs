@@ -3,7 +3,7 @@
 //! by [`Question::revises`], benchmarks whose second step is a fresh question over more premises
 //! (Belief-R step t+1 revises its step-t question).
 //!
-//! Stored under `Kind::Question`. A benchmark of single questions makes `Question`s, tags them,
+//! Stored as its own record kind ([`Question::KIND`]). A benchmark of single questions makes `Question`s, tags them,
 //! stores them with [`store_set`], asks them through [`Questions`] with one of its templates,
 //! and computes its metrics from [`QuestionRow`]s ([`rows`]); [`accuracy`] serves benchmarks
 //! without metrics of their own.
@@ -13,10 +13,11 @@ use super::{
     members, Answer, Answered, Column, Evaluation, Group, Panel, Prepared, Request, Role, RESAMPLES,
 };
 use crate::benchmarks::deltalogic::Premise;
+use crate::datasets::BaseItem;
 use crate::logic::Label;
 use crate::logic::Semantics;
 use crate::metrics::{estimate, Metric, Outcome};
-use crate::store::{canonical, Id, Kind, Names, Record, Registry, StoredSet, StoredSpec};
+use crate::store::{canonical, Id, Kind, Names, Record, Store, StoredSet, StoredSpec};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -104,7 +105,15 @@ impl Question {
 }
 
 impl Record for Question {
-    const KIND: Kind = Kind::Question;
+    const KIND: Kind = Kind {
+        table: "questions",
+        context: "deltalogic 2026-11-21 question v1",
+        noun: "question",
+    };
+    /// Its base item: provenance, outside its id.
+    fn references(&self) -> Vec<(Kind, Id)> {
+        vec![(BaseItem::KIND, self.base_item())]
+    }
     fn content(&self) -> Vec<u8> {
         canonical(self)
     }
@@ -174,7 +183,7 @@ impl Stored {
 /// Stores questions (checked first) and a set of them under `name`, in one transaction. The set's
 /// benchmark is the questions' own; every question must belong to it.
 pub fn store_set(
-    reg: &Registry,
+    reg: &Store,
     benchmark: &str,
     spec_json: String,
     questions: &[Question],
@@ -283,7 +292,7 @@ pub fn accuracy(
 }
 
 /// The rows of a result's answers: each question's gold answer beside the model's.
-pub fn rows(store: &Registry, answered: &[Answered]) -> Result<Vec<QuestionRow>> {
+pub fn rows(store: &Store, answered: &[Answered]) -> Result<Vec<QuestionRow>> {
     let ids: Vec<Id> = answered.iter().map(|a| a.item).collect();
     answered
         .iter()
@@ -319,7 +328,7 @@ pub struct Questions {
 
 impl Questions {
     pub fn new(
-        store: &Registry,
+        store: &Store,
         set: &StoredSet,
         template: Box<dyn QuestionTemplate>,
     ) -> Result<Questions> {
@@ -395,7 +404,7 @@ pub const STATEMENT_TEMPLATES: [&str; 1] = [STATEMENT_TEMPLATE_NAME];
 
 /// The questions of a set asked with the `plain-question` template.
 pub fn statement_questions(
-    store: &Registry,
+    store: &Store,
     set: &StoredSet,
     template: &str,
 ) -> Result<Box<dyn Prepared>> {
@@ -407,16 +416,6 @@ pub fn statement_questions(
         set,
         Box::new(plain_question()),
     )?))
-}
-
-/// The questions of a set and the base items they came from.
-pub fn references(store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
-    let mut out = Vec::new();
-    for (id, q) in members::<Question>(store, set)? {
-        out.push((Kind::Question, id));
-        out.push((Kind::BaseItem, q.base_item()));
-    }
-    Ok(out)
 }
 
 const ACCURACY: [Column; 1] = [Column {

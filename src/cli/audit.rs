@@ -3,7 +3,7 @@
 
 use super::emit;
 use crate::eval::{audit, models, ModelRecord};
-use crate::store::{Id, Registry};
+use crate::store::{Id, Store};
 use anyhow::{Context, Result};
 
 #[derive(clap::Args, Debug)]
@@ -22,7 +22,7 @@ pub struct Args {
     prompts: bool,
 }
 
-pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
+pub fn run(reg: &Store, json: bool, a: Args) -> Result<()> {
     let mut audit = audit::audit(reg, &a.result)?;
     if a.prompts {
         audit::attach_prompts(reg, &mut audit)?;

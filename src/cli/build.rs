@@ -3,7 +3,7 @@
 //! the command line, before any store is opened.
 
 use crate::benchmarks;
-use crate::store::Registry;
+use crate::store::Store;
 use anyhow::Result;
 
 #[derive(Debug)]
@@ -31,7 +31,7 @@ impl clap::FromArgMatches for Args {
 
 impl clap::Args for Args {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        let list = benchmarks::commands();
+        let list = benchmarks::ALL.commands();
         cmd.about(format!(
             "Build a named set of a benchmark: {list} (`deltalogic build <BENCHMARK> --help` \
              for its options)"
@@ -43,11 +43,7 @@ impl clap::Args for Args {
         .override_usage(format!(
             "deltalogic build <BENCHMARK> [OPTIONS]\n       BENCHMARK: {list}"
         ))
-        .subcommands(
-            benchmarks::ALL
-                .iter()
-                .map(|b| benchmarks::build_command(*b)),
-        )
+        .subcommands(benchmarks::ALL.iter().map(benchmarks::build_command))
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
@@ -55,8 +51,10 @@ impl clap::Args for Args {
     }
 }
 
-pub fn run(store: &Registry, json: bool, a: Args) -> Result<()> {
-    let built = benchmarks::by_command(&a.benchmark)?.build_parsed(store, &a.options)?;
+pub fn run(store: &Store, json: bool, a: Args) -> Result<()> {
+    let built = benchmarks::ALL
+        .by_command(&a.benchmark)?
+        .build_parsed(store, &a.options)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&built.summary)?);
     } else {

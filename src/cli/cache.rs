@@ -2,9 +2,10 @@
 
 use super::emit;
 use super::Access;
+use crate::benchmarks;
 use crate::eval::cache::{Computed, Recomputed};
-use crate::eval::{self, cache, models, PromptRecord};
-use crate::store::{Id, Kind, Names, Registry};
+use crate::eval::{self, cache, models, ModelRecord, PromptRecord};
+use crate::store::{Id, Names, Record, Store};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -94,8 +95,8 @@ impl std::error::Error for Conflicts {}
 /// Recomputes incoming scores with the models whose files are registered here, loading each
 /// once; `None` for a model this store cannot load.
 struct Recomputer<'a> {
-    store: &'a Registry,
-    incoming: &'a Registry,
+    store: &'a Store,
+    incoming: &'a Store,
     loaded: BTreeMap<Id, Option<eval::Engine<models::Loaded>>>,
 }
 
@@ -162,7 +163,7 @@ pub fn run_alone(json: bool, command: &Command) -> Result<()> {
 
 /// Runs the subcommands that read one file, the store's or another: no store is opened.
 pub fn run_file(file: &std::path::Path, json: bool, command: &Command) -> Result<()> {
-    let reg = Registry::open_read(file)?;
+    let reg = Store::open_read(file)?;
     reg.require_current()?;
     match command {
         Command::Verify { .. } => verify(&reg, json),
@@ -171,9 +172,10 @@ pub fn run_file(file: &std::path::Path, json: bool, command: &Command) -> Result
     }
 }
 
-fn verify(reg: &Registry, json: bool) -> Result<()> {
-    let mut r = cache::verify(reg)?;
-    r.problems.extend(cache::verify_results(reg)?);
+fn verify(reg: &Store, json: bool) -> Result<()> {
+    let mut r = cache::verify(reg, benchmarks::ALL)?;
+    r.problems
+        .extend(cache::verify_results(reg, benchmarks::ALL)?);
     emit(json, &r, || {
         for (k, c) in &r.kinds {
             println!("{k:<12} {} records, {} bad", c.records, c.bad);
@@ -188,8 +190,8 @@ fn verify(reg: &Registry, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn stats(reg: &Registry, json: bool) -> Result<()> {
-    let r = cache::stats(reg)?;
+fn stats(reg: &Store, json: bool) -> Result<()> {
+    let r = cache::stats(reg, benchmarks::ALL)?;
     emit(json, &r, || {
         println!("{}: {} bytes", r.file, r.bytes);
         for (k, n) in &r.records {
@@ -208,15 +210,15 @@ fn stats(reg: &Registry, json: bool) -> Result<()> {
 const HOW_TO_VERIFY: &str = "register the model file with `deltalogic model add FILE`, then \
      `deltalogic cache verify --recompute N` recomputes N of them and marks them verified";
 
-pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
+pub fn run(reg: &Store, json: bool, command: Command) -> Result<()> {
     match command {
         Command::Export { model, set, output } => {
             crate::store::guard_output(reg, &output, false)?;
             let id = reg
                 .lookup(Names::Models, &model)?
-                .map_or_else(|| reg.resolve(Kind::Model, &model), Ok)
+                .map_or_else(|| reg.resolve(ModelRecord::KIND, &model), Ok)
                 .with_context(|| format!("unknown model `{model}`"))?;
-            let (records, names) = eval::share::closure(reg, id, &set)?;
+            let (records, names) = eval::share::closure(reg, benchmarks::ALL, id, &set)?;
             let r = cache::export(reg, &records, &names, &output)?;
             emit(json, &r, || {
                 let total: usize = r.records.values().sum();

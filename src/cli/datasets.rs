@@ -2,7 +2,7 @@
 
 use super::emit;
 use crate::check;
-use crate::store::Registry;
+use crate::store::Store;
 use anyhow::Result;
 
 #[derive(clap::Subcommand, Debug)]
@@ -28,7 +28,7 @@ pub enum Command {
     },
 }
 
-pub fn run(store: &Registry, json: bool, c: Command) -> Result<()> {
+pub fn run(store: &Store, json: bool, c: Command) -> Result<()> {
     let Command::Check {
         dataset,
         list,

@@ -5,7 +5,7 @@ use super::Access;
 use crate::benchmarks::deltalogic::{EditType, Episode, Premise, BENCHMARK};
 use crate::benchmarks::members;
 use crate::datasets::BaseItem;
-use crate::store::{Id, Kind, Registry};
+use crate::store::{Id, Record, Store};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::io::Write;
@@ -58,7 +58,7 @@ pub struct Filter {
 }
 
 /// The episodes a filter selects, in id order.
-fn select(reg: &Registry, f: &Filter) -> Result<Vec<(Id, Episode)>> {
+fn select(reg: &Store, f: &Filter) -> Result<Vec<(Id, Episode)>> {
     let mut eps = match &f.set {
         Some(name) => {
             let Some((_, set)) = reg.set_by_name(name)? else {
@@ -93,7 +93,7 @@ struct ExportedEpisode<'a> {
     premises_after: Vec<Premise>,
 }
 
-pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
+pub fn run(reg: &Store, json: bool, command: Command) -> Result<()> {
     match command {
         Command::List(f) => list(reg, json, &f),
         Command::Show { id } => show(reg, json, &id),
@@ -106,7 +106,7 @@ pub fn run(reg: &Registry, json: bool, command: Command) -> Result<()> {
     }
 }
 
-fn list(reg: &Registry, json: bool, f: &Filter) -> Result<()> {
+fn list(reg: &Store, json: bool, f: &Filter) -> Result<()> {
     let eps = select(reg, f)?;
     if json {
         let rows: Vec<_> = eps
@@ -131,8 +131,8 @@ fn list(reg: &Registry, json: bool, f: &Filter) -> Result<()> {
     Ok(())
 }
 
-fn show(reg: &Registry, json: bool, id: &str) -> Result<()> {
-    let id = reg.resolve(Kind::Episode, id)?;
+fn show(reg: &Store, json: bool, id: &str) -> Result<()> {
+    let id = reg.resolve(Episode::KIND, id)?;
     let e = reg
         .get::<Episode>(&id)?
         .with_context(|| format!("episode {} vanished", id.short()))?;
@@ -174,7 +174,7 @@ fn show(reg: &Registry, json: bool, id: &str) -> Result<()> {
     Ok(())
 }
 
-fn export(reg: &Registry, filter: &Filter, output: Option<PathBuf>, force: bool) -> Result<()> {
+fn export(reg: &Store, filter: &Filter, output: Option<PathBuf>, force: bool) -> Result<()> {
     let eps = select(reg, filter)?;
     let mut lines = Vec::new();
     for (id, e) in &eps {

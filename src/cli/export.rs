@@ -8,7 +8,7 @@ use super::Access;
 use crate::benchmarks::{self, Models};
 use crate::eval::{ModelRecord, Normalisation};
 use crate::report::{self, lm_eval};
-use crate::store::{Id, Registry};
+use crate::store::{Id, Store};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::PathBuf;
@@ -65,7 +65,7 @@ impl Command {
     }
 }
 
-pub fn run(reg: &Registry, command: Command) -> Result<()> {
+pub fn run(reg: &Store, command: Command) -> Result<()> {
     match command {
         Command::Items { set, output, force } => items(reg, &set, output, force),
         Command::Samples {
@@ -78,11 +78,13 @@ pub fn run(reg: &Registry, command: Command) -> Result<()> {
     }
 }
 
-fn items(reg: &Registry, set: &str, output: Option<PathBuf>, force: bool) -> Result<()> {
+fn items(reg: &Store, set: &str, output: Option<PathBuf>, force: bool) -> Result<()> {
     let Some((_, stored)) = reg.set_by_name(set)? else {
         bail!("no set named `{set}` in {}", reg.path().display());
     };
-    let items = benchmarks::named(&stored.benchmark)?.export(reg, &stored)?;
+    let items = benchmarks::ALL
+        .named(&stored.benchmark)?
+        .export(reg, &stored)?;
     let mut lines = Vec::new();
     for item in &items {
         writeln!(lines, "{}", serde_json::to_string(item)?)?;
@@ -98,7 +100,7 @@ fn items(reg: &Registry, set: &str, output: Option<PathBuf>, force: bool) -> Res
 }
 
 fn samples(
-    reg: &Registry,
+    reg: &Store,
     set: &str,
     models: &[String],
     norm: &[String],
@@ -108,8 +110,8 @@ fn samples(
     let Some((_, stored)) = reg.set_by_name(set)? else {
         bail!("no set named `{set}` in {}", reg.path().display());
     };
-    let benchmark = benchmarks::named(&stored.benchmark)?;
-    let mut entries = report::entries(reg, models, &[set.to_string()])?;
+    let benchmark = benchmarks::ALL.named(&stored.benchmark)?;
+    let mut entries = report::entries(reg, benchmarks::ALL, models, &[set.to_string()])?;
     if !norm.is_empty() {
         let keep = Normalisation::parse_list(norm)?;
         entries.retain(|e| keep.iter().any(|n| n.as_str() == e.normalisation));

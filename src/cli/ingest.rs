@@ -2,7 +2,7 @@
 
 use super::emit;
 use crate::datasets::Format;
-use crate::store::{ingest, Registry};
+use crate::store::{ingest, Store};
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -15,7 +15,7 @@ pub struct Args {
     skip_bad: bool,
 }
 
-pub fn run(store: &Registry, json: bool, a: Args) -> Result<()> {
+pub fn run(store: &Store, json: bool, a: Args) -> Result<()> {
     let r = ingest::ingest(store, a.format, &a.path, a.skip_bad)?;
     emit(json, &r, || {
         for f in &r.files {

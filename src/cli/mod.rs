@@ -22,7 +22,7 @@ mod score;
 mod score_text;
 mod stats;
 
-use crate::store::Registry;
+use crate::store::Store;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
@@ -32,7 +32,7 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(name = "deltalogic", version, about, long_about = None)]
 pub struct Cli {
-    /// The registry database.
+    /// The store (a redb file).
     #[arg(
         long,
         global = true,
@@ -135,17 +135,17 @@ pub enum Access {
 }
 
 /// Opens the store as a command needs it.
-pub fn open(path: &std::path::Path, access: Access) -> Result<Registry> {
+pub fn open(path: &std::path::Path, access: Access) -> Result<Store> {
     match access {
         Access::Read => {
-            let store = Registry::open_read(path)?;
+            let store = Store::open_read(path)?;
             store.require_current()?;
             Ok(store)
         }
         // Commands that only add bookkeeping (a figure's record) to a store never create one;
         // an existing store opens for writing whatever state it was left in.
-        Access::Update => Registry::open_existing(path),
-        Access::Create => Registry::open_write(path),
+        Access::Update => Store::open_existing(path),
+        Access::Create => Store::open_write(path),
     }
 }
 

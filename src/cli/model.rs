@@ -4,7 +4,7 @@ use super::emit;
 use super::Access;
 use crate::eval::{models, ModelRecord};
 use crate::model::scorer::Backend;
-use crate::store::{Names, Registry};
+use crate::store::{Names, Store};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -104,7 +104,7 @@ pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> 
         (None, Some(b)) => {
             let dir =
                 std::env::temp_dir().join(format!("deltalogic-inspect-{}", std::process::id()));
-            let id = Registry::open_write(&dir.join("inspect.store"))
+            let id = Store::open_write(&dir.join("inspect.store"))
                 .and_then(|reg| models::add(&reg, path, None, b));
             let _ = std::fs::remove_dir_all(&dir);
             Some(id?.0.to_string())
@@ -228,7 +228,7 @@ pub fn dev(c: &DevCommand) -> Result<()> {
     }
 }
 
-pub fn run(reg: &Registry, json: bool, c: Command) -> Result<()> {
+pub fn run(reg: &Store, json: bool, c: Command) -> Result<()> {
     match c {
         Command::Add {
             served: Some(url),

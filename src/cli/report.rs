@@ -1,8 +1,9 @@
 //! `deltalogic report`: every benchmark's tables for the stored results, and the figure.
 
 use super::output;
+use crate::benchmarks;
 use crate::report::{self, Format};
-use crate::store::Registry;
+use crate::store::Store;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 
@@ -29,8 +30,8 @@ pub struct Args {
     force: bool,
 }
 
-pub fn run(store: &Registry, json: bool, a: Args) -> Result<()> {
-    let mut entries = report::entries(store, &a.models, &a.sets)?;
+pub fn run(store: &Store, json: bool, a: Args) -> Result<()> {
+    let mut entries = report::entries(store, benchmarks::ALL, &a.models, &a.sets)?;
     if !a.norm.is_empty() {
         let keep = crate::eval::Normalisation::parse_list(&a.norm)?;
         entries.retain(|e| keep.iter().any(|n| n.as_str() == e.normalisation));
@@ -45,7 +46,7 @@ pub fn run(store: &Registry, json: bool, a: Args) -> Result<()> {
 }
 
 pub fn write_figure(
-    store: &Registry,
+    store: &Store,
     path: &std::path::Path,
     entries: &[report::Entry],
     force: bool,

@@ -5,10 +5,10 @@
 
 use super::output;
 use super::score::{self, RunArgs};
-use crate::benchmarks::deltalogic;
+use crate::benchmarks::{self, deltalogic};
 use crate::eval::{models, Normalisation};
 use crate::report::{self, robustness::Conclusion, Entry, Format};
-use crate::store::Registry;
+use crate::store::Store;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
@@ -27,7 +27,7 @@ struct Files {
     figure: PathBuf,
 }
 
-pub fn run(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
+pub fn run(reg: &Store, json: bool, a: RunArgs) -> Result<()> {
     let path = super::fetch::model(&super::fetch::models_dir()?, "smollm2", DEFAULT_MODEL_FILE)?;
     let backend = models::backend_for(&path, a.backend)?;
     let (model_id, _) = models::add(reg, &path, Some(DEFAULT_MODEL_NAME), backend)?;
@@ -42,6 +42,7 @@ pub fn run(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
     let out = score::score(reg, &args, json)?;
     let entries = report::entries(
         reg,
+        benchmarks::ALL,
         &[DEFAULT_MODEL_NAME.to_string()],
         &[DEFAULT_SET.to_string()],
     )?;
@@ -69,7 +70,7 @@ pub fn run(reg: &Registry, json: bool, a: RunArgs) -> Result<()> {
 
 /// The full report (every normalisation, every grouping) as Markdown, CSV and JSON, and the
 /// figure, beside the store.
-fn write_report(reg: &Registry, entries: &[Entry]) -> Result<Files> {
+fn write_report(reg: &Store, entries: &[Entry]) -> Result<Files> {
     let at = |suffix: &str| output::beside(reg, &format!("{}{suffix}", output::REPORT));
     let files = Files {
         markdown: at(".md"),

@@ -5,7 +5,7 @@ use super::progress::Bar;
 use crate::benchmarks;
 use crate::eval::{self, models, Normalisation, Outcome, Outcomes};
 use crate::model::scorer::Backend;
-use crate::store::{Id, Registry};
+use crate::store::{Id, Store};
 use anyhow::{bail, Context, Result};
 
 /// Checks a `--norm` value while the command line is parsed, before any store is opened.
@@ -97,7 +97,7 @@ impl Args {
 
 /// Scores a set with a model through the runner; each model (the one under test, the judge) is
 /// loaded only if something of it is missing.
-pub(super) fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
+pub(super) fn score(reg: &Store, a: &Args, json: bool) -> Result<Scored> {
     let (model_id, record) = models::resolve(reg, &a.model)?;
     let judge = a
         .judge
@@ -111,7 +111,7 @@ pub(super) fn score(reg: &Registry, a: &Args, json: bool) -> Result<Scored> {
             reg.path().display()
         );
     };
-    let benchmark = benchmarks::named(&stored.benchmark)?;
+    let benchmark = benchmarks::ALL.named(&stored.benchmark)?;
     let template = a.template.as_deref().unwrap_or(benchmark.templates()[0]);
     let load = |id: Id| -> Result<eval::Engine<models::Loaded>> {
         crate::model::scorer::set_threads(a.threads)?;
@@ -197,7 +197,7 @@ pub(super) fn print(scored: &Scored) {
     }
 }
 
-pub fn run(reg: &Registry, json: bool, a: Args) -> Result<()> {
+pub fn run(reg: &Store, json: bool, a: Args) -> Result<()> {
     let out = score(reg, &a, json)?;
     super::emit(json, &out, || print(&out))
 }

@@ -3,7 +3,7 @@
 use super::emit;
 use crate::benchmarks::deltalogic::Episode;
 use crate::datasets::BaseItem;
-use crate::store::{Id, Names, Registry, SourceFile};
+use crate::store::{Id, Names, SourceFile, Store};
 use anyhow::Result;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -26,7 +26,7 @@ struct SetStats {
     members: usize,
 }
 
-fn stats(reg: &Registry) -> Result<Stats> {
+fn stats(reg: &Store) -> Result<Stats> {
     let mut items_per_dataset = BTreeMap::new();
     for (_, item) in reg.all::<BaseItem>()? {
         *items_per_dataset.entry(item.origin.dataset).or_insert(0) += 1;
@@ -60,7 +60,7 @@ fn stats(reg: &Registry) -> Result<Stats> {
     })
 }
 
-pub fn run(store: &Registry, json: bool) -> Result<()> {
+pub fn run(store: &Store, json: bool) -> Result<()> {
     let s = stats(store)?;
     emit(json, &s, || {
         println!("store: {}", s.store);

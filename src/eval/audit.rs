@@ -6,7 +6,7 @@ use super::{
     Engine, GenerationRecord, LanguageModel, PromptRecord, ResultRecord, ScoreRecord, StopReason,
 };
 use crate::benchmarks::Decoding;
-use crate::store::{Id, Kind, Registry, StoredSet};
+use crate::store::{Id, Record, Store, StoredSet};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -66,8 +66,8 @@ pub struct Audit {
 }
 
 /// Every score and generation a result read, and nothing else, item by item and turn by turn.
-pub fn audit(reg: &Registry, prefix: &str) -> Result<Audit> {
-    let rid = reg.resolve(Kind::Result, prefix)?;
+pub fn audit(reg: &Store, prefix: &str) -> Result<Audit> {
+    let rid = reg.resolve(ResultRecord::KIND, prefix)?;
     let r = reg
         .get::<ResultRecord>(&rid)?
         .with_context(|| format!("result {} vanished", rid.short()))?;
@@ -148,7 +148,7 @@ pub fn audit(reg: &Registry, prefix: &str) -> Result<Audit> {
 }
 
 /// Fills in every line's prompt text from the store.
-pub fn attach_prompts(reg: &Registry, audit: &mut Audit) -> Result<()> {
+pub fn attach_prompts(reg: &Store, audit: &mut Audit) -> Result<()> {
     for line in &mut audit.scores {
         line.prompt_text = Some(prompt_text(reg, line.key, line.prompt)?);
     }
@@ -158,7 +158,7 @@ pub fn attach_prompts(reg: &Registry, audit: &mut Audit) -> Result<()> {
     Ok(())
 }
 
-fn prompt_text(reg: &Registry, key: Id, prompt: Id) -> Result<String> {
+fn prompt_text(reg: &Store, key: Id, prompt: Id) -> Result<String> {
     let record = reg.get::<PromptRecord>(&prompt)?.with_context(|| {
         format!(
             "record {} names a missing prompt {}",
@@ -219,7 +219,7 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 /// with the stored records: bit for bit for our engine, within `served_tolerance` for a served
 /// model (a server is not bit-reproducible; the figure is reported either way).
 pub fn verify<M: LanguageModel>(
-    reg: &Registry,
+    reg: &Store,
     audit: &Audit,
     mut load: impl FnMut(Id) -> Result<Engine<M>>,
     k: usize,

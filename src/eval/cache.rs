@@ -2,71 +2,20 @@
 //! with the prompts, templates, items, sets and models they refer to, see [`super::share`]).
 //! Merging is a union of content-addressed records: a key already present with a different score
 //! is a conflict, reported and never overwritten. This lives with the runner, not the store: the
-//! store copies records by kind; checking that a record hashes to its key, and recomputing a
-//! score, needs every record type and the model.
+//! store copies records by kind; the kinds to walk are the store's, the runner's and the
+//! benchmarks' declarations ([`kinds`]), and recomputing a score needs the model.
 
 use super::generate::Generated;
-use super::records::same_bits;
-use super::{
-    derive, GenerationRecord, ModelRecord, PromptRecord, ResultRecord, ScoreRecord, ServedRecord,
-};
-use crate::benchmarks::clomo::ClomoItem;
-use crate::benchmarks::deltalogic::Episode;
-use crate::benchmarks::prompts::TemplateRecord;
-use crate::benchmarks::question::Question;
-use crate::datasets::BaseItem;
+use super::records::{kinds, same_bits};
+use super::{derive, GenerationRecord, ModelRecord, ResultRecord, ScoreRecord};
+use crate::benchmarks::Catalogue;
 use crate::store::{
-    decode, same_file, Id, Kind, Names, Record, Registry, SourceFile, StoredSet, StoredSpec, Writer,
+    decode, same_file, Declared, Id, Kind, Names, Record, Store, StoredSet, Writer,
 };
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// Decodes (validating the archive) and checks that the key is the hash of the content. A
-/// result in a store of schema 2 may be keyed by its schema 2 id ([`ResultRecord::legacy_id`]).
-pub fn check(reg: &Registry, kind: Kind, id: &Id, bytes: &[u8]) -> Result<()> {
-    fn go<R: Record>(path: &Path, id: &Id, bytes: &[u8], also: impl Fn(&R) -> bool) -> Result<R>
-    where
-        R::Archived: for<'a> rkyv::bytecheck::CheckBytes<
-                rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>,
-            > + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
-    {
-        let r: R = decode(bytes, path, id)?;
-        if r.id() != *id && !also(&r) {
-            bail!(
-                "{}: {} {} does not hash to its key",
-                path.display(),
-                R::KIND.noun(),
-                id.short()
-            );
-        }
-        Ok(r)
-    }
-    let path = reg.path();
-    match kind {
-        Kind::SourceFile => go::<SourceFile>(path, id, bytes, |_| false).map(drop),
-        Kind::BaseItem => go::<BaseItem>(path, id, bytes, |_| false).map(drop),
-        Kind::Episode => go::<Episode>(path, id, bytes, |_| false).map(drop),
-        Kind::EpisodeSet => go::<StoredSet>(path, id, bytes, |_| false).map(drop),
-        Kind::BuildSpec => go::<StoredSpec>(path, id, bytes, |_| false).map(drop),
-        Kind::Model => go::<ModelRecord>(path, id, bytes, |_| false).map(drop),
-        Kind::Template => go::<TemplateRecord>(path, id, bytes, |_| false).map(drop),
-        Kind::Prompt => go::<PromptRecord>(path, id, bytes, |_| false).map(drop),
-        Kind::Score => go::<ScoreRecord>(path, id, bytes, |_| false).map(drop),
-        Kind::Result => go::<ResultRecord>(path, id, bytes, |r| {
-            reg.schema_version() < 3 && r.legacy_id() == *id
-        })
-        .map(drop),
-        Kind::Question => go::<Question>(path, id, bytes, |_| false).map(drop),
-        Kind::Generation => go::<GenerationRecord>(path, id, bytes, |_| false).map(drop),
-        Kind::Problem => {
-            go::<crate::benchmarks::deduce::Problem>(path, id, bytes, |_| false).map(drop)
-        }
-        Kind::ClomoItem => go::<ClomoItem>(path, id, bytes, |_| false).map(drop),
-        Kind::Served => go::<ServedRecord>(path, id, bytes, |_| false).map(drop),
-    }
-}
 
 #[derive(Debug, Default, Serialize)]
 pub struct KindCount {
@@ -81,19 +30,23 @@ pub struct VerifyReport {
     pub problems: Vec<String>,
 }
 
-/// Checks every record of a store: its checksum (schema 2; a schema 1 file has none), a valid
-/// archive, and a key that is the hash of its content.
-pub fn verify(reg: &Registry) -> Result<VerifyReport> {
+/// Checks every record of a store holding sets of `benchmarks`: its checksum (schema 2; a schema
+/// 1 file has none), a valid archive, and a key that is the hash of its content (each kind as
+/// declared: [`Declared::check`]).
+pub fn verify(reg: &Store, benchmarks: Catalogue) -> Result<VerifyReport> {
     let mut report = VerifyReport {
         file: reg.path().display().to_string(),
         kinds: BTreeMap::new(),
         problems: Vec::new(),
     };
-    for kind in Kind::ALL {
-        let count = report.kinds.entry(kind.noun().to_string()).or_default();
-        for (id, body) in reg.scan(kind)? {
+    for declared in kinds(benchmarks) {
+        let count = report
+            .kinds
+            .entry(declared.kind.noun.to_string())
+            .or_default();
+        for (id, body) in reg.scan(declared.kind)? {
             count.records += 1;
-            if let Err(e) = body.and_then(|b| check(reg, kind, &id, &b)) {
+            if let Err(e) = body.and_then(|b| declared.check(reg, &id, &b)) {
                 count.bad += 1;
                 report.problems.push(format!("{e:#}"));
             }
@@ -101,14 +54,11 @@ pub fn verify(reg: &Registry) -> Result<VerifyReport> {
     }
     for names in Names::ALL {
         for (name, id) in reg.names(names)? {
-            let kind = match names {
-                Names::Sets => Kind::EpisodeSet,
-                Names::Models => Kind::Model,
-            };
+            let kind = named_kind(names);
             if reg.raw_get(kind, &id)?.is_none() {
                 report.problems.push(format!(
                     "name `{name}` points to a missing {} {}",
-                    kind.noun(),
+                    kind.noun,
                     id.short()
                 ));
             }
@@ -117,16 +67,24 @@ pub fn verify(reg: &Registry) -> Result<VerifyReport> {
     Ok(report)
 }
 
+/// The kind of record a table of names points at.
+fn named_kind(names: Names) -> Kind {
+    match names {
+        Names::Sets => StoredSet::KIND,
+        Names::Models => ModelRecord::KIND,
+    }
+}
+
 /// Re-derives every result of a store from the records it holds ([`derive::derive`]): the
 /// problems, one per result that does not follow, naming it. Results whose records do not
 /// verify are left to [`verify`].
-pub fn verify_results(reg: &Registry) -> Result<Vec<String>> {
+pub fn verify_results(reg: &Store, benchmarks: Catalogue) -> Result<Vec<String>> {
     let mut problems = Vec::new();
-    for (id, body) in reg.scan(Kind::Result)? {
+    for (id, body) in reg.scan(ResultRecord::KIND)? {
         let Ok(r) = body.and_then(|b| decode::<ResultRecord>(&b, reg.path(), &id)) else {
             continue;
         };
-        if let Err(e) = derive::derive(reg, &r) {
+        if let Err(e) = derive::derive(reg, benchmarks, &r) {
             problems.push(format!(
                 "{}: result {} does not follow from the records it names: {e:#}",
                 reg.path().display(),
@@ -160,7 +118,7 @@ pub struct MergeReport {
 
 /// Opens a cache file to merge into `reg`, read-only; the store itself (under any path or link)
 /// is refused.
-pub fn open_incoming(reg: &Registry, path: &Path) -> Result<Registry> {
+pub fn open_incoming(reg: &Store, path: &Path) -> Result<Store> {
     if same_file(reg.path(), path) {
         bail!(
             "{}: is the store itself ({}); nothing to merge",
@@ -168,7 +126,7 @@ pub fn open_incoming(reg: &Registry, path: &Path) -> Result<Registry> {
             reg.path().display()
         );
     }
-    let other = Registry::open_read(path)?;
+    let other = Store::open_read(path)?;
     other.require_current()?;
     Ok(other)
 }
@@ -183,8 +141,8 @@ pub enum Computed {
 impl Computed {
     fn decode(kind: Kind, path: &Path, id: &Id, bytes: &[u8]) -> Result<Option<Computed>> {
         Ok(match kind {
-            Kind::Score => Some(Computed::Score(decode(bytes, path, id)?)),
-            Kind::Generation => Some(Computed::Generation(decode(bytes, path, id)?)),
+            ScoreRecord::KIND => Some(Computed::Score(decode(bytes, path, id)?)),
+            GenerationRecord::KIND => Some(Computed::Generation(decode(bytes, path, id)?)),
             _ => None,
         })
     }
@@ -242,29 +200,35 @@ pub struct MergeOptions<'a> {
     /// Largest accepted |difference| of one log-prob.
     pub tolerance: Tolerance,
     pub recompute: &'a mut Recompute<'a>,
+    /// The benchmarks whose sets the incoming file may hold: its records are checked, and its
+    /// results re-derived, by them.
+    pub benchmarks: Catalogue<'a>,
 }
 
 impl<'a> MergeOptions<'a> {
-    /// 8 scores per model, seed 0, bit for bit.
+    /// 8 scores per model, seed 0, bit for bit, the command line's benchmarks.
     pub fn new(recompute: &'a mut Recompute<'a>) -> MergeOptions<'a> {
         MergeOptions {
             sample_per_model: 8,
             seed: 0,
             tolerance: Tolerance::DEFAULT,
             recompute,
+            benchmarks: crate::benchmarks::ALL,
         }
     }
 }
 
-/// Adds every record of `other` that this store lacks. Nothing is written if `other` has any
-/// invalid record (checksum, archive, key hash), if a result it would add does not follow from
-/// the records the store would hold after the merge (ours first, then theirs: [`derive`]), or if
-/// a recomputed sample of its new scores differs beyond the tolerance. A model's new scores are
+/// Adds every record of `other` (a store of the sets of `opts.benchmarks`) that this store lacks.
+/// Nothing is written if `other` has any invalid record (checksum, archive, key hash), if a
+/// result it would add does not follow from the records the store would hold after the merge
+/// (ours first, then theirs: [`derive`]), or if a recomputed sample of its new scores differs
+/// beyond the tolerance. A model's new scores are
 /// verified when its sample was recomputed and matched; otherwise they are added and marked
 /// unverified. Results are stored under their ids as this build derives them (a file of schema
 /// 2 keys them otherwise).
-pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Result<MergeReport> {
-    let problems = verify(other)?.problems;
+pub fn merge(reg: &Store, other: &Store, mut opts: MergeOptions<'_>) -> Result<MergeReport> {
+    let benchmarks = opts.benchmarks;
+    let problems = verify(other, benchmarks)?.problems;
     if !problems.is_empty() {
         bail!(
             "{}: {} invalid record(s); nothing merged:\n  {}",
@@ -283,10 +247,10 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
     // New scores and generations per model, in key order.
     let mut new_scores: BTreeMap<Id, Vec<(Id, Computed)>> = BTreeMap::new();
     let mut results = Vec::new();
-    for kind in Kind::ALL {
+    for Declared { kind, .. } in kinds(benchmarks) {
         for (id, bytes) in other.raw_all(kind)? {
             let id = match kind {
-                Kind::Result => {
+                ResultRecord::KIND => {
                     let r: ResultRecord = decode(&bytes, other.path(), &id)?;
                     let ours = r.id();
                     results.push((ours, r));
@@ -304,7 +268,7 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
                 Some(ours) => {
                     *report
                         .already_present
-                        .entry(kind.noun().to_string())
+                        .entry(kind.noun.to_string())
                         .or_default() += 1;
                     if ours == bytes {
                         continue;
@@ -313,7 +277,7 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
                     let b = Computed::decode(kind, other.path(), &id, &bytes)?;
                     if let Some(detail) = a.zip(b).and_then(|(a, b)| a.conflict(&b)) {
                         report.conflicts.push(Conflict {
-                            kind: kind.noun().into(),
+                            kind: kind.noun.into(),
                             key: id,
                             detail,
                         });
@@ -326,11 +290,11 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
     let after = reg.layered(other);
     let adding: BTreeSet<Id> = incoming
         .iter()
-        .filter(|(kind, _, _)| *kind == Kind::Result)
+        .filter(|(kind, _, _)| *kind == ResultRecord::KIND)
         .map(|(_, id, _)| *id)
         .collect();
     for (id, r) in results.iter().filter(|(id, _)| adding.contains(id)) {
-        derive::derive(&after, r).map_err(|e| {
+        derive::derive(&after, benchmarks, r).map_err(|e| {
             anyhow::anyhow!(
                 "{}: result {} (model {}, set {}, `{}`) does not follow from the records it \
                  names: {e:#}; nothing merged",
@@ -389,7 +353,7 @@ pub fn merge(reg: &Registry, other: &Registry, mut opts: MergeOptions<'_>) -> Re
 /// checked (0 when the model is not available here or no sample is asked for). Any difference
 /// is an error.
 fn check_sample(
-    other: &Registry,
+    other: &Store,
     model: Id,
     scores: &[(Id, Computed)],
     opts: &mut MergeOptions<'_>,
@@ -531,7 +495,7 @@ pub struct Rechecked {
 /// applies to a model whose sample it recomputed. A difference is an error naming the record;
 /// nothing is marked then.
 pub fn recheck_unverified(
-    reg: &Registry,
+    reg: &Store,
     per_model: usize,
     seed: u64,
     tolerance: Tolerance,
@@ -602,7 +566,7 @@ fn store(
     let mut added = BTreeMap::new();
     for (kind, id, bytes) in records {
         if w.put_raw(*kind, *id, bytes)? {
-            *added.entry(kind.noun().to_string()).or_default() += 1;
+            *added.entry(kind.noun.to_string()).or_default() += 1;
         }
     }
     for (table, name, id) in names {
@@ -621,7 +585,7 @@ pub struct ExportReport {
 /// provenance a generated set may lack) and `names` to a new cache file. What a cache file must
 /// hold to be self-contained is the caller's to say (`crate::eval::share`).
 pub fn export(
-    reg: &Registry,
+    reg: &Store,
     records: &BTreeSet<(Kind, Id)>,
     names: &[(Names, String, Id)],
     out: &Path,
@@ -644,7 +608,7 @@ pub fn export(
     let temp = crate::store::temp_beside(out, "partial");
     let _ = std::fs::remove_file(&temp);
     let written = (|| {
-        let target = Registry::open_write(&temp)?;
+        let target = Store::open_write(&temp)?;
         target.write(|w| store(w, &found, names))
     })()
     .and_then(|records| {
@@ -676,10 +640,11 @@ pub struct CacheStats {
     pub unverified_per_model: BTreeMap<String, usize>,
 }
 
-pub fn stats(reg: &Registry) -> Result<CacheStats> {
+/// What a store of `benchmarks`' sets holds.
+pub fn stats(reg: &Store, benchmarks: Catalogue) -> Result<CacheStats> {
     let mut records = BTreeMap::new();
-    for kind in Kind::ALL {
-        records.insert(kind.noun().to_string(), reg.count(kind)? as usize);
+    for Declared { kind, .. } in kinds(benchmarks) {
+        records.insert(kind.noun.to_string(), reg.count(kind)? as usize);
     }
     let mut scores_per_model = BTreeMap::new();
     let mut unverified_per_model = BTreeMap::new();

@@ -6,10 +6,10 @@
 //! where a result departs from it. A merge runs it on every incoming result against the store as
 //! it will be after the merge (`eval::cache::merge`), and `cache verify` on every stored result.
 
-use super::{ModelRecord, Normalisation, Pending, ResultRecord};
+use super::{GenerationRecord, ModelRecord, Normalisation, Pending, ResultRecord, ScoreRecord};
 use crate::benchmarks::prompts::TemplateRecord;
-use crate::benchmarks::{self, Answer, ModelInfo, Models};
-use crate::store::{Id, Kind, Record, Registry, StoredSet};
+use crate::benchmarks::{Answer, Catalogue, ModelInfo, Models};
+use crate::store::{Id, Record, Store, StoredSet};
 use anyhow::{bail, Context, Result};
 
 /// What a benchmark's prompts need of the model, as the result's template recorded it: a chat
@@ -60,10 +60,10 @@ fn judge_of(definition: &str, subject: Id) -> Id {
         .unwrap_or(subject)
 }
 
-/// Re-derives `r` from the records `reg` holds; an error says where it departs (the item and
-/// turn, and what differs) or which record it needs and the store lacks. The caller names the
-/// result.
-pub fn derive(reg: &Registry, r: &ResultRecord) -> Result<()> {
+/// Re-derives `r` from the records `reg` holds, its set's benchmark one of `benchmarks`; an error
+/// says where it departs (the item and turn, and what differs) or which record it needs and the
+/// store lacks. The caller names the result.
+pub fn derive(reg: &Store, benchmarks: Catalogue, r: &ResultRecord) -> Result<()> {
     let set = reg
         .get::<StoredSet>(&Id(r.set))?
         .with_context(|| format!("its set {} is absent", Id(r.set).short()))?;
@@ -72,7 +72,7 @@ pub fn derive(reg: &Registry, r: &ResultRecord) -> Result<()> {
         .with_context(|| format!("its template {} is absent", Id(r.template).short()))?;
     let norm = Normalisation::named(&r.normalisation)
         .with_context(|| format!("unknown normalisation `{}`", r.normalisation))?;
-    let benchmark = benchmarks::named(&set.benchmark)?;
+    let benchmark = benchmarks.named(&set.benchmark)?;
     let subject = Id(r.model);
     let judge = judge_of(&template.definition, subject);
     let info = Recorded {
@@ -132,15 +132,15 @@ pub fn derive(reg: &Registry, r: &ResultRecord) -> Result<()> {
                 );
             }
             let kind = match request {
-                Pending::Score { .. } => Kind::Score,
-                Pending::Generate { .. } => Kind::Generation,
+                Pending::Score { .. } => ScoreRecord::KIND,
+                Pending::Generate { .. } => GenerationRecord::KIND,
             };
             if let Some(absent) = reg.missing(kind, &keys)?.first() {
                 bail!(
                     "{}: it reads {} {}, which is absent: the result cannot be backed by its \
                      scores",
                     at(),
-                    kind.noun(),
+                    kind.noun,
                     absent.short()
                 );
             }

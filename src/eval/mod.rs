@@ -24,7 +24,7 @@ pub use records::{
 
 use crate::benchmarks::{Answer, Answered, Benchmark, Decoding, ModelInfo, Models, Request, Role};
 use crate::logic::Label;
-use crate::store::{Id, Kind, Record, Registry, StoredSet};
+use crate::store::{Id, Record, Store, StoredSet};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -232,7 +232,7 @@ impl Pending {
     }
 
     /// The slots (labels, or the one generation) whose records the store lacks.
-    fn missing(&self, reg: &Registry) -> Result<Vec<usize>> {
+    fn missing(&self, reg: &Store) -> Result<Vec<usize>> {
         Ok(match self {
             Pending::Score { keys, .. } => cached(reg, keys)?
                 .iter()
@@ -252,7 +252,7 @@ impl Pending {
     /// scored turn): their keys follow the labels' in the turn, filler by filler.
     fn answer(
         &self,
-        reg: &Registry,
+        reg: &Store,
         norm: Normalisation,
         content_free: &[&Pending],
     ) -> Result<(Turn, Answer)> {
@@ -277,7 +277,7 @@ impl Pending {
 
 /// Computes the missing records of batches of requests, loading each model on first need.
 struct Computer<'a, M, L: FnMut(Id) -> Result<Engine<M>>> {
-    reg: &'a Registry,
+    reg: &'a Store,
     models: BTreeMap<Id, Engine<M>>,
     load: L,
 }
@@ -286,7 +286,7 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L>
     /// A computer for one run: the template is stored first, so every result it leads to names
     /// a template the store holds.
     fn start(
-        reg: &'a Registry,
+        reg: &'a Store,
         load: L,
         template: &crate::benchmarks::prompts::TemplateRecord,
     ) -> Result<Computer<'a, M, L>> {
@@ -377,11 +377,11 @@ fn prompt_tokens<M: Generation>(model: &M, prompt: &str) -> Result<Vec<u32>> {
 }
 
 /// Reads stored scores; `None` for any missing.
-fn cached(reg: &Registry, keys: &[Id]) -> Result<Vec<Option<ScoreRecord>>> {
+fn cached(reg: &Store, keys: &[Id]) -> Result<Vec<Option<ScoreRecord>>> {
     keys.iter().map(|k| reg.get::<ScoreRecord>(k)).collect()
 }
 
-fn must(reg: &Registry, keys: &[Id]) -> Result<Vec<ScoreRecord>> {
+fn must(reg: &Store, keys: &[Id]) -> Result<Vec<ScoreRecord>> {
     cached(reg, keys)?
         .into_iter()
         .zip(keys)
@@ -391,7 +391,7 @@ fn must(reg: &Registry, keys: &[Id]) -> Result<Vec<ScoreRecord>> {
         .collect()
 }
 
-fn must_generation(reg: &Registry, key: Id) -> Result<GenerationRecord> {
+fn must_generation(reg: &Store, key: Id) -> Result<GenerationRecord> {
     reg.get::<GenerationRecord>(&key)?.ok_or_else(|| {
         anyhow!(
             "{}: generation {} is missing",
@@ -405,7 +405,7 @@ fn must_generation(reg: &Registry, key: Id) -> Result<GenerationRecord> {
 /// turn's text from its generation record). A scored turn whose scores the store does not hold
 /// all is refused: a result is shown only as far as its scores back it (whether its answers
 /// follow from them, `derive` checks).
-pub fn answered(reg: &Registry, row: &ResultRow) -> Result<Answered> {
+pub fn answered(reg: &Store, row: &ResultRow) -> Result<Answered> {
     let answers = row
         .turns
         .iter()
@@ -414,7 +414,7 @@ pub fn answered(reg: &Registry, row: &ResultRow) -> Result<Answered> {
             (Some(label), _) => {
                 // Every key a scored turn read, its labels' and the content-free ones alike.
                 let keys: Vec<Id> = t.keys.iter().map(|k| Id(*k)).collect();
-                if let Some(absent) = reg.missing(Kind::Score, &keys)?.first() {
+                if let Some(absent) = reg.missing(ScoreRecord::KIND, &keys)?.first() {
                     bail!(
                         "{}: item {}, turn {} reads score {}, which the store does not hold: \
                          the result cannot be backed by its scores (merge the cache file that \
@@ -489,7 +489,7 @@ impl Batch {
         self.scores.len() + self.generations.len()
     }
 
-    fn flush(&mut self, reg: &Registry) -> Result<()> {
+    fn flush(&mut self, reg: &Store) -> Result<()> {
         reg.write(|w| {
             for text in self.prompts.values() {
                 w.put(&PromptRecord { text: text.clone() })?;
@@ -536,7 +536,7 @@ fn finite(logprobs: &[f32], what: &str, prompt: Id) -> Result<()> {
 
 #[allow(clippy::too_many_arguments)]
 fn compute<M: LanguageModel>(
-    reg: &Registry,
+    reg: &Store,
     model: &M,
     model_id: Id,
     reqs: &[Pending],
@@ -741,7 +741,7 @@ pub struct Run<'a> {
 /// id)` is called only for a model with something to compute), each item's later turns made
 /// from its answers at the earlier ones. Stores and returns the result.
 pub fn run<M: LanguageModel>(
-    reg: &Registry,
+    reg: &Store,
     run: &Run,
     load: impl FnMut(Id) -> Result<Engine<M>>,
     progress: &mut dyn Progress,
@@ -766,7 +766,7 @@ pub fn run<M: LanguageModel>(
 /// normalisations pick different answers, later turns differ; requests they share are computed
 /// once, in one prefix tree per turn.
 pub fn run_each<M: LanguageModel>(
-    reg: &Registry,
+    reg: &Store,
     run: &Run,
     load: impl FnMut(Id) -> Result<Engine<M>>,
     progress: &mut dyn Progress,
@@ -852,7 +852,7 @@ fn turn_requests(
 /// [`run_each`] over the whole set or the run's part of it: the report and one result record
 /// per normalisation, not stored.
 fn answer<M: LanguageModel>(
-    reg: &Registry,
+    reg: &Store,
     run: &Run,
     load: impl FnMut(Id) -> Result<Engine<M>>,
     progress: &mut dyn Progress,

@@ -7,7 +7,7 @@ use crate::model::qmatmul;
 use crate::model::quant::GgmlType;
 use crate::model::scorer::{Backend, Scorer};
 use crate::model::transformer::State;
-use crate::store::{Id, Names, Record, Registry};
+use crate::store::{Id, Names, Record, Store};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -230,7 +230,7 @@ pub enum Added {
 /// model, and its recorded location becomes `path`; other files are a new model. Names the
 /// model `name` (default: the file stem).
 pub fn add(
-    reg: &Registry,
+    reg: &Store,
     path: &Path,
     name: Option<&str>,
     backend: Backend,
@@ -297,11 +297,11 @@ pub fn add(
 
 /// A model by name or fingerprint prefix. Reads the store only: commands that compute nothing
 /// never need the model's files (loading checks them, see [`Loaded::open`]).
-pub fn resolve(reg: &Registry, name: &str) -> Result<(Id, ModelRecord)> {
+pub fn resolve(reg: &Store, name: &str) -> Result<(Id, ModelRecord)> {
     let id = match reg.lookup(Names::Models, name)? {
         Some(id) => id,
         None => reg
-            .resolve(crate::store::Kind::Model, name)
+            .resolve(ModelRecord::KIND, name)
             .with_context(|| format!("unknown model `{name}` (see `deltalogic model list`)"))?,
     };
     let record = reg
@@ -381,7 +381,7 @@ struct Watched {
 
 /// What computes a registered model's records: its server (asked with `concurrency` requests in
 /// flight), or its files loaded after checking them ([`Loaded::open`]).
-pub fn engine(reg: &Registry, record: &ModelRecord, concurrency: usize) -> Result<Engine<Loaded>> {
+pub fn engine(reg: &Store, record: &ModelRecord, concurrency: usize) -> Result<Engine<Loaded>> {
     Ok(if super::served::is_served(record) {
         Engine::Served(super::served::Served::open(reg, record, concurrency)?)
     } else {

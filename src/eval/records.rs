@@ -1,8 +1,30 @@
-//! The records of scoring: models, templates, prompt texts, scores and results.
+//! The records of scoring: models, prompt texts, scores and generations; and every record kind
+//! a store holds, by layer ([`kinds`]).
 
-use crate::benchmarks::Decoding;
-use crate::store::{canonical, Id, Kind, Record};
+use crate::benchmarks::{Catalogue, Decoding};
+use crate::store::{self, canonical, Declared, Id, Kind, Record};
 use serde::Serialize;
+
+/// The runner's own record kinds.
+pub const KINDS: &[Declared] = &[
+    Declared::of::<ModelRecord>(),
+    Declared::of::<ServedRecord>(),
+    Declared::of::<PromptRecord>(),
+    Declared::of::<ScoreRecord>(),
+    Declared::of::<GenerationRecord>(),
+];
+
+/// Every record kind a store of `benchmarks`' sets holds: the store's own, the runner's, and the
+/// benchmarks' (what `cache verify`, `cache merge` and `cache stats` walk).
+pub fn kinds(benchmarks: Catalogue) -> Vec<Declared> {
+    let mut all: Vec<Declared> = store::KINDS.iter().chain(KINDS).copied().collect();
+    for declared in benchmarks.kinds() {
+        if !all.iter().any(|d| d.kind == declared.kind) {
+            all.push(declared);
+        }
+    }
+    all
+}
 
 /// A registered model. Its id is its fingerprint: the weights (for a GGUF file, the whole file,
 /// which also holds the tokenizer and the architecture config; for a Hugging Face directory,
@@ -25,7 +47,11 @@ pub struct ModelRecord {
 }
 
 impl Record for ModelRecord {
-    const KIND: Kind = Kind::Model;
+    const KIND: Kind = Kind {
+        table: "models",
+        context: "deltalogic 2026-11-21 model fingerprint v1",
+        noun: "model",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(&(
             &self.files_blake3,
@@ -33,6 +59,28 @@ impl Record for ModelRecord {
             &self.dtype,
             &self.scorer_version,
         ))
+    }
+    /// A served model's identity, which its fingerprint names as a local model's names its
+    /// files' bytes: a cache file carries it with the model.
+    fn references(&self) -> Vec<(Kind, Id)> {
+        self.served_identity()
+            .map(|id| (ServedRecord::KIND, id))
+            .into_iter()
+            .collect()
+    }
+}
+
+impl ModelRecord {
+    /// The id of a served model's [`ServedRecord`] (its `files_blake3`); `None` for a local
+    /// model, or a served one whose identity is not a hash (which no store written by
+    /// `model add --served` holds).
+    pub fn served_identity(&self) -> Option<Id> {
+        if self.backend != super::served::BACKEND {
+            return None;
+        }
+        blake3::Hash::from_hex(&self.files_blake3)
+            .ok()
+            .map(|h| Id(*h.as_bytes()))
     }
 }
 
@@ -64,7 +112,11 @@ pub struct ServedRecord {
 }
 
 impl Record for ServedRecord {
-    const KIND: Kind = Kind::Served;
+    const KIND: Kind = Kind {
+        table: "served",
+        context: "deltalogic 2026-11-26 served model identity v1",
+        noun: "served model",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(&(
             &self.model_id,
@@ -85,7 +137,11 @@ pub struct PromptRecord {
 }
 
 impl Record for PromptRecord {
-    const KIND: Kind = Kind::Prompt;
+    const KIND: Kind = Kind {
+        table: "prompts",
+        context: "deltalogic 2026-11-21 prompt text v1",
+        noun: "prompt",
+    };
     fn content(&self) -> Vec<u8> {
         self.text.as_bytes().to_vec()
     }
@@ -113,7 +169,7 @@ pub struct ScoreRecord {
 
 impl ScoreRecord {
     pub fn key(model: Id, prompt: Id, label: &str) -> Id {
-        Id::derive(Kind::Score, &canonical(&(model.hex(), prompt.hex(), label)))
+        Id::derive(Self::KIND, &canonical(&(model.hex(), prompt.hex(), label)))
     }
 
     pub fn sum(&self) -> f64 {
@@ -129,9 +185,19 @@ impl ScoreRecord {
 }
 
 impl Record for ScoreRecord {
-    const KIND: Kind = Kind::Score;
+    const KIND: Kind = Kind {
+        table: "scores",
+        context: "deltalogic 2026-11-21 score key v1",
+        noun: "score",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(&(Id(self.model).hex(), Id(self.prompt).hex(), &self.label))
+    }
+    fn references(&self) -> Vec<(Kind, Id)> {
+        vec![
+            (ModelRecord::KIND, Id(self.model)),
+            (PromptRecord::KIND, Id(self.prompt)),
+        ]
     }
 }
 
@@ -252,7 +318,7 @@ pub struct GenerationRecord {
 impl GenerationRecord {
     pub fn key(model: Id, prompt: Id, decoding: &Decoding) -> Id {
         Id::derive(
-            Kind::Generation,
+            Self::KIND,
             &canonical(&(model.hex(), prompt.hex(), "greedy", decoding)),
         )
     }
@@ -268,7 +334,11 @@ impl GenerationRecord {
 }
 
 impl Record for GenerationRecord {
-    const KIND: Kind = Kind::Generation;
+    const KIND: Kind = Kind {
+        table: "generations",
+        context: "deltalogic 2026-11-23 generation key v1",
+        noun: "generation",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(&(
             Id(self.model).hex(),
@@ -276,5 +346,50 @@ impl Record for GenerationRecord {
             "greedy",
             &self.decoding,
         ))
+    }
+    fn references(&self) -> Vec<(Kind, Id)> {
+        vec![
+            (ModelRecord::KIND, Id(self.model)),
+            (PromptRecord::KIND, Id(self.prompt)),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tables and contexts are part of the stored bytes (checksums cover the table, ids hash
+    /// under the context): every kind the command line knows keeps the ones schema 3 wrote (the
+    /// `served` kind, added without a schema change, keeps the one it was introduced with).
+    #[test]
+    fn every_kind_keeps_its_table_and_context() {
+        let declared: Vec<(&str, &str)> = kinds(crate::benchmarks::ALL)
+            .iter()
+            .map(|d| (d.kind.table, d.kind.context))
+            .collect();
+        let mut expected = vec![
+            ("sources", "deltalogic 2026-11-21 source file v1"),
+            ("items", "deltalogic 2026-11-21 base item v1"),
+            ("episodes", "deltalogic 2026-11-21 episode v1"),
+            ("sets", "deltalogic 2026-11-21 episode set v1"),
+            ("specs", "deltalogic 2026-11-21 build spec v1"),
+            ("models", "deltalogic 2026-11-21 model fingerprint v1"),
+            ("templates", "deltalogic 2026-11-21 prompt template v1"),
+            ("prompts", "deltalogic 2026-11-21 prompt text v1"),
+            ("scores", "deltalogic 2026-11-21 score key v1"),
+            ("results", "deltalogic 2026-11-30 result v2"),
+            ("questions", "deltalogic 2026-11-21 question v1"),
+            ("generations", "deltalogic 2026-11-23 generation key v1"),
+            ("problems", "deltalogic 2026-11-23 deduce problem v1"),
+            ("clomo_items", "deltalogic 2026-11-23 clomo item v1"),
+            ("served", "deltalogic 2026-11-26 served model identity v1"),
+        ];
+        let mut sorted = declared.clone();
+        sorted.sort();
+        expected.sort();
+        assert_eq!(sorted, expected);
+        sorted.dedup_by_key(|(table, _)| *table);
+        assert_eq!(sorted.len(), declared.len(), "one declaration per table");
     }
 }

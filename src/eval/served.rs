@@ -9,7 +9,7 @@ use super::{Batch, Pending, Progress, ScoreReport, BATCH};
 use crate::benchmarks::Decoding;
 use crate::served::completions::{self, Completed, Echoed, Finish};
 use crate::served::{probe, Endpoint};
-use crate::store::{Id, Names, Record, Registry};
+use crate::store::{Id, Names, Record, Store};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -62,7 +62,7 @@ pub struct Registered {
 
 /// Registers a served model after checking that the server serves `model_id` and passes the
 /// conformance probe. The same identity registered again (at another URL, say) is the same model.
-pub fn add(reg: &Registry, r: &Registration) -> Result<Registered> {
+pub fn add(reg: &Store, r: &Registration) -> Result<Registered> {
     let endpoint = Endpoint::new(r.url, r.model_id, r.api_key_env)?;
     let served = endpoint.served_models()?;
     if !served.iter().any(|m| m == r.model_id) {
@@ -159,10 +159,10 @@ fn tokenizer_identity(endpoint: &Endpoint, dir: Option<&Path>) -> Result<(String
 }
 
 /// The identity record of a served model.
-pub fn identity(reg: &Registry, record: &ModelRecord) -> Result<ServedRecord> {
-    let id = blake3::Hash::from_hex(&record.files_blake3)
-        .map(|h| Id(*h.as_bytes()))
-        .with_context(|| format!("served model {}: a malformed identity", record.id().short()))?;
+pub fn identity(reg: &Store, record: &ModelRecord) -> Result<ServedRecord> {
+    let id = record
+        .served_identity()
+        .with_context(|| format!("model {} is not served, or its identity is malformed", record.id().short()))?;
     reg.get::<ServedRecord>(&id)?.with_context(|| {
         format!(
             "served model {} ({}) has no identity record {} in {}",
@@ -195,7 +195,7 @@ pub struct Served {
 impl Served {
     /// The served model of `record`, asked at its recorded URL with `concurrency` requests in
     /// flight. Nothing is sent until something is asked.
-    pub fn open(reg: &Registry, record: &ModelRecord, concurrency: usize) -> Result<Served> {
+    pub fn open(reg: &Store, record: &ModelRecord, concurrency: usize) -> Result<Served> {
         let identity = identity(reg, record)?;
         Ok(Served {
             endpoint: Endpoint::new(
@@ -261,7 +261,7 @@ enum Ask {
 /// records committed every [`BATCH`]. On the first failure no new request is sent, the records
 /// already answered are committed, and the failure is reported.
 pub(super) fn compute(
-    reg: &Registry,
+    reg: &Store,
     served: &Served,
     model_id: Id,
     reqs: &[Pending],

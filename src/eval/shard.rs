@@ -16,7 +16,7 @@ use super::{LanguageModel, Progress, ScoreReport};
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::{Answer, Prepared, Request};
 use crate::logic::Label;
-use crate::store::{Id, Registry};
+use crate::store::{Id, Store};
 use anyhow::{bail, Context, Result};
 use std::str::FromStr;
 
@@ -155,7 +155,7 @@ pub(super) fn select(whole: Box<dyn Prepared>, shard: Shard) -> Result<Box<dyn P
 /// Scores the run's part of a set: its scores and generations are stored, no result (see the
 /// module's note).
 pub fn run<M: LanguageModel>(
-    reg: &Registry,
+    reg: &Store,
     run: &super::Run,
     load: impl FnMut(Id) -> Result<super::Engine<M>>,
     progress: &mut dyn Progress,

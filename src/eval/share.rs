@@ -1,17 +1,24 @@
 //! What a shared cache file holds: the results of a model on a set (every template and
 //! normalisation), with everything they refer to — scores, prompts, templates, the set, its spec,
-//! its members and their base items, the model record — so that it reports and audits alone.
+//! its members and what they come from, the models — so that it reports and audits alone.
 
-use super::{GenerationRecord, ResultRecord, ScoreRecord};
-use crate::benchmarks;
-use crate::store::{Id, Kind, Names, Record, Registry};
-use anyhow::{bail, Context, Result};
+use super::records::kinds;
+use super::{GenerationRecord, ModelRecord, ResultRecord, ScoreRecord};
+use crate::benchmarks::prompts::TemplateRecord;
+use crate::benchmarks::Catalogue;
+use crate::store::{Id, Kind, Names, Record, Store, StoredSet};
+use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeSet;
 
 /// The records and names to export for `model` on the set named `set_name`.
 pub type Closure = (BTreeSet<(Kind, Id)>, Vec<(Names, String, Id)>);
 
-pub fn closure(reg: &Registry, model: Id, set_name: &str) -> Result<Closure> {
+/// The results of `model` on the set named `set_name` and every record they reach: what the
+/// runner's records name (a result's template and each turn's scores or generation), the set's
+/// members (of its benchmark's kind), and from there what each record references as its kind
+/// declares it. A record the store lacks is left out (base items are provenance a generated set
+/// may lack).
+pub fn closure(reg: &Store, benchmarks: Catalogue, model: Id, set_name: &str) -> Result<Closure> {
     let (set_id, set) = reg
         .set_by_name(set_name)?
         .with_context(|| format!("no set named `{set_name}`"))?;
@@ -26,30 +33,35 @@ pub fn closure(reg: &Registry, model: Id, set_name: &str) -> Result<Closure> {
             model.short()
         );
     }
-    let mut wanted: BTreeSet<(Kind, Id)> = BTreeSet::new();
-    wanted.insert((Kind::Model, model));
-    // A served model's identity is what its fingerprint names, as a file's bytes are a local
-    // one's; a cache file carries it so that the model is described where it is merged.
-    if let Some(record) = reg.get::<super::ModelRecord>(&model)? {
-        if super::served::is_served(&record) {
-            wanted.insert((Kind::Served, super::served::identity(reg, &record)?.id()));
+    let items = benchmarks.named(&set.benchmark)?.items().kind;
+    let mut roots = vec![(ModelRecord::KIND, model), (StoredSet::KIND, set_id)];
+    roots.extend(set.member_ids().map(|id| (items, id)));
+    for (rid, r) in &results {
+        roots.push((ResultRecord::KIND, *rid));
+        roots.push((TemplateRecord::KIND, Id(r.template)));
+        for turn in r.rows.iter().flat_map(|row| &row.turns) {
+            let kind = match turn.answer.label() {
+                Some(_) => ScoreRecord::KIND,
+                None => GenerationRecord::KIND,
+            };
+            roots.extend(turn.keys.iter().map(|k| (kind, Id(*k))));
         }
     }
-    wanted.insert((Kind::EpisodeSet, set_id));
-    wanted.insert((Kind::BuildSpec, Id(set.spec)));
-    wanted.extend(benchmarks::named(&set.benchmark)?.references(reg, &set)?);
-    for (rid, r) in &results {
-        wanted.insert((Kind::Result, *rid));
-        wanted.insert((Kind::Template, Id(r.template)));
-        for key in r.keys() {
-            if let Some(s) = reg.get::<ScoreRecord>(&key)? {
-                wanted.insert((Kind::Score, key));
-                wanted.insert((Kind::Prompt, Id(s.prompt)));
-            } else if let Some(g) = reg.get::<GenerationRecord>(&key)? {
-                wanted.insert((Kind::Generation, key));
-                wanted.insert((Kind::Prompt, Id(g.prompt)));
-            }
+    let declared = kinds(benchmarks);
+    let mut wanted: BTreeSet<(Kind, Id)> = BTreeSet::new();
+    while let Some((kind, id)) = roots.pop() {
+        if wanted.contains(&(kind, id)) {
+            continue;
         }
+        let Some(body) = reg.raw_get(kind, &id)? else {
+            continue;
+        };
+        let declaration = declared
+            .iter()
+            .find(|d| d.kind == kind)
+            .ok_or_else(|| anyhow!("no declaration of the record kind `{}`", kind.table))?;
+        roots.extend(declaration.check(reg, &id, &body)?);
+        wanted.insert((kind, id));
     }
     let names = reg
         .names(Names::Models)?

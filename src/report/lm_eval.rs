@@ -16,7 +16,7 @@ use crate::eval::{
     self, ModelRecord, Normalisation, PromptRecord, ResultRecord, ScoreRecord, Turn,
 };
 use crate::logic::Label;
-use crate::store::{Id, Kind, Registry};
+use crate::store::{Id, Record, Store};
 use anyhow::{bail, ensure, Context, Result};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -57,7 +57,7 @@ fn task(entry: &Entry) -> String {
 }
 
 /// The score records `keys` name, in order.
-fn scores(reg: &Registry, rid: Id, keys: &[[u8; 32]]) -> Result<Vec<ScoreRecord>> {
+fn scores(reg: &Store, rid: Id, keys: &[[u8; 32]]) -> Result<Vec<ScoreRecord>> {
     keys.iter()
         .map(|k| {
             reg.get::<ScoreRecord>(&Id(*k))?.with_context(|| {
@@ -72,8 +72,8 @@ fn scores(reg: &Registry, rid: Id, keys: &[[u8; 32]]) -> Result<Vec<ScoreRecord>
 }
 
 /// The result behind a report entry.
-pub fn result(reg: &Registry, entry: &Entry) -> Result<(Id, ResultRecord)> {
-    let rid = reg.resolve(Kind::Result, &entry.result_id)?;
+pub fn result(reg: &Store, entry: &Entry) -> Result<(Id, ResultRecord)> {
+    let rid = reg.resolve(ResultRecord::KIND, &entry.result_id)?;
     let r = reg
         .get::<ResultRecord>(&rid)?
         .with_context(|| format!("result {} vanished", rid.short()))?;
@@ -83,7 +83,7 @@ pub fn result(reg: &Registry, entry: &Entry) -> Result<(Id, ResultRecord)> {
 /// The files of result `rid` (`r`), shown in the report as `entry`, whose items `prepared` asks
 /// (the result's template) and `docs` describe (the benchmark's export, in the set's order).
 pub fn files(
-    reg: &Registry,
+    reg: &Store,
     entry: &Entry,
     (rid, r): (Id, &ResultRecord),
     prepared: &dyn Prepared,
@@ -177,7 +177,7 @@ struct Sample<'a> {
 }
 
 fn sample(
-    reg: &Registry,
+    reg: &Store,
     rid: Id,
     norm: Normalisation,
     s: Sample,
@@ -271,7 +271,7 @@ fn sample(
 /// lm-eval's `results_*.json` for one task: `acc` with lm-eval's standard error (sample
 /// standard deviation over √n), the benchmark's own metrics, and the configuration.
 fn results(
-    reg: &Registry,
+    reg: &Store,
     entry: &Entry,
     r: &ResultRecord,
     name: &str,

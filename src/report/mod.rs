@@ -13,9 +13,9 @@ pub use markdown::{cell, markdown};
 pub use svg::svg;
 
 use crate::benchmarks::prompts::TemplateRecord;
-use crate::benchmarks::{self, Evaluation};
+use crate::benchmarks::{Catalogue, Evaluation};
 use crate::eval::{ModelRecord, ResultRecord};
-use crate::store::{Id, Names, Registry, StoredSet};
+use crate::store::{Id, Names, Store, StoredSet};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -55,7 +55,7 @@ pub fn render(entries: &[Entry], format: Format) -> Result<String> {
 }
 
 /// Display names of ids: the names pointing at them, else the short id.
-fn namer(reg: &Registry, names: Names) -> Result<BTreeMap<Id, String>> {
+fn namer(reg: &Store, names: Names) -> Result<BTreeMap<Id, String>> {
     let mut out: BTreeMap<Id, String> = BTreeMap::new();
     for (name, id) in reg.names(names)? {
         out.entry(id)
@@ -77,7 +77,7 @@ struct Selection {
 }
 
 impl Selection {
-    fn new(reg: &Registry, models: &[String], sets: &[String]) -> Result<Selection> {
+    fn new(reg: &Store, models: &[String], sets: &[String]) -> Result<Selection> {
         let resolve = |names: &[String], table: Names| -> Result<Option<Vec<Id>>> {
             if names.is_empty() {
                 return Ok(None);
@@ -135,16 +135,21 @@ impl Selection {
     }
 }
 
-fn template_name(reg: &Registry, id: [u8; 32]) -> Result<String> {
+fn template_name(reg: &Store, id: [u8; 32]) -> Result<String> {
     Ok(reg
         .get::<TemplateRecord>(&Id(id))?
         .map_or_else(|| Id(id).short(), |t| t.name))
 }
 
 /// Every stored result whose model and set are among the named ones (all models when none are
-/// named; without sets, only sets that a name points at now), evaluated by its benchmark, in the
-/// order benchmark, set, model, template, normalisation.
-pub fn entries(reg: &Registry, models: &[String], sets: &[String]) -> Result<Vec<Entry>> {
+/// named; without sets, only sets that a name points at now), evaluated by its benchmark (one of
+/// `benchmarks`), in the order benchmark, set, model, template, normalisation.
+pub fn entries(
+    reg: &Store,
+    benchmarks: Catalogue,
+    models: &[String],
+    sets: &[String],
+) -> Result<Vec<Entry>> {
     let sel = Selection::new(reg, models, sets)?;
     let mut out = Vec::new();
     for (rid, r) in reg.all::<ResultRecord>()? {
@@ -155,7 +160,7 @@ pub fn entries(reg: &Registry, models: &[String], sets: &[String]) -> Result<Vec
         let stored = reg.get::<StoredSet>(&set)?.with_context(|| {
             format!("result {} names a missing set {}", rid.short(), set.short())
         })?;
-        let benchmark = benchmarks::named(&stored.benchmark)?;
+        let benchmark = benchmarks.named(&stored.benchmark)?;
         let answered = r
             .rows
             .iter()
@@ -178,7 +183,7 @@ pub fn entries(reg: &Registry, models: &[String], sets: &[String]) -> Result<Vec
     }
     // Benchmarks in registration order, then by their settings; normalisations in their own
     // order (the paper's mean first).
-    let rank = |name: &str| benchmarks::ALL.iter().position(|b| b.name() == name);
+    let rank = |name: &str| benchmarks.rank(name);
     out.sort_by(|a, b| {
         (
             rank(&a.benchmark),

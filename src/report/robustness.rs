@@ -49,7 +49,8 @@ pub fn conclusions(entries: &[Entry]) -> Vec<Conclusion> {
             .or_default()
             .push(e);
     }
-    let rank = |name: &str| crate::benchmarks::ALL.iter().position(|b| b.name() == name);
+    // Benchmarks in the entries' order (registration order, as `entries` sorts them).
+    let rank = |name: &str| entries.iter().position(|e| e.benchmark == name);
     let mut keys: Vec<_> = groups.keys().copied().collect();
     keys.sort_by_key(|k| (rank(k.0), k.1, k.2));
     let mut out = Vec::new();

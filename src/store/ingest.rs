@@ -1,6 +1,6 @@
-//! `deltalogic ingest`: dataset files into the registry, all in one transaction.
+//! `deltalogic ingest`: dataset files into the store, all in one transaction.
 
-use super::{Id, Registry, SourceFile};
+use super::{Id, SourceFile, Store};
 use crate::datasets::{self, Format};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -26,7 +26,7 @@ pub struct IngestReport {
 
 /// Reads every file first; stores nothing unless all of them are acceptable (with `skip_bad`,
 /// malformed records are left out and counted instead).
-pub fn ingest(reg: &Registry, format: Format, path: &Path, skip_bad: bool) -> Result<IngestReport> {
+pub fn ingest(reg: &Store, format: Format, path: &Path, skip_bad: bool) -> Result<IngestReport> {
     let root = if path.is_dir() {
         path
     } else {

@@ -4,9 +4,9 @@
 //! - schema 2 -> 3: results are re-keyed under ids that cover their answers. Only keys change
 //!   (and so the checksums, which cover the key): no backup is made.
 
-use super::{checksum, legacy, Id, Kind, Record, Registry, META, SCHEMA_VERSION};
+use super::{checksum, legacy, Id, Record, ResultRecord, Store, META, SCHEMA_VERSION};
 use anyhow::{bail, Context, Result};
-use redb::ReadableTable;
+use redb::{ReadableTable, TableHandle};
 use std::path::{Path, PathBuf};
 
 /// Where the schema 1 file is kept: `registry.redb` -> `registry.redb.v1.bak`.
@@ -41,19 +41,15 @@ pub(super) fn backup_v1(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A schema 1 table's rows, as the rows to store in schema 2 (each under its kind and key, as an
-/// rkyv archive without its checksum). Results of both schema 1 kinds (DeltaLogic results in
+/// A schema 1 table's rows, as the rows to store in schema 2 (each under its table and key, as
+/// an rkyv archive without its checksum). Results of both schema 1 kinds (DeltaLogic results in
 /// `results`, question results in `question_results`) become the one result kind; every other
 /// table keeps its rows. Rows of every table are read before any is written.
-fn convert_v1(
-    table: &str,
-    kind: Kind,
-    rows: Vec<(Id, Vec<u8>)>,
-) -> Result<Vec<(Kind, Id, Vec<u8>)>> {
-    if kind != Kind::Result {
+fn convert_v1(table: &str, rows: Vec<(Id, Vec<u8>)>) -> Result<Vec<(String, Id, Vec<u8>)>> {
+    if table != legacy::EPISODE_RESULTS_V1 && table != legacy::QUESTION_RESULTS_V1 {
         return Ok(rows
             .into_iter()
-            .map(|(id, body)| (kind, id, body))
+            .map(|(id, body)| (table.to_string(), id, body))
             .collect());
     }
     rows.into_iter()
@@ -62,35 +58,41 @@ fn convert_v1(
             let bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&record).map_err(|e| {
                 anyhow::anyhow!("cannot encode upgraded result {}: {e}", key.short())
             })?;
-            Ok((Kind::Result, record.id(), bytes.to_vec()))
+            Ok((
+                ResultRecord::KIND.table.to_string(),
+                record.id(),
+                bytes.to_vec(),
+            ))
         })
         .collect()
 }
 
-pub(super) fn v1_to_current(reg: &Registry) -> Result<()> {
+pub(super) fn v1_to_current(reg: &Store) -> Result<()> {
     reg.transaction(|txn| {
         let mut rows = Vec::new();
-        let legacy_tables = [(legacy::QUESTION_RESULTS_V1, Kind::Result)];
-        let tables = Kind::ALL.map(|k| (k.table_name(), k));
-        for (name, kind) in tables.into_iter().chain(legacy_tables) {
+        // Every table of records the file holds, whatever their kind: the store knows its own
+        // tables of names and marks, not every benchmark's records.
+        let tables: Vec<String> = txn
+            .list_tables()?
+            .map(|t| t.name().to_string())
+            .filter(|name| super::is_record_table(name))
+            .collect();
+        for name in &tables {
             let def = redb::TableDefinition::<[u8; 32], &[u8]>::new(name);
-            let old: Vec<(Id, Vec<u8>)> = match txn.open_table(def) {
-                Ok(t) => t
-                    .iter()?
-                    .map(|e| e.map(|(k, v)| (Id(k.value()), v.value().to_vec())))
-                    .collect::<Result<_, _>>()?,
-                Err(redb::TableError::TableDoesNotExist(_)) => continue,
-                Err(e) => return Err(e.into()),
-            };
+            let old: Vec<(Id, Vec<u8>)> = txn
+                .open_table(def)?
+                .iter()?
+                .map(|e| e.map(|(k, v)| (Id(k.value()), v.value().to_vec())))
+                .collect::<Result<_, _>>()?;
             txn.delete_table(def)?;
             rows.extend(
-                convert_v1(name, kind, old).with_context(|| format!("migrating table `{name}`"))?,
+                convert_v1(name, old).with_context(|| format!("migrating table `{name}`"))?,
             );
         }
-        for (kind, id, body) in rows {
-            let table = kind.table_name();
-            txn.open_table(kind.table())?
-                .insert(&id.0, checksum::seal(table, &id.0, &body).as_slice())?;
+        for (table, id, body) in rows {
+            let def = redb::TableDefinition::<[u8; 32], &[u8]>::new(&table);
+            txn.open_table(def)?
+                .insert(&id.0, checksum::seal(&table, &id.0, &body).as_slice())?;
         }
         txn.open_table(META)?
             .insert("schema_version", SCHEMA_VERSION.to_le_bytes().as_slice())?;
@@ -114,12 +116,12 @@ pub(super) fn v1_to_current(reg: &Registry) -> Result<()> {
 
 /// Schema 2 -> 3: every result under the id that covers its answers. A value that fails its
 /// checksum or does not decode stays under its old key, for `cache verify` to report.
-pub(super) fn v2_to_v3(reg: &Registry) -> Result<()> {
+pub(super) fn v2_to_v3(reg: &Store) -> Result<()> {
     let mut rekeyed = 0;
     reg.transaction(|txn| {
-        let table = Kind::Result.table_name();
+        let table = ResultRecord::KIND.table;
         let mut moves = Vec::new();
-        match txn.open_table(Kind::Result.table()) {
+        match txn.open_table(ResultRecord::KIND.definition()) {
             Ok(t) => {
                 for entry in t.iter()? {
                     let (k, v) = entry?;
@@ -127,8 +129,7 @@ pub(super) fn v2_to_v3(reg: &Registry) -> Result<()> {
                     let Some(body) = checksum::unseal(table, &old.0, v.value()) else {
                         continue;
                     };
-                    let Ok(record) =
-                        rkyv::from_bytes::<super::ResultRecord, rkyv::rancor::Error>(body)
+                    let Ok(record) = rkyv::from_bytes::<ResultRecord, rkyv::rancor::Error>(body)
                     else {
                         continue;
                     };
@@ -141,7 +142,7 @@ pub(super) fn v2_to_v3(reg: &Registry) -> Result<()> {
             Err(redb::TableError::TableDoesNotExist(_)) => {}
             Err(e) => return Err(e.into()),
         }
-        let mut t = txn.open_table(Kind::Result.table())?;
+        let mut t = txn.open_table(ResultRecord::KIND.definition())?;
         for (old, new, body) in &moves {
             t.remove(&old.0)?;
             t.insert(&new.0, checksum::seal(table, &new.0, body).as_slice())?;

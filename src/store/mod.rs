@@ -1,7 +1,7 @@
-//! The registry: an embedded, content-addressed store (redb) of ingested files, base items,
-//! episodes and named episode sets.
+//! The store: an embedded, content-addressed database (redb) of records, one table per kind
+//! ([`Kind`], declared beside each record type), and of names pointing at them.
 //!
-//! Format, fixed by this module (see also `store/README.md`):
+//! Format, fixed by this module (drawn in `docs/registry.md`):
 //! - Every record's id is `blake3::derive_key(CONTEXT_OF_ITS_KIND, canonical JSON of its content)`.
 //!   The canonical encoding is serde_json of a struct whose fields are in declaration order and
 //!   whose maps are sorted vectors, so the same content has the same id on every machine.
@@ -10,16 +10,18 @@
 //!   through validated access (`bytecheck`) straight from the page, never trusted blindly.
 //! - A `meta` table holds the schema version; a database of another version is refused.
 //! - Every command writes in transactions, each atomic: a failure or interruption leaves the store
-//!   as of its last commit, which every command can read afterwards (see [`Registry::open_read`]).
+//!   as of its last commit, which every command can read afterwards (see [`Store::open_read`]).
 
 mod checksum;
 pub mod ingest;
+mod kind;
 mod legacy;
 mod migrate;
 mod outputs;
 mod records;
 mod shield;
 
+pub use kind::{Declared, Kind, KINDS};
 pub use outputs::{guard_output, record_output, same_file};
 pub use records::{ResultRecord, ResultRow, SourceFile, StoredSet, StoredSpec, Turn, TurnAnswer};
 
@@ -51,6 +53,13 @@ const UNVERIFIED: TableDefinition<[u8; 32], ()> = TableDefinition::new("unverifi
 /// Files this tool wrote: canonical path -> blake3 of the bytes written (see `outputs.rs`).
 const OUTPUTS: TableDefinition<&str, [u8; 32]> = TableDefinition::new("outputs");
 
+/// Whether a table of a store holds records (every table but the store's own of schema, names
+/// and marks).
+fn is_record_table(name: &str) -> bool {
+    let own = [META.name(), UNVERIFIED.name(), OUTPUTS.name()];
+    !own.contains(&name) && !Names::ALL.iter().any(|n| n.table().name() == name)
+}
+
 /// Tables of names: aliases pointing at content ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Names {
@@ -63,7 +72,7 @@ impl Names {
 
     pub fn noun(self) -> &'static str {
         match self {
-            Names::Sets => "episode set",
+            Names::Sets => "set",
             Names::Models => "model",
         }
     }
@@ -82,7 +91,7 @@ pub struct Id(pub [u8; 32]);
 
 impl Id {
     pub fn derive(kind: Kind, content: &[u8]) -> Id {
-        Id(blake3::derive_key(kind.context(), content))
+        Id(blake3::derive_key(kind.context, content))
     }
 
     pub fn hex(&self) -> String {
@@ -120,112 +129,6 @@ impl serde::Serialize for Id {
     }
 }
 
-/// The kinds of content-addressed records, each with its own key-derivation context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
-    SourceFile,
-    BaseItem,
-    Episode,
-    EpisodeSet,
-    BuildSpec,
-    Model,
-    Template,
-    Prompt,
-    Score,
-    Result,
-    Question,
-    Generation,
-    Problem,
-    ClomoItem,
-    Served,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 15] = [
-        Kind::SourceFile,
-        Kind::BaseItem,
-        Kind::Episode,
-        Kind::EpisodeSet,
-        Kind::BuildSpec,
-        Kind::Model,
-        Kind::Template,
-        Kind::Prompt,
-        Kind::Score,
-        Kind::Result,
-        Kind::Question,
-        Kind::Generation,
-        Kind::Problem,
-        Kind::ClomoItem,
-        Kind::Served,
-    ];
-
-    fn context(self) -> &'static str {
-        match self {
-            Kind::SourceFile => "deltalogic 2026-11-21 source file v1",
-            Kind::BaseItem => "deltalogic 2026-11-21 base item v1",
-            Kind::Episode => "deltalogic 2026-11-21 episode v1",
-            Kind::EpisodeSet => "deltalogic 2026-11-21 episode set v1",
-            Kind::BuildSpec => "deltalogic 2026-11-21 build spec v1",
-            Kind::Model => "deltalogic 2026-11-21 model fingerprint v1",
-            Kind::Template => "deltalogic 2026-11-21 prompt template v1",
-            Kind::Prompt => "deltalogic 2026-11-21 prompt text v1",
-            Kind::Score => "deltalogic 2026-11-21 score key v1",
-            Kind::Result => records::RESULT_CONTEXT,
-            Kind::Question => "deltalogic 2026-11-21 question v1",
-            Kind::Generation => "deltalogic 2026-11-23 generation key v1",
-            Kind::Problem => "deltalogic 2026-11-23 deduce problem v1",
-            Kind::ClomoItem => "deltalogic 2026-11-23 clomo item v1",
-            Kind::Served => "deltalogic 2026-11-26 served model identity v1",
-        }
-    }
-
-    /// How messages name a record of this kind.
-    pub fn noun(self) -> &'static str {
-        match self {
-            Kind::SourceFile => "source file",
-            Kind::BaseItem => "item",
-            Kind::Episode => "episode",
-            Kind::EpisodeSet => "episode set",
-            Kind::BuildSpec => "build spec",
-            Kind::Model => "model",
-            Kind::Template => "template",
-            Kind::Prompt => "prompt",
-            Kind::Score => "score",
-            Kind::Result => "result",
-            Kind::Question => "question",
-            Kind::Generation => "generation",
-            Kind::Problem => "problem",
-            Kind::ClomoItem => "CLoMo item",
-            Kind::Served => "served model",
-        }
-    }
-
-    fn table(self) -> TableDefinition<'static, [u8; 32], &'static [u8]> {
-        TableDefinition::new(self.table_name())
-    }
-
-    /// The redb table holding this kind.
-    pub fn table_name(self) -> &'static str {
-        match self {
-            Kind::SourceFile => "sources",
-            Kind::BaseItem => "items",
-            Kind::Episode => "episodes",
-            Kind::EpisodeSet => "sets",
-            Kind::BuildSpec => "specs",
-            Kind::Model => "models",
-            Kind::Template => "templates",
-            Kind::Prompt => "prompts",
-            Kind::Score => "scores",
-            Kind::Result => "results",
-            Kind::Question => "questions",
-            Kind::Generation => "generations",
-            Kind::Problem => "problems",
-            Kind::ClomoItem => "clomo_items",
-            Kind::Served => "served",
-        }
-    }
-}
-
 /// The canonical encoding that ids hash: JSON of the content, fields in declaration order.
 pub fn canonical<T: serde::Serialize>(content: &T) -> Vec<u8> {
     serde_json::to_vec(content).expect("records serialise to JSON")
@@ -233,7 +136,7 @@ pub fn canonical<T: serde::Serialize>(content: &T) -> Vec<u8> {
 
 type Serializer<'a> = HighSerializer<AlignedVec, ArenaHandle<'a>, rancor::Error>;
 
-/// A record kept in the registry under its content id.
+/// A record kept in the store under its content id.
 pub trait Record: rkyv::Archive + for<'a> rkyv::Serialize<Serializer<'a>> + Sized
 where
     Self::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
@@ -248,6 +151,18 @@ where
     fn id(&self) -> Id {
         Id::derive(Self::KIND, &self.content())
     }
+
+    /// Whether `key` is this record's id in a store of schema `schema`: its content id, unless
+    /// the kind's ids changed with the schema.
+    fn keyed_by(&self, key: &Id, _schema: u32) -> bool {
+        self.id() == *key
+    }
+
+    /// The records this one names, by kind: what a self-contained cache file holding it must
+    /// also hold (see `crate::eval::share`).
+    fn references(&self) -> Vec<(Kind, Id)> {
+        Vec::new()
+    }
 }
 
 pub fn decode<R: Record>(bytes: &[u8], path: &Path, id: &Id) -> Result<R>
@@ -260,7 +175,7 @@ where
             "{}: record {} in table `{}` is corrupt: {e}",
             path.display(),
             id.short(),
-            R::KIND.table_name()
+            R::KIND.table
         )
     })
 }
@@ -282,22 +197,22 @@ impl Db {
     }
 }
 
-/// The store, opened for reading ([`Registry::open_read`], never writes) or for writing
-/// ([`Registry::open_write`], creates it and migrates an older schema).
-pub struct Registry {
+/// The store, opened for reading ([`Store::open_read`], never writes) or for writing
+/// ([`Store::open_write`], creates it and migrates an older schema).
+pub struct Store {
     db: Arc<Db>,
     path: PathBuf,
     /// The schema its values are in: a read-only store of an older version is read as it is.
     version: u32,
-    /// Read where this store lacks a record ([`Registry::layered`]): a merge's view of the store
+    /// Read where this store lacks a record ([`Store::layered`]): a merge's view of the store
     /// as it will be after the merge.
-    under: Option<Box<Registry>>,
+    under: Option<Box<Store>>,
 }
 
-impl Registry {
+impl Store {
     /// Opens a store for a command that writes: creates a missing file (and its folder), and
     /// migrates a schema 1 store in place, after copying it beside itself.
-    pub fn open_write(path: &Path) -> Result<Registry> {
+    pub fn open_write(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| {
                 anyhow!(
@@ -310,15 +225,15 @@ impl Registry {
         if path.exists() {
             check_redb_file(path)?;
         } else {
-            Registry::create_new(path)?;
+            Store::create_new(path)?;
         }
         // A schema 1 store is copied before redb opens it for writing (which rewrites parts of
         // its header), so the backup is the very file.
-        let copied = Registry::peek_version(path) == Some(1);
+        let copied = Store::peek_version(path) == Some(1);
         if copied {
             migrate::backup_v1(path)?;
         }
-        let mut reg = Registry::create(path)?;
+        let mut reg = Store::create(path)?;
         match reg.schema()? {
             Some(SCHEMA_VERSION) => {}
             Some(1) => {
@@ -327,7 +242,7 @@ impl Registry {
                     // back up the repaired file, closed.
                     drop(reg);
                     migrate::backup_v1(path)?;
-                    reg = Registry::create(path)?;
+                    reg = Store::create(path)?;
                 }
                 migrate::v1_to_current(&reg)?;
                 reg.version = SCHEMA_VERSION;
@@ -346,7 +261,7 @@ impl Registry {
     /// no repair, no copy.
     fn peek_version(path: &Path) -> Option<u32> {
         let db = shield(path, Place::default(), || Ok(ReadOnlyDatabase::open(path)?)).ok()?;
-        let reg = Registry {
+        let reg = Store {
             db: Arc::new(Db::Read(db)),
             path: path.to_path_buf(),
             version: SCHEMA_VERSION,
@@ -357,9 +272,9 @@ impl Registry {
 
     /// Opens an existing store for a command that writes (repairs an unclean one, migrates an
     /// older schema); a missing store is refused, never created.
-    pub fn open_existing(path: &Path) -> Result<Registry> {
+    pub fn open_existing(path: &Path) -> Result<Store> {
         check_redb_file(path)?;
-        Registry::open_write(path)
+        Store::open_write(path)
     }
 
     /// Opens an existing store without ever writing to it (works on read-only files). A missing,
@@ -371,7 +286,7 @@ impl Registry {
     /// last commit: redb must repair such a file before reading it, which writes, so the repair
     /// is made on a private copy (in the temporary folder, removed at once: only the open file
     /// handle keeps it) and the store itself is left as it is for a writing command to repair.
-    pub fn open_read(path: &Path) -> Result<Registry> {
+    pub fn open_read(path: &Path) -> Result<Store> {
         check_exists(path)?;
         check_redb_file(path)?;
         let opened = shield(path, Place::default(), || Ok(ReadOnlyDatabase::open(path)))?;
@@ -380,7 +295,7 @@ impl Registry {
             Err(redb::DatabaseError::RepairAborted) => repaired_copy(path)?,
             Err(e) => return Err(open_error(path, e)),
         };
-        let mut reg = Registry {
+        let mut reg = Store {
             db: Arc::new(Db::Read(db)),
             path: path.to_path_buf(),
             version: SCHEMA_VERSION,
@@ -404,7 +319,7 @@ impl Registry {
         let temp = temp_beside(path, "new");
         let _ = std::fs::remove_file(&temp);
         let made = (|| {
-            let mut reg = Registry::create(&temp).map_err(|e| {
+            let mut reg = Store::create(&temp).map_err(|e| {
                 // The message names the store the user asked for, not the temporary name.
                 anyhow!(
                     "{}: cannot create the store: {}",
@@ -432,11 +347,11 @@ impl Registry {
         linked
     }
 
-    fn create(path: &Path) -> Result<Registry> {
+    fn create(path: &Path) -> Result<Store> {
         let db = shield(path, Place::default(), || {
             Database::create(path).map_err(|e| open_error(path, e))
         })?;
-        Ok(Registry {
+        Ok(Store {
             db: Arc::new(Db::Write(db)),
             path: path.to_path_buf(),
             version: SCHEMA_VERSION,
@@ -447,12 +362,12 @@ impl Registry {
     /// This store read over `under`: a record, name or mark this store lacks is read from
     /// `under` (ours first, as a merge keeps ours). What a merge of `under` into this store would
     /// leave, before anything is written; the view itself never writes.
-    pub fn layered(&self, under: &Registry) -> Registry {
-        Registry {
+    pub fn layered(&self, under: &Store) -> Store {
+        Store {
             db: Arc::clone(&self.db),
             path: self.path.clone(),
             version: self.version,
-            under: Some(Box::new(Registry {
+            under: Some(Box::new(Store {
                 db: Arc::clone(&under.db),
                 path: under.path.clone(),
                 version: under.version,
@@ -578,7 +493,7 @@ impl Registry {
         if self.version < 2 {
             return Ok(stored.to_vec());
         }
-        checksum::unseal(kind.table_name(), &id.0, stored)
+        checksum::unseal(kind.table, &id.0, stored)
             .map(<[u8]>::to_vec)
             .ok_or_else(|| {
                 anyhow!(
@@ -586,7 +501,7 @@ impl Registry {
                      damaged after it was written",
                     self.path.display(),
                     id.short(),
-                    kind.table_name()
+                    kind.table
                 )
             })
     }
@@ -613,7 +528,7 @@ impl Registry {
     }
 
     /// Every record of a kind as its archive, checksums checked, in id order (with a layered
-    /// store's, [`Registry::layered`], ours where both hold one); the first value that fails its
+    /// store's, [`Store::layered`], ours where both hold one); the first value that fails its
     /// checksum is an error.
     pub fn raw_all(&self, kind: Kind) -> Result<Vec<(Id, Vec<u8>)>> {
         self.scan(kind)?
@@ -624,7 +539,7 @@ impl Registry {
 
     /// Every record of a kind, each with its archive or why it cannot be trusted (for verify).
     pub fn scan(&self, kind: Kind) -> Result<Vec<(Id, Result<Vec<u8>>)>> {
-        let found = self.read(kind.table(), |t| {
+        let found = self.read(kind.definition(), |t| {
             let mut out = Vec::with_capacity(t.len()? as usize);
             for entry in t.iter()? {
                 let (k, v) = entry?;
@@ -649,7 +564,7 @@ impl Registry {
 
     /// One record's archive, checksum checked.
     pub fn raw_get(&self, kind: Kind, id: &Id) -> Result<Option<Vec<u8>>> {
-        let found = self.read(kind.table(), |t| {
+        let found = self.read(kind.definition(), |t| {
             Ok(t.get(&id.0)?.map(|v| v.value().to_vec()))
         })?;
         match (found.flatten(), &self.under) {
@@ -662,7 +577,7 @@ impl Registry {
     /// Which of `ids` this store lacks, in the order asked, read in one transaction (the values
     /// are not read: a report asks whether a result's scores are all there).
     pub fn missing(&self, kind: Kind, ids: &[Id]) -> Result<Vec<Id>> {
-        let found = self.read(kind.table(), |t| {
+        let found = self.read(kind.definition(), |t| {
             let mut out = Vec::new();
             for id in ids {
                 if t.get(&id.0)?.is_none() {
@@ -685,7 +600,7 @@ impl Registry {
         R::Archived: for<'a> rkyv::bytecheck::CheckBytes<HighValidator<'a, rancor::Error>>
             + rkyv::Deserialize<R, Strategy<Pool, rancor::Error>>,
     {
-        let found = self.read(R::KIND.table(), |t| {
+        let found = self.read(R::KIND.definition(), |t| {
             ids.iter()
                 .map(|id| Ok(t.get(&id.0)?.map(|v| v.value().to_vec())))
                 .collect::<Result<Vec<_>>>()
@@ -704,7 +619,7 @@ impl Registry {
     }
 
     pub fn count(&self, kind: Kind) -> Result<u64> {
-        Ok(self.read(kind.table(), |t| Ok(t.len()?))?.unwrap_or(0))
+        Ok(self.read(kind.definition(), |t| Ok(t.len()?))?.unwrap_or(0))
     }
 
     /// Resolves a full id or a unique hex prefix of one (at least 6 digits).
@@ -713,7 +628,7 @@ impl Registry {
         if prefix.len() < 6 || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
             bail!("`{prefix}` is not an id (give at least 6 hex digits)");
         }
-        let hits = self.read(kind.table(), |t| {
+        let hits = self.read(kind.definition(), |t| {
             let mut hits = Vec::new();
             for entry in t.iter()? {
                 let id = Id(entry?.0.value());
@@ -725,7 +640,7 @@ impl Registry {
         })?;
         match hits.unwrap_or_default().as_slice() {
             [id] => Ok(*id),
-            [] => bail!("no {} id starts with `{prefix}`", kind.noun()),
+            [] => bail!("no {} id starts with `{prefix}`", kind.noun),
             hits => bail!("`{prefix}` names {} records; give more digits", hits.len()),
         }
     }
@@ -1009,7 +924,7 @@ fn version_refused(path: &Path, v: u32) -> String {
     )
 }
 
-/// Writes inside one transaction (see [`Registry::write`]).
+/// Writes inside one transaction (see [`Store::write`]).
 pub struct Writer<'t> {
     txn: &'t redb::WriteTransaction,
     path: &'t Path,
@@ -1037,9 +952,9 @@ impl Writer<'_> {
     {
         let id = record.id();
         let bytes = self.encode(record)?;
-        let table = R::KIND.table_name();
+        let table = R::KIND.table;
         shield(self.path, Place::record(table, &id.0), || {
-            let mut t = self.txn.open_table(R::KIND.table())?;
+            let mut t = self.txn.open_table(R::KIND.definition())?;
             t.insert(&id.0, checksum::seal(table, &id.0, &bytes).as_slice())?;
             Ok(())
         })?;
@@ -1055,7 +970,7 @@ impl Writer<'_> {
             anyhow!(
                 "{}: cannot encode a {} record: {e}",
                 self.path.display(),
-                R::KIND.noun()
+                R::KIND.noun
             )
         })
     }
@@ -1063,9 +978,9 @@ impl Writer<'_> {
     /// Stores an archive under its key, framed with its checksum. Bytes from another store must
     /// have been validated first (see `crate::eval::cache`); an existing record is kept.
     pub fn put_raw(&mut self, kind: Kind, id: Id, body: &[u8]) -> Result<bool> {
-        let table = kind.table_name();
+        let table = kind.table;
         shield(self.path, Place::record(table, &id.0), || {
-            let mut t = self.txn.open_table(kind.table())?;
+            let mut t = self.txn.open_table(kind.definition())?;
             if t.get(&id.0)?.is_some() {
                 return Ok(false);
             }

@@ -2,7 +2,7 @@
 //! file checks it first with [`guard_output`] and remembers it with [`record_output`], so it
 //! never overwrites the store it has open, nor a file it did not write itself unless forced.
 
-use super::Registry;
+use super::Store;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 
@@ -28,7 +28,7 @@ fn key(path: &Path) -> Result<String> {
 /// May a command write `path`? Never when it is the open store itself (under any path or link);
 /// without `force`, only when it does not exist or holds exactly the bytes this store's
 /// commands last wrote there.
-pub fn guard_output(store: &Registry, path: &Path, force: bool) -> Result<()> {
+pub fn guard_output(store: &Store, path: &Path, force: bool) -> Result<()> {
     if same_file(store.path(), path) {
         bail!(
             "{}: is the store itself ({}); choose another output file",
@@ -59,7 +59,7 @@ pub fn guard_output(store: &Registry, path: &Path, force: bool) -> Result<()> {
 
 /// Remembers that `bytes` were written to `path` (call it after writing), so the next run may
 /// overwrite it. Needs the store opened for writing.
-pub fn record_output(store: &Registry, path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn record_output(store: &Store, path: &Path, bytes: &[u8]) -> Result<()> {
     let key = key(path)?;
     let hash = *blake3::hash(bytes).as_bytes();
     store.write(|w| w.record_output(&key, hash))

@@ -1,5 +1,6 @@
-//! The records the registry itself defines: ingested files, base items, build specs and sets.
-//! (Episodes are defined by `crate::benchmarks::deltalogic`, which implements [`Record`] for them.)
+//! The records the store itself defines: ingested files, base items, build specs, sets and
+//! results. (A benchmark's own records, such as DeltaLogic's episodes, are defined and declared in
+//! its folder, the runner's in `crate::eval::records`.)
 
 use super::{canonical, Id, Kind, Record};
 use crate::datasets::BaseItem;
@@ -26,9 +27,19 @@ pub struct SourceFile {
 }
 
 impl Record for SourceFile {
-    const KIND: Kind = Kind::SourceFile;
+    const KIND: Kind = Kind {
+        table: "sources",
+        context: "deltalogic 2026-11-21 source file v1",
+        noun: "source file",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(&(&self.format, &self.blake3))
+    }
+    fn references(&self) -> Vec<(Kind, Id)> {
+        self.items
+            .iter()
+            .map(|i| (BaseItem::KIND, Id(*i)))
+            .collect()
     }
 }
 
@@ -45,7 +56,11 @@ struct ItemContent<'a> {
 }
 
 impl Record for BaseItem {
-    const KIND: Kind = Kind::BaseItem;
+    const KIND: Kind = Kind {
+        table: "items",
+        context: "deltalogic 2026-11-21 base item v1",
+        noun: "item",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(&ItemContent {
             dataset: &self.origin.dataset,
@@ -69,7 +84,11 @@ pub struct StoredSpec {
 }
 
 impl Record for StoredSpec {
-    const KIND: Kind = Kind::BuildSpec;
+    const KIND: Kind = Kind {
+        table: "specs",
+        context: "deltalogic 2026-11-21 build spec v1",
+        noun: "build spec",
+    };
     fn content(&self) -> Vec<u8> {
         self.json.as_bytes().to_vec()
     }
@@ -104,10 +123,20 @@ impl StoredSet {
 }
 
 impl Record for StoredSet {
-    const KIND: Kind = Kind::EpisodeSet;
+    /// Every benchmark's sets; the context keeps the words of when every set held episodes.
+    const KIND: Kind = Kind {
+        table: "sets",
+        context: "deltalogic 2026-11-21 episode set v1",
+        noun: "set",
+    };
     fn content(&self) -> Vec<u8> {
         let ids: Vec<String> = self.member_ids().map(|i| i.hex()).collect();
         canonical(&(&self.benchmark, Id(self.spec).hex(), ids))
+    }
+    /// Its spec. Its members are of its benchmark's kind (`Benchmark::items`), which the store
+    /// does not know.
+    fn references(&self) -> Vec<(Kind, Id)> {
+        vec![(StoredSpec::KIND, Id(self.spec))]
     }
 }
 
@@ -256,8 +285,6 @@ impl ResultRecord {
 }
 
 /// The key-derivation context of result ids since schema 3 (they cover the answers).
-pub(super) const RESULT_CONTEXT: &str = "deltalogic 2026-11-30 result v2";
-
 /// The context of result ids in schemas 1 and 2 (inputs and the set of keys read, no answers).
 const LEGACY_RESULT_CONTEXT: &str = "deltalogic 2026-11-21 result v1";
 
@@ -289,7 +316,21 @@ struct RowContent {
 }
 
 impl Record for ResultRecord {
-    const KIND: Kind = Kind::Result;
+    /// Ids since schema 3, which cover the answers.
+    const KIND: Kind = Kind {
+        table: "results",
+        context: "deltalogic 2026-11-30 result v2",
+        noun: "result",
+    };
+    /// A store of schema 2 keys its results by their [`ResultRecord::legacy_id`].
+    fn keyed_by(&self, key: &Id, schema: u32) -> bool {
+        self.id() == *key || (schema < 3 && self.legacy_id() == *key)
+    }
+    /// Its set. Its model, template, scores and generations are the runner's records, which
+    /// `crate::eval::share` adds.
+    fn references(&self) -> Vec<(Kind, Id)> {
+        vec![(StoredSet::KIND, Id(self.set))]
+    }
     fn content(&self) -> Vec<u8> {
         let rows: Vec<RowContent> = self
             .rows

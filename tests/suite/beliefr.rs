@@ -8,7 +8,7 @@ use deltalogic::benchmarks::beliefr::{self, prompts as prompt};
 use deltalogic::benchmarks::question::{self as questions, Question, Verdict};
 use deltalogic::datasets::Format;
 use deltalogic::logic::Label;
-use deltalogic::store::{ingest, Id, Registry};
+use deltalogic::store::{ingest, Id, Store};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -17,8 +17,8 @@ fn shared(rel: &str) -> PathBuf {
 }
 
 /// A store holding the shipped Belief-R files, built into set `name`.
-fn built(dir: &tempfile::TempDir, name: &str) -> (Registry, beliefr::BuildOutcome) {
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+fn built(dir: &tempfile::TempDir, name: &str) -> (Store, beliefr::BuildOutcome) {
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     ingest::ingest(&reg, Format::BeliefR, &shared("belief_r"), false).unwrap();
     let out = beliefr::build(&reg, name, None).unwrap();
     (reg, out)
@@ -118,13 +118,13 @@ fn a_sample_keeps_per_cell_pairs_and_the_questions_they_revise() {
 #[test]
 fn build_without_items_says_what_to_ingest() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let e = beliefr::build(&reg, "br", None).unwrap_err().to_string();
     assert!(e.contains("deltalogic ingest belief-r"), "{e}");
 }
 
 /// Scores set `set` with the stand-in model; returns the run's report and the result id.
-fn score(reg: &Registry, set: &str, template: &str) -> (ScoreReport, Id) {
+fn score(reg: &Store, set: &str, template: &str) -> (ScoreReport, Id) {
     let out = score_with(reg, "m1", set, Some(template), Normalisation::Mean);
     (out.report, out.result)
 }
@@ -258,7 +258,9 @@ fn scoring_is_cached_audited_shared_and_reported() {
     assert!(text.scores_computed > 0);
 
     // The report: Belief-R beside the other benchmarks, its subsets sized as built.
-    let entries = deltalogic::report::entries(&reg, &[], &["br".into()]).unwrap();
+    let entries =
+        deltalogic::report::entries(&reg, deltalogic::benchmarks::ALL, &[], &["br".into()])
+            .unwrap();
     assert_eq!(entries.len(), 2, "letters and text");
     let b = &entries[0].evaluation.metrics;
     let m = &b["overall"];

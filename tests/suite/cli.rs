@@ -64,7 +64,7 @@ fn unknown_names_and_missing_files_are_clear_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
     assert!(!store.exists(), "no empty store was created");
-    deltalogic::store::Registry::open_write(&store).unwrap();
+    deltalogic::store::Store::open_write(&store).unwrap();
     for (args, expect) in [
         (
             vec!["episodes", "list", "--set", "nope"],
@@ -351,7 +351,7 @@ fn build_help_is_the_benchmarks_own_and_no_help_makes_a_store() {
         .iter()
         .map(|b| b.command())
         .collect();
-    let list = deltalogic::benchmarks::commands();
+    let list = deltalogic::benchmarks::ALL.commands();
     assert_eq!(list, names.join(", "));
     // Each benchmark's help shows options only it has.
     for (benchmark, own) in [

@@ -9,7 +9,7 @@ use common::{model_id, ByteModel};
 use deltalogic::benchmarks::clomo::{ClomoItem, Relation};
 use deltalogic::benchmarks::{self, Answer, Benchmark, ModelInfo};
 use deltalogic::eval::{self, Participants, Quiet};
-use deltalogic::store::{Id, Registry};
+use deltalogic::store::{Id, Store};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -22,11 +22,11 @@ fn data() -> PathBuf {
 }
 
 fn clomo() -> &'static dyn Benchmark {
-    benchmarks::named("clomo").unwrap()
+    benchmarks::ALL.named("clomo").unwrap()
 }
 
 /// Builds with `args` (plus the data folder); returns the build's JSON summary.
-fn build_with(reg: &Registry, args: &[&str]) -> serde_json::Value {
+fn build_with(reg: &Store, args: &[&str]) -> serde_json::Value {
     let mut words = vec!["--data".to_string(), data().display().to_string()];
     words.extend(args.iter().map(|s| s.to_string()));
     clomo().build(reg, &words).unwrap().summary
@@ -47,7 +47,7 @@ fn qtype_counts(file: &str) -> BTreeMap<&'static str, u64> {
 #[test]
 fn items_per_split_and_relation_are_the_files() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     for split in ["train", "dev", "test"] {
         let out = build_with(&reg, &["--split", split, "--name", split]);
         let expected = qtype_counts(&format!("zero_{split}.json"));
@@ -84,7 +84,7 @@ fn items_per_split_and_relation_are_the_files() {
 #[test]
 fn a_seeded_sample_is_the_same_every_time() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let a = build_with(&reg, &["--per-type", "10", "--seed", "3", "--name", "a"]);
     let b = build_with(&reg, &["--per-type", "10", "--seed", "3", "--name", "b"]);
     let c = build_with(&reg, &["--per-type", "10", "--seed", "4", "--name", "c"]);
@@ -104,7 +104,7 @@ fn a_seeded_sample_is_the_same_every_time() {
 #[test]
 fn a_broken_file_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let copy = dir.path().join("data");
     std::fs::create_dir(&copy).unwrap();
     for s in ["zero", "few", "cot"] {
@@ -155,7 +155,7 @@ impl ModelInfo for Chat {
     }
 }
 
-fn run(reg: &Registry, template: &str, judge: Option<&str>) -> eval::Outcome {
+fn run(reg: &Store, template: &str, judge: Option<&str>) -> eval::Outcome {
     let (set_id, stored) = common::set(reg, "sample");
     let names = ["subject", "judge"];
     eval::run(
@@ -167,7 +167,7 @@ fn run(reg: &Registry, template: &str, judge: Option<&str>) -> eval::Outcome {
                 subject: (model_id("subject"), &Chat),
                 judge: judge.map(model_id),
             },
-            template: template,
+            template,
             norms: vec![eval::Normalisation::Sum],
             shard: None,
         },
@@ -183,7 +183,7 @@ fn run(reg: &Registry, template: &str, judge: Option<&str>) -> eval::Outcome {
 #[test]
 fn five_turns_judged_and_evaluated() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     build_with(
         &reg,
         &["--per-type", "2", "--seed", "1", "--name", "sample"],

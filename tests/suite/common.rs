@@ -87,8 +87,8 @@ impl Generation for ByteModel {
 }
 
 use deltalogic::benchmarks::{self, ModelInfo};
-use deltalogic::eval::{self, Normalisation, Outcome, Quiet};
-use deltalogic::store::{Id, Kind, Record, Registry, StoredSet};
+use deltalogic::eval::{self, ModelRecord, Normalisation, Outcome, Quiet};
+use deltalogic::store::{Id, Record, Store, StoredSet};
 
 /// The stand-in model has no chat template.
 pub struct NoChat;
@@ -101,16 +101,16 @@ impl ModelInfo for NoChat {
 
 /// A stand-in model's fingerprint: a hash of its name.
 pub fn model_id(name: &str) -> Id {
-    Id::derive(Kind::Model, name.as_bytes())
+    Id::derive(ModelRecord::KIND, name.as_bytes())
 }
 
 /// A named set.
-pub fn set(reg: &Registry, name: &str) -> (Id, StoredSet) {
+pub fn set(reg: &Store, name: &str) -> (Id, StoredSet) {
     reg.set_by_name(name).unwrap().expect("the set exists")
 }
 
 /// The members of a named set as records of kind `R`, in id order.
-pub fn members<R: Record>(reg: &Registry, name: &str) -> Vec<(Id, R)>
+pub fn members<R: Record>(reg: &Store, name: &str) -> Vec<(Id, R)>
 where
     R::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rkyv::rancor::Error>>
         + rkyv::Deserialize<R, rkyv::rancor::Strategy<rkyv::de::Pool, rkyv::rancor::Error>>,
@@ -120,18 +120,18 @@ where
 
 /// Scores set `set_name` with the stand-in model `model` through the runner.
 pub fn score_with(
-    reg: &Registry,
+    reg: &Store,
     model: &'static str,
     set_name: &str,
     template: Option<&str>,
     norm: Normalisation,
 ) -> Outcome {
     let (set_id, stored) = set(reg, set_name);
-    let benchmark = benchmarks::named(&stored.benchmark).unwrap();
+    let benchmark = benchmarks::ALL.named(&stored.benchmark).unwrap();
     eval::run(
         reg,
         &eval::Run {
-            benchmark: benchmark,
+            benchmark,
             set: (set_id, &stored),
             models: eval::Participants {
                 subject: (model_id(model), &NoChat),
@@ -149,12 +149,12 @@ pub fn score_with(
 
 /// Exports the results of `model` on `set` with everything they refer to into a new cache file.
 pub fn export(
-    reg: &Registry,
+    reg: &Store,
     model: Id,
     set: &str,
     to: &std::path::Path,
 ) -> deltalogic::eval::cache::ExportReport {
-    let (records, names) = eval::share::closure(reg, model, set).unwrap();
+    let (records, names) = eval::share::closure(reg, benchmarks::ALL, model, set).unwrap();
     deltalogic::eval::cache::export(reg, &records, &names, to).unwrap()
 }
 

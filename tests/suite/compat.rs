@@ -10,7 +10,7 @@ use common::{ByteModel, NoChat};
 use deltalogic::benchmarks;
 use deltalogic::eval::ResultRecord;
 use deltalogic::eval::{self, Normalisation, Quiet};
-use deltalogic::store::{Id, Names, Record, Registry};
+use deltalogic::store::{Id, Names, Record, Store};
 
 fn hex32(hex: &str) -> [u8; 32] {
     let bytes: Vec<u8> = (0..64)
@@ -30,15 +30,15 @@ fn fixture(name: &str) -> std::path::PathBuf {
 }
 
 /// A copy of the fixture store, migrated by a writing open.
-fn migrated(dir: &tempfile::TempDir) -> Registry {
+fn migrated(dir: &tempfile::TempDir) -> Store {
     let path = dir.path().join("registry.redb");
     std::fs::copy(fixture("store.redb"), &path).unwrap();
-    let read = Registry::open_read(&path).unwrap();
+    let read = Store::open_read(&path).unwrap();
     assert_eq!(read.schema_version(), 1);
     let e = read.require_current().unwrap_err().to_string();
     assert!(e.contains("to migrate it in place"), "{e}");
     drop(read);
-    Registry::open_write(&path).unwrap()
+    Store::open_write(&path).unwrap()
 }
 
 /// (model, set, template, normalisation) → (result id, metrics) of a report's JSON.
@@ -83,7 +83,7 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
     }
     assert_eq!(want.len(), 6, "four DeltaLogic and two RobustLR results");
 
-    let entries = deltalogic::report::entries(&reg, &[], &[]).unwrap();
+    let entries = deltalogic::report::entries(&reg, deltalogic::benchmarks::ALL, &[], &[]).unwrap();
     let got: Vec<Value> = entries
         .iter()
         .map(|e| serde_json::to_value(e).unwrap())
@@ -102,7 +102,8 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
             assert!(!question_ids.contains(&new_id.hex()));
         }
     }
-    let underived = deltalogic::eval::cache::verify_results(&reg).unwrap();
+    let underived =
+        deltalogic::eval::cache::verify_results(&reg, deltalogic::benchmarks::ALL).unwrap();
     assert!(underived.is_empty(), "{underived:?}");
 
     // Every score is found: rescoring each set with its stand-in model computes nothing and
@@ -116,14 +117,14 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
         ("rl", &[Normalisation::Mean][..]),
     ] {
         let (set_id, set) = reg.set_by_name(set_name).unwrap().unwrap();
-        let benchmark = benchmarks::named(&set.benchmark).unwrap();
+        let benchmark = benchmarks::ALL.named(&set.benchmark).unwrap();
         for model in ["m1", "m2"] {
             let model_id = reg.lookup(Names::Models, model).unwrap().unwrap();
             for &norm in norms {
                 let out = eval::run(
                     &reg,
                     &eval::Run {
-                        benchmark: benchmark,
+                        benchmark,
                         set: (set_id, &set),
                         models: eval::Participants {
                             subject: (model_id, &NoChat),
@@ -147,6 +148,6 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
     }
     drop(reg);
     // A second open finds schema 2: no second migration, the backup untouched.
-    let again = Registry::open_write(&dir.path().join("registry.redb")).unwrap();
+    let again = Store::open_write(&dir.path().join("registry.redb")).unwrap();
     assert_eq!(again.schema_version(), deltalogic::store::SCHEMA_VERSION);
 }

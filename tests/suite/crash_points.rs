@@ -7,7 +7,7 @@ use crate::common;
 
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, PremiseSource};
 use deltalogic::eval::{cache, Normalisation};
-use deltalogic::store::{Names, Registry};
+use deltalogic::store::{Names, Store};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -77,17 +77,17 @@ fn opens_and_verifies(store: &Path) {
     if !store.exists() {
         return; // killed before the store was created
     }
-    let reg = Registry::open_write(store).expect("the store opens after a kill");
-    let report = cache::verify(&reg).unwrap();
+    let reg = Store::open_write(store).expect("the store opens after a kill");
+    let report = cache::verify(&reg, deltalogic::benchmarks::ALL).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
 
 /// What a store holds, for comparing two stores: counts per kind, sets, names, results.
 fn holdings(store: &Path) -> Value {
-    let reg = Registry::open_read(store).unwrap();
-    let stats = cache::stats(&reg).unwrap();
+    let reg = Store::open_read(store).unwrap();
+    let stats = cache::stats(&reg, deltalogic::benchmarks::ALL).unwrap();
     // The report as a user reads it, byte for byte (empty before anything is scored).
-    let entries = deltalogic::report::entries(&reg, &[], &[]).unwrap();
+    let entries = deltalogic::report::entries(&reg, deltalogic::benchmarks::ALL, &[], &[]).unwrap();
     let report = deltalogic::report::render(&entries, deltalogic::report::Format::Json).unwrap();
     serde_json::json!({
         "report": report,
@@ -173,7 +173,7 @@ fn ingest_build_and_merge_survive_kill_9() {
     // A colleague's cache: a few hundred episodes scored by the stand-in model.
     let theirs = d.join("theirs.redb");
     {
-        let reg = Registry::open_write(&theirs).unwrap();
+        let reg = Store::open_write(&theirs).unwrap();
         let spec = BuildSpec {
             seed: 5,
             from: PremiseSource::Generated,
@@ -185,7 +185,7 @@ fn ingest_build_and_merge_survive_kill_9() {
     }
     let cache_file = d.join("cache.redb");
     common::export(
-        &Registry::open_write(&theirs).unwrap(),
+        &Store::open_write(&theirs).unwrap(),
         common::model_id("m1"),
         "shared",
         &cache_file,

@@ -2,7 +2,7 @@
 
 use deltalogic::benchmarks::deduce::{self, synthetic, Problem};
 use deltalogic::benchmarks::{self, Answer, Answered};
-use deltalogic::store::{Registry, StoredSet};
+use deltalogic::store::{Store, StoredSet};
 
 #[test]
 fn synthetic_chains_have_their_hops_and_are_seeded() {
@@ -38,8 +38,8 @@ const DATA: &str = concat!(
 #[test]
 fn build_stores_a_set_exports_it_and_evaluates_continuations() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
-    let b = benchmarks::by_command("deduce").unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
+    let b = benchmarks::ALL.by_command("deduce").unwrap();
     let words = args(&[
         "--data",
         DATA,
@@ -120,8 +120,8 @@ fn build_stores_a_set_exports_it_and_evaluates_continuations() {
 #[test]
 fn bad_build_arguments_are_refused_with_a_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
-    let b = benchmarks::by_command("deduce").unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
+    let b = benchmarks::ALL.by_command("deduce").unwrap();
     let e = b
         .build(&reg, &args(&["--data", "/nonexistent", "--split", "test"]))
         .err()

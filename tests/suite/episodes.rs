@@ -4,7 +4,7 @@ use deltalogic::benchmarks::deltalogic::{
     self as episodes, BuildSpec, Edit, EditType, Episode, PremiseSource,
 };
 use deltalogic::datasets::Format;
-use deltalogic::store::{ingest, Id, Registry};
+use deltalogic::store::{ingest, Id, Store};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -21,7 +21,7 @@ fn spec(from: PremiseSource, seed: u64) -> BuildSpec {
     }
 }
 
-fn set_episodes(reg: &Registry, name: &str) -> Vec<(Id, Episode)> {
+fn set_episodes(reg: &Store, name: &str) -> Vec<(Id, Episode)> {
     let (_, set) = reg.set_by_name(name).unwrap().expect("set stored");
     set.member_ids()
         .map(|id| {
@@ -60,8 +60,8 @@ fn assert_sound(eps: &[(Id, Episode)]) {
 #[test]
 fn generated_set_is_sound_and_reproducible() {
     let dir = tempfile::tempdir().unwrap();
-    let a = Registry::open_write(&dir.path().join("a.redb")).unwrap();
-    let b = Registry::open_write(&dir.path().join("b.redb")).unwrap();
+    let a = Store::open_write(&dir.path().join("a.redb")).unwrap();
+    let b = Store::open_write(&dir.path().join("b.redb")).unwrap();
     let out_a = episodes::build(&a, &spec(PremiseSource::Generated, 3), "fresh").unwrap();
     let out_b = episodes::build(&b, &spec(PremiseSource::Generated, 3), "fresh").unwrap();
     assert_eq!(out_a.set, out_b.set, "same seed, same set id");
@@ -77,7 +77,7 @@ fn generated_set_is_sound_and_reproducible() {
     assert_ne!(other.set, out_a.set);
 }
 
-fn ingest_all(reg: &Registry, folio: &Path, proofwriter: &Path) {
+fn ingest_all(reg: &Store, folio: &Path, proofwriter: &Path) {
     ingest::ingest(reg, Format::Folio, folio, false).unwrap();
     ingest::ingest(reg, Format::ProofWriter, proofwriter, false).unwrap();
 }
@@ -102,7 +102,7 @@ fn paper_set_from_folio_and_proofwriter_is_sound_and_order_independent() {
     let dir = tempfile::tempdir().unwrap();
     let folio = shared().join("folio/v0.0/folio-validation.jsonl");
     let pw = shared().join("proofwriter/logic-lm/dev.json");
-    let a = Registry::open_write(&dir.path().join("a.redb")).unwrap();
+    let a = Store::open_write(&dir.path().join("a.redb")).unwrap();
     ingest_all(&a, &folio, &pw);
     let out = episodes::build(&a, &spec(PremiseSource::Ingested, 11), "paper").unwrap();
     for c in &out.cells {
@@ -121,7 +121,7 @@ fn paper_set_from_folio_and_proofwriter_is_sound_and_order_independent() {
     );
     shuffled_copy(&folio, &f2, 1);
     shuffled_copy(&pw, &p2, 2);
-    let b = Registry::open_write(&dir.path().join("b.redb")).unwrap();
+    let b = Store::open_write(&dir.path().join("b.redb")).unwrap();
     ingest::ingest(&b, Format::ProofWriter, &p2, false).unwrap();
     ingest::ingest(&b, Format::Folio, &f2, false).unwrap();
     let out_b = episodes::build(&b, &spec(PremiseSource::Ingested, 11), "paper").unwrap();
@@ -139,7 +139,7 @@ fn killed_ingest_leaves_the_store_as_it_was() {
         .status()
         .unwrap();
     assert!(status.success());
-    let before = Registry::open_write(&store)
+    let before = Store::open_write(&store)
         .unwrap()
         .all::<deltalogic::datasets::BaseItem>()
         .unwrap()
@@ -155,7 +155,7 @@ fn killed_ingest_leaves_the_store_as_it_was() {
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         child.kill().unwrap(); // SIGKILL
         let finished_first = child.wait().unwrap().success();
-        let reg = Registry::open_write(&store).unwrap();
+        let reg = Store::open_write(&store).unwrap();
         let n = reg.all::<deltalogic::datasets::BaseItem>().unwrap().len();
         if !finished_first {
             assert_eq!(
@@ -169,7 +169,7 @@ fn killed_ingest_leaves_the_store_as_it_was() {
 #[test]
 fn extended_sets_cover_closed_world_and_every_source() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("x.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("x.redb")).unwrap();
     let extended = |from, seed| BuildSpec {
         seed,
         from,

@@ -11,11 +11,12 @@ use deltalogic::benchmarks::prompts::TemplateRecord;
 use deltalogic::benchmarks::{
     Answer, Answered, Benchmark, Built, Decoding, Evaluation, Models, Prepared, Request, Role,
 };
+use deltalogic::datasets::BaseItem;
 use deltalogic::eval::cache::{self, Computed, MergeOptions, Recomputed};
 use deltalogic::eval::{self, audit, GenerationRecord, Participants, PromptRecord, Quiet};
 use deltalogic::eval::{ScoreRecord, StopReason, TurnAnswer};
 use deltalogic::logic::Label;
-use deltalogic::store::{Id, Kind, Record, Registry, StoredSet};
+use deltalogic::store::{Id, Kind, Record, Store, StoredSet, StoredSpec};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
@@ -89,12 +90,12 @@ impl Benchmark for GenerateThenJudge {
     fn options(&self) -> clap::Command {
         clap::Command::new("generate-then-judge")
     }
-    fn build_parsed(&self, _: &Registry, _: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, _: &Store, _: &clap::ArgMatches) -> Result<Built> {
         unreachable!("the test makes its set by hand")
     }
     fn prepare(
         &self,
-        _: &Registry,
+        _: &Store,
         set: &StoredSet,
         _: &str,
         models: &Models,
@@ -108,16 +109,16 @@ impl Benchmark for GenerateThenJudge {
     fn judged(&self) -> bool {
         true
     }
-    fn evaluate(&self, _: &Registry, _: &[Answered], _: u64) -> Result<Evaluation> {
+    fn evaluate(&self, _: &Store, _: &[Answered], _: u64) -> Result<Evaluation> {
         unreachable!("not reported")
     }
 }
 
 fn test_set(n: u8) -> (Id, StoredSet) {
-    let members = (0..n).map(|i| Id::derive(Kind::BaseItem, &[i])).collect();
+    let members = (0..n).map(|i| Id::derive(BaseItem::KIND, &[i])).collect();
     let set = StoredSet::new(
         "generate-then-judge",
-        Id::derive(Kind::BuildSpec, b"t"),
+        Id::derive(StoredSpec::KIND, b"t"),
         members,
     );
     (set.id(), set)
@@ -132,7 +133,7 @@ fn decoding(max_tokens: u32, stop: &[&str]) -> Decoding {
 
 /// Runs the benchmark with subject `m1` and the given judge; returns the outcome and the models
 /// loaded.
-fn run(reg: &Registry, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Outcome, Vec<Id>) {
+fn run(reg: &Store, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Outcome, Vec<Id>) {
     let loaded = RefCell::new(Vec::new());
     let names = ["m1", "judge"];
     let out = eval::run(
@@ -164,7 +165,7 @@ fn run(reg: &Registry, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Out
 #[test]
 fn a_second_run_generates_nothing_and_gives_the_same_result() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let set = test_set(6);
     let (first, loaded) = run(&reg, &set, None);
     assert_eq!(loaded, vec![model_id("m1")], "the model judges itself");
@@ -212,7 +213,7 @@ fn a_second_run_generates_nothing_and_gives_the_same_result() {
 #[test]
 fn judge_requests_go_to_the_judge_and_name_it_in_the_result() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let set = test_set(4);
     let (own, _) = run(&reg, &set, None);
     let (judged, loaded) = run(&reg, &set, Some("judge"));
@@ -235,7 +236,7 @@ fn judge_requests_go_to_the_judge_and_name_it_in_the_result() {
         }
     }
     // A benchmark without judged turns refuses a judge.
-    let deltalogic = deltalogic::benchmarks::named("deltalogic").unwrap();
+    let deltalogic = deltalogic::benchmarks::ALL.named("deltalogic").unwrap();
     let err = eval::run(
         &reg,
         &eval::Run {
@@ -300,7 +301,7 @@ fn an_end_token_ends_the_generation_outside_its_text() {
 #[test]
 fn audits_and_merges_carry_and_check_generations() {
     let dir = tempfile::tempdir().unwrap();
-    let source = Registry::open_write(&dir.path().join("source.redb")).unwrap();
+    let source = Store::open_write(&dir.path().join("source.redb")).unwrap();
     let set = test_set(5);
     let (out, _) = run(&source, &set, None);
 
@@ -321,13 +322,18 @@ fn audits_and_merges_carry_and_check_generations() {
         .all::<GenerationRecord>()
         .unwrap()
         .into_iter()
-        .map(|(k, g)| [(Kind::Generation, k), (Kind::Prompt, Id(g.prompt))])
+        .map(|(k, g)| {
+            [
+                (GenerationRecord::KIND, k),
+                (PromptRecord::KIND, Id(g.prompt)),
+            ]
+        })
         .chain(
             source
                 .all::<ScoreRecord>()
                 .unwrap()
                 .into_iter()
-                .map(|(k, s)| [(Kind::Score, k), (Kind::Prompt, Id(s.prompt))]),
+                .map(|(k, s)| [(ScoreRecord::KIND, k), (PromptRecord::KIND, Id(s.prompt))]),
         )
         .flatten()
         .collect();
@@ -335,7 +341,7 @@ fn audits_and_merges_carry_and_check_generations() {
     cache::export(&source, &records, &[], &file).unwrap();
     let regenerate = |c: &Computed| -> Result<Option<Recomputed>> {
         let m = ByteModel::new("m1");
-        let cache = Registry::open_read(&file)?;
+        let cache = Store::open_read(&file)?;
         Ok(Some(match c {
             Computed::Score(s) => {
                 let p = cache.get::<PromptRecord>(&Id(s.prompt))?.unwrap();
@@ -347,11 +353,11 @@ fn audits_and_merges_carry_and_check_generations() {
             }
         }))
     };
-    let target = Registry::open_write(&dir.path().join("target.redb")).unwrap();
+    let target = Store::open_write(&dir.path().join("target.redb")).unwrap();
     let mut check = regenerate;
     let mut opts = MergeOptions::new(&mut check);
     opts.sample_per_model = 100;
-    let r = cache::merge(&target, &Registry::open_read(&file).unwrap(), opts).unwrap();
+    let r = cache::merge(&target, &Store::open_read(&file).unwrap(), opts).unwrap();
     assert_eq!(r.added.get("generation"), Some(&5));
     assert_eq!(r.recomputed.get(&model_id("m1").short()), Some(&15));
 
@@ -359,7 +365,7 @@ fn audits_and_merges_carry_and_check_generations() {
     // nothing is merged.
     let forged_file = dir.path().join("forged.redb");
     {
-        let forged = Registry::open_write(&dir.path().join("forged-src.redb")).unwrap();
+        let forged = Store::open_write(&dir.path().join("forged-src.redb")).unwrap();
         let (_, mut g) = source.all::<GenerationRecord>().unwrap().remove(0);
         g.text.push_str(" and then the lamp went out");
         forged.write(|w| w.put(&g).map(drop)).unwrap();
@@ -369,17 +375,20 @@ fn audits_and_merges_carry_and_check_generations() {
                     .map(drop)
             })
             .unwrap();
-        let keys: BTreeSet<(Kind, Id)> = [(Kind::Generation, g.id()), (Kind::Prompt, Id(g.prompt))]
-            .into_iter()
-            .collect();
+        let keys: BTreeSet<(Kind, Id)> = [
+            (GenerationRecord::KIND, g.id()),
+            (PromptRecord::KIND, Id(g.prompt)),
+        ]
+        .into_iter()
+        .collect();
         cache::export(&forged, &keys, &[], &forged_file).unwrap();
     }
-    let fresh = Registry::open_write(&dir.path().join("fresh.redb")).unwrap();
+    let fresh = Store::open_write(&dir.path().join("fresh.redb")).unwrap();
     let mut check = |c: &Computed| -> Result<Option<Recomputed>> {
         let Computed::Generation(g) = c else {
             unreachable!()
         };
-        let p = Registry::open_read(&forged_file)?
+        let p = Store::open_read(&forged_file)?
             .get::<PromptRecord>(&Id(g.prompt))?
             .unwrap();
         Ok(Some(Recomputed::Generation(eval::regenerate(
@@ -390,7 +399,7 @@ fn audits_and_merges_carry_and_check_generations() {
     };
     let err = cache::merge(
         &fresh,
-        &Registry::open_read(&forged_file).unwrap(),
+        &Store::open_read(&forged_file).unwrap(),
         MergeOptions::new(&mut check),
     )
     .unwrap_err();
@@ -398,12 +407,12 @@ fn audits_and_merges_carry_and_check_generations() {
         format!("{err:#}").contains("differs from its recomputation"),
         "{err:#}"
     );
-    assert_eq!(fresh.count(Kind::Generation).unwrap(), 0);
+    assert_eq!(fresh.count(GenerationRecord::KIND).unwrap(), 0);
     // Merged into a store holding the honest generation, the forged one is a conflict.
     let mut unavailable = |_: &Computed| Ok(None);
     let r = cache::merge(
         &target,
-        &Registry::open_read(&forged_file).unwrap(),
+        &Store::open_read(&forged_file).unwrap(),
         MergeOptions::new(&mut unavailable),
     )
     .unwrap();
@@ -415,7 +424,7 @@ fn audits_and_merges_carry_and_check_generations() {
 fn the_dialogue_template_explains_between_the_two_answers() {
     use deltalogic::benchmarks::deltalogic::{self as dl, BuildSpec, PremiseSource};
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let spec = BuildSpec {
         seed: 3,
         from: PremiseSource::Generated,

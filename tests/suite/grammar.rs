@@ -696,14 +696,14 @@ fn ingest_and_check(
     dir: &std::path::Path,
     path: &str,
 ) -> (
-    deltalogic::store::Registry,
+    deltalogic::store::Store,
     deltalogic::check::DatasetCheck,
     usize,
 ) {
     use deltalogic::datasets::Format;
-    use deltalogic::store::{ingest, Registry};
+    use deltalogic::store::{ingest, Store};
     let file = std::path::Path::new(path);
-    let reg = Registry::open_write(&dir.join(file.file_name().unwrap())).unwrap();
+    let reg = Store::open_write(&dir.join(file.file_name().unwrap())).unwrap();
     ingest::ingest(&reg, Format::RuleTaker, file, false).unwrap();
     let mut checks = deltalogic::check::check(&reg, None).unwrap();
     assert_eq!(checks.len(), 1, "one dataset expected");

@@ -160,7 +160,7 @@ fn smollm2_as_a_hugging_face_directory_scores_the_same_bits_as_its_gguf_file() {
 
     // Both formats of a model compute the same bits, so they register under one scorer
     // version (their ids still differ: the files differ).
-    let reg = deltalogic::store::Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = deltalogic::store::Store::open_write(&dir.path().join("s.redb")).unwrap();
     let version = |path: &Path| {
         let (id, _) = deltalogic::eval::models::add(&reg, path, None, Backend::Flex).unwrap();
         reg.get::<deltalogic::eval::ModelRecord>(&id)

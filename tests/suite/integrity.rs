@@ -4,13 +4,15 @@
 use crate::common;
 
 use common::{model_id, score_with, ByteModel};
+use deltalogic::benchmarks;
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
 use deltalogic::datasets::{BaseItem, Origin};
 use deltalogic::eval::cache::{self, MergeOptions};
+use deltalogic::eval::records::kinds;
 use deltalogic::eval::{self, models, Normalisation, PromptRecord, ScoreRecord};
 use deltalogic::logic::{Label, World};
 use deltalogic::model::scorer::Backend;
-use deltalogic::store::{guard_output, record_output, Id, Kind, Record, Registry};
+use deltalogic::store::{guard_output, record_output, Id, Record, Store};
 use redb::{Database, ReadableDatabase, TableDefinition};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -70,14 +72,14 @@ fn replace_bytes(haystack: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 fn a_changed_value_fails_its_checksum_naming_the_record() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
-    let id = Registry::open_write(&path)
+    let id = Store::open_write(&path)
         .unwrap()
         .write(|w| Ok(w.put(&item("Bob is red."))?.0))
         .unwrap();
     // Same length, still a valid archive and valid UTF-8: only a checksum can tell.
     let changed = replace_bytes(&stored(&path, "items", id), b"Bob is red.", b"Bob is bad.");
     overwrite(&path, "items", id, &changed);
-    let reg = Registry::open_read(&path).unwrap();
+    let reg = Store::open_read(&path).unwrap();
     let msg = format!("{:#}", reg.get::<BaseItem>(&id).unwrap_err());
     assert!(
         msg.contains("checksum") && msg.contains(&id.short()) && msg.contains("`items`"),
@@ -85,7 +87,7 @@ fn a_changed_value_fails_its_checksum_naming_the_record() {
     );
     assert!(msg.contains("s.redb"), "{msg}");
     assert!(reg.all::<BaseItem>().is_err());
-    let report = cache::verify(&reg).unwrap();
+    let report = cache::verify(&reg, deltalogic::benchmarks::ALL).unwrap();
     assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
 }
 
@@ -93,7 +95,7 @@ fn a_changed_value_fails_its_checksum_naming_the_record() {
 fn a_value_moved_under_another_key_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
-    let (a, b) = Registry::open_write(&path)
+    let (a, b) = Store::open_write(&path)
         .unwrap()
         .write(|w| {
             Ok((
@@ -104,7 +106,7 @@ fn a_value_moved_under_another_key_is_refused() {
         .unwrap();
     let value_of_a = stored(&path, "items", a);
     overwrite(&path, "items", b, &value_of_a);
-    let reg = Registry::open_read(&path).unwrap();
+    let reg = Store::open_read(&path).unwrap();
     let msg = format!("{:#}", reg.get::<BaseItem>(&b).unwrap_err());
     assert!(
         msg.contains("checksum") && msg.contains(&b.short()),
@@ -115,7 +117,7 @@ fn a_value_moved_under_another_key_is_refused() {
 
 /// A store with the set `set` scored by the stand-in model `m1`; returns its score keys.
 fn scored_store(path: &Path) -> Vec<Id> {
-    let reg = Registry::open_write(path).unwrap();
+    let reg = Store::open_write(path).unwrap();
     let spec = BuildSpec {
         seed: 9,
         from: PremiseSource::Generated,
@@ -134,7 +136,7 @@ fn scored_store(path: &Path) -> Vec<Id> {
 /// Forges one score's first log-prob in a cache file, keeping a valid checksum (anyone can
 /// compute one): only recomputation can catch it.
 fn forge_score(cache_file: &Path, key: Id) {
-    let reg = Registry::open_write(cache_file).unwrap();
+    let reg = Store::open_write(cache_file).unwrap();
     let mut s = reg.get::<ScoreRecord>(&key).unwrap().unwrap();
     s.logprobs[0] -= 0.5;
     reg.write(|w| w.replace(&s).map(drop)).unwrap();
@@ -143,7 +145,7 @@ fn forge_score(cache_file: &Path, key: Id) {
 /// Recomputes a score with the stand-in model of its fingerprint, reading the prompt from
 /// `from`; `None` for models it does not know.
 fn recompute_from<'a>(
-    from: &'a Registry,
+    from: &'a Store,
     seen: &'a std::cell::RefCell<Vec<Id>>,
 ) -> impl FnMut(&cache::Computed) -> anyhow::Result<Option<cache::Recomputed>> + 'a {
     move |c: &cache::Computed| {
@@ -167,7 +169,7 @@ fn export_cache(dir: &Path) -> (PathBuf, Vec<Id>) {
     let keys = scored_store(&source);
     let out = dir.join("cache.redb");
     common::export(
-        &Registry::open_write(&source).unwrap(),
+        &Store::open_write(&source).unwrap(),
         model_id("m1"),
         "set",
         &out,
@@ -182,15 +184,15 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
     assert!(keys.len() > 8, "the sample must be a part: {}", keys.len());
 
     // Honest cache, default sample: 8 recomputed, nothing unverified.
-    let target = Registry::open_write(&dir.path().join("honest.redb")).unwrap();
+    let target = Store::open_write(&dir.path().join("honest.redb")).unwrap();
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     let seen = std::cell::RefCell::new(Vec::new());
     let mut recompute = recompute_from(&other, &seen);
     let r = cache::merge(&target, &other, MergeOptions::new(&mut recompute)).unwrap();
     assert_eq!(r.recomputed.get(&model_id("m1").short()), Some(&8));
     assert!(r.unverified.is_empty(), "{:?}", r.unverified);
-    assert_eq!(target.count(Kind::Score).unwrap(), keys.len() as u64);
-    assert!(cache::stats(&target)
+    assert_eq!(target.count(ScoreRecord::KIND).unwrap(), keys.len() as u64);
+    assert!(cache::stats(&target, deltalogic::benchmarks::ALL)
         .unwrap()
         .unverified_per_model
         .is_empty());
@@ -199,10 +201,13 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
 
     // One forged value: a sample that includes it refuses the whole merge.
     forge_score(&cache_file, keys[3]);
-    let target = Registry::open_write(&dir.path().join("forged.redb")).unwrap();
+    let target = Store::open_write(&dir.path().join("forged.redb")).unwrap();
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     assert!(
-        cache::verify(&other).unwrap().problems.is_empty(),
+        cache::verify(&other, deltalogic::benchmarks::ALL)
+            .unwrap()
+            .problems
+            .is_empty(),
         "checksums pass"
     );
     let mut recompute = recompute_from(&other, &seen);
@@ -213,7 +218,8 @@ fn merge_recomputes_a_sample_and_refuses_a_forged_score_whole() {
         msg.contains(&keys[3].short()) && msg.contains("differs") && msg.contains("nothing merged"),
         "{msg}"
     );
-    for kind in Kind::ALL {
+    for declared in kinds(benchmarks::ALL) {
+        let kind = declared.kind;
         assert_eq!(target.count(kind).unwrap(), 0, "{kind:?}: store unchanged");
     }
     // A tolerance above the change lets it through, as asked.
@@ -229,7 +235,7 @@ fn the_sample_is_seeded() {
     let dir = tempfile::tempdir().unwrap();
     let (cache_file, _) = export_cache(dir.path());
     let sample = |name: &str, seed: u64| {
-        let target = Registry::open_write(&dir.path().join(name)).unwrap();
+        let target = Store::open_write(&dir.path().join(name)).unwrap();
         let other = cache::open_incoming(&target, &cache_file).unwrap();
         let seen = std::cell::RefCell::new(Vec::new());
         let mut recompute = recompute_from(&other, &seen);
@@ -249,7 +255,7 @@ fn the_sample_is_seeded() {
 fn scores_merged_without_a_check_are_marked_unverified() {
     let dir = tempfile::tempdir().unwrap();
     let (cache_file, keys) = export_cache(dir.path());
-    let target = Registry::open_write(&dir.path().join("t.redb")).unwrap();
+    let target = Store::open_write(&dir.path().join("t.redb")).unwrap();
     // Ours before the merge: a score the cache also holds stays verified.
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     let mut unavailable = |_: &cache::Computed| Ok(None);
@@ -257,14 +263,17 @@ fn scores_merged_without_a_check_are_marked_unverified() {
     let m1 = model_id("m1").short();
     assert_eq!(r.unverified.get(&m1), Some(&keys.len()));
     assert_eq!(
-        cache::stats(&target).unwrap().unverified_per_model.get(&m1),
+        cache::stats(&target, deltalogic::benchmarks::ALL)
+            .unwrap()
+            .unverified_per_model
+            .get(&m1),
         Some(&keys.len())
     );
     assert!(keys.iter().all(|k| target.is_unverified(k).unwrap()));
     // Marks travel with the scores into the next store.
     let next = dir.path().join("next.redb");
     {
-        let t2 = Registry::open_write(&next).unwrap();
+        let t2 = Store::open_write(&next).unwrap();
         let mut ok = |c: &cache::Computed| match c {
             cache::Computed::Score(s) => Ok(Some(cache::Recomputed::Logprobs(s.logprobs.clone()))),
             cache::Computed::Generation(_) => panic!("these stores hold no generations"),
@@ -275,7 +284,7 @@ fn scores_merged_without_a_check_are_marked_unverified() {
         assert!(keys.iter().all(|k| t2.is_unverified(k).unwrap()));
     }
     // A store's own scores are never unverified.
-    let own = Registry::open_write(&dir.path().join("source.redb")).unwrap();
+    let own = Store::open_write(&dir.path().join("source.redb")).unwrap();
     assert!(!own.is_unverified(&keys[0]).unwrap());
 }
 
@@ -307,7 +316,7 @@ fn a_schema_1_store_is_migrated_once_after_a_backup() {
     let body_len = stored(&path, "items", id).len();
     let original = std::fs::read(&path).unwrap();
 
-    let reg = Registry::open_write(&path).unwrap();
+    let reg = Store::open_write(&path).unwrap();
     assert_eq!(reg.schema_version(), deltalogic::store::SCHEMA_VERSION);
     assert_eq!(reg.get::<BaseItem>(&id).unwrap(), Some(item("Bob is red.")));
     drop(reg);
@@ -322,8 +331,11 @@ fn a_schema_1_store_is_migrated_once_after_a_backup() {
         "now checksummed"
     );
     // The second open does not migrate again (it would refuse: the backup exists).
-    let reg = Registry::open_write(&path).unwrap();
-    assert!(cache::verify(&reg).unwrap().problems.is_empty());
+    let reg = Store::open_write(&path).unwrap();
+    assert!(cache::verify(&reg, deltalogic::benchmarks::ALL)
+        .unwrap()
+        .problems
+        .is_empty());
 }
 
 #[test]
@@ -332,12 +344,15 @@ fn a_schema_1_store_opened_read_only_is_read_in_memory_and_not_written() {
     let path = dir.path().join("old.redb");
     let id = v1_store(&path);
     let before = std::fs::read(&path).unwrap();
-    let reg = Registry::open_read(&path).unwrap();
+    let reg = Store::open_read(&path).unwrap();
     assert_eq!(reg.schema_version(), 1);
     assert_eq!(reg.get::<BaseItem>(&id).unwrap(), Some(item("Bob is red.")));
-    assert!(cache::verify(&reg).unwrap().problems.is_empty());
+    assert!(cache::verify(&reg, deltalogic::benchmarks::ALL)
+        .unwrap()
+        .problems
+        .is_empty());
     // Merged into a schema 2 store, its values gain checksums there.
-    let target = Registry::open_write(&dir.path().join("new.redb")).unwrap();
+    let target = Store::open_write(&dir.path().join("new.redb")).unwrap();
     let mut unavailable = |_: &cache::Computed| Ok(None);
     cache::merge(&target, &reg, MergeOptions::new(&mut unavailable)).unwrap();
     assert_eq!(
@@ -376,7 +391,7 @@ fn the_migration_says_so_once() {
 fn read_opens_refuse_what_is_not_a_store_and_create_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("typo.redb");
-    let msg = Registry::open_read(&missing).err().unwrap().to_string();
+    let msg = Store::open_read(&missing).err().unwrap().to_string();
     assert!(
         msg.contains("typo.redb") && msg.contains("does not exist"),
         "{msg}"
@@ -386,8 +401,8 @@ fn read_opens_refuse_what_is_not_a_store_and_create_nothing() {
     let empty = dir.path().join("empty.redb");
     std::fs::write(&empty, b"").unwrap();
     for msg in [
-        Registry::open_read(&empty).err().unwrap().to_string(),
-        Registry::open_write(&empty).err().unwrap().to_string(),
+        Store::open_read(&empty).err().unwrap().to_string(),
+        Store::open_write(&empty).err().unwrap().to_string(),
     ] {
         assert!(
             msg.contains("empty.redb") && msg.contains("empty file"),
@@ -402,7 +417,7 @@ fn read_opens_refuse_what_is_not_a_store_and_create_nothing() {
 
     let notes = dir.path().join("notes.redb");
     std::fs::write(&notes, b"a colleague's notes").unwrap();
-    let msg = Registry::open_read(&notes).err().unwrap().to_string();
+    let msg = Store::open_read(&notes).err().unwrap().to_string();
     assert!(msg.contains("not a deltalogic store"), "{msg}");
 
     let foreign = dir.path().join("foreign.redb");
@@ -415,7 +430,7 @@ fn read_opens_refuse_what_is_not_a_store_and_create_nothing() {
             .unwrap();
         txn.commit().unwrap();
     }
-    let msg = Registry::open_read(&foreign).err().unwrap().to_string();
+    let msg = Store::open_read(&foreign).err().unwrap().to_string();
     assert!(msg.contains("not a deltalogic store"), "{msg}");
 }
 
@@ -427,9 +442,12 @@ fn read_opens_never_write_and_work_on_read_only_files() {
     scored_store(&path);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
     let before = std::fs::read(&path).unwrap();
-    let reg = Registry::open_read(&path).unwrap();
-    cache::stats(&reg).unwrap();
-    assert!(cache::verify(&reg).unwrap().problems.is_empty());
+    let reg = Store::open_read(&path).unwrap();
+    cache::stats(&reg, deltalogic::benchmarks::ALL).unwrap();
+    assert!(cache::verify(&reg, deltalogic::benchmarks::ALL)
+        .unwrap()
+        .problems
+        .is_empty());
     let msg = reg.write(|_| Ok(())).unwrap_err().to_string();
     assert!(msg.contains("read-only"), "{msg}");
     drop(reg);
@@ -440,7 +458,7 @@ fn read_opens_never_write_and_work_on_read_only_files() {
 fn a_lock_conflict_says_in_use() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
-    let _held = Registry::open_write(&path).unwrap();
+    let _held = Store::open_write(&path).unwrap();
     let out = bin(&path, &["model", "list"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -451,7 +469,7 @@ fn a_lock_conflict_says_in_use() {
 fn merging_a_store_into_itself_is_refused_by_any_path() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
-    let reg = Registry::open_write(&path).unwrap();
+    let reg = Store::open_write(&path).unwrap();
     let link = dir.path().join("link.redb");
     std::os::unix::fs::symlink(&path, &link).unwrap();
     let hard = dir.path().join("hard.redb");
@@ -475,7 +493,7 @@ fn merging_a_store_into_itself_is_refused_by_any_path() {
 fn outputs_never_overwrite_the_store_nor_foreign_files() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
-    let reg = Registry::open_write(&path).unwrap();
+    let reg = Store::open_write(&path).unwrap();
     let link = dir.path().join("link.svg");
     std::os::unix::fs::symlink(&path, &link).unwrap();
     let hard = dir.path().join("hard.json");
@@ -527,7 +545,7 @@ fn tiny_gguf(path: &Path, arch: &str) {
 #[test]
 fn a_model_is_its_bytes_and_a_new_location_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let a = dir.path().join("a.gguf");
     tiny_gguf(&a, "llama");
     let (id, added) = models::add(&reg, &a, None, Backend::Flex).unwrap();
@@ -565,7 +583,7 @@ fn a_model_is_its_bytes_and_a_new_location_is_recorded() {
 #[test]
 fn models_registered_under_the_old_fingerprint_keep_their_ids() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let a = dir.path().join("old-name.gguf");
     tiny_gguf(&a, "llama");
     // The v1 fingerprint of a single file hashed its name, length and bytes.
@@ -585,7 +603,7 @@ fn models_registered_under_the_old_fingerprint_keep_their_ids() {
     };
     // An old store: the record written by schema 1 with its v1 hash.
     let dir2 = tempfile::tempdir().unwrap();
-    let old = Registry::open_write(&dir2.path().join("old.redb")).unwrap();
+    let old = Store::open_write(&dir2.path().join("old.redb")).unwrap();
     let mut record = reg.get::<eval::ModelRecord>(&new_id).unwrap().unwrap();
     record.files_blake3 = v1;
     let old_id = old.write(|w| Ok(w.put(&record)?.0)).unwrap();
@@ -684,9 +702,9 @@ fn flipped_bits_never_panic() {
 
 fn every_read_path(path: &Path) -> anyhow::Result<()> {
     {
-        let reg = Registry::open_read(path)?;
-        cache::stats(&reg)?;
-        let report = cache::verify(&reg)?;
+        let reg = Store::open_read(path)?;
+        cache::stats(&reg, deltalogic::benchmarks::ALL)?;
+        let report = cache::verify(&reg, deltalogic::benchmarks::ALL)?;
         reg.all::<deltalogic::benchmarks::deltalogic::Episode>()?;
         reg.names(deltalogic::store::Names::Models)?;
         reg.set_by_name("set")?;
@@ -695,8 +713,8 @@ fn every_read_path(path: &Path) -> anyhow::Result<()> {
             anyhow::bail!("{} problems", report.problems.len());
         }
     }
-    let reg = Registry::open_write(path)?;
-    cache::verify(&reg)?;
+    let reg = Store::open_write(path)?;
+    cache::verify(&reg, deltalogic::benchmarks::ALL)?;
     reg.write(|w| w.put(&item("Bob is new.")).map(drop))?;
     let set = reg.set_by_name("set")?.expect("the set");
     deltalogic::benchmarks::members::<Episode>(&reg, &set.1)?;
@@ -741,8 +759,11 @@ fn flipped(mut r: deltalogic::store::ResultRecord) -> deltalogic::store::ResultR
 }
 
 /// Counts of every kind of record in a store: "unchanged" means these are.
-fn counts(reg: &Registry) -> Vec<u64> {
-    Kind::ALL.iter().map(|k| reg.count(*k).unwrap()).collect()
+fn counts(reg: &Store) -> Vec<u64> {
+    kinds(benchmarks::ALL)
+        .iter()
+        .map(|d| reg.count(d.kind).unwrap())
+        .collect()
 }
 
 #[test]
@@ -752,7 +773,7 @@ fn a_forged_result_does_not_merge_and_leaves_the_store_unchanged() {
     // Every stored answer flipped; the forged result stored under the id the public derivation
     // gives it, with a valid checksum; the honest one removed. Every record checks.
     let forged = {
-        let reg = Registry::open_write(&cache_file).unwrap();
+        let reg = Store::open_write(&cache_file).unwrap();
         let mut results = reg.all::<deltalogic::store::ResultRecord>().unwrap();
         assert_eq!(results.len(), 1);
         let (honest, r) = results.remove(0);
@@ -762,13 +783,16 @@ fn a_forged_result_does_not_merge_and_leaves_the_store_unchanged() {
         forged
     };
     {
-        let other = Registry::open_read(&cache_file).unwrap();
-        assert!(cache::verify(&other).unwrap().problems.is_empty());
+        let other = Store::open_read(&cache_file).unwrap();
+        assert!(cache::verify(&other, deltalogic::benchmarks::ALL)
+            .unwrap()
+            .problems
+            .is_empty());
     }
     // Into a store that already holds something: it stays exactly as it was.
     let target_path = dir.path().join("target.redb");
     scored_store(&target_path);
-    let target = Registry::open_write(&target_path).unwrap();
+    let target = Store::open_write(&target_path).unwrap();
     let before = counts(&target);
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     let mut unavailable = |_: &cache::Computed| Ok(None);
@@ -810,12 +834,14 @@ fn a_forged_result_does_not_merge_and_leaves_the_store_unchanged() {
 fn an_honest_result_merges_after_it_is_re_derived() {
     let dir = tempfile::tempdir().unwrap();
     let (cache_file, _) = export_cache(dir.path());
-    let target = Registry::open_write(&dir.path().join("t.redb")).unwrap();
+    let target = Store::open_write(&dir.path().join("t.redb")).unwrap();
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     let mut unavailable = |_: &cache::Computed| Ok(None);
     let r = cache::merge(&target, &other, MergeOptions::new(&mut unavailable)).unwrap();
     assert_eq!(r.results_derived, 1);
-    assert!(cache::verify_results(&target).unwrap().is_empty());
+    assert!(cache::verify_results(&target, deltalogic::benchmarks::ALL)
+        .unwrap()
+        .is_empty());
     // A result's id covers its answers: the same result with one answer changed is another id.
     let (id, r) = target
         .all::<deltalogic::store::ResultRecord>()
@@ -829,7 +855,7 @@ fn an_honest_result_merges_after_it_is_re_derived() {
 fn a_result_without_its_scores_neither_merges_nor_reports() {
     let dir = tempfile::tempdir().unwrap();
     let (cache_file, _) = export_cache(dir.path());
-    let rid = Registry::open_read(&cache_file)
+    let rid = Store::open_read(&cache_file)
         .unwrap()
         .all::<deltalogic::store::ResultRecord>()
         .unwrap()[0]
@@ -837,7 +863,7 @@ fn a_result_without_its_scores_neither_merges_nor_reports() {
     // A colleague's file whose scores table is missing.
     drop_table(&cache_file, "scores");
     let target_path = dir.path().join("target.redb");
-    let target = Registry::open_write(&target_path).unwrap();
+    let target = Store::open_write(&target_path).unwrap();
     let other = cache::open_incoming(&target, &cache_file).unwrap();
     let mut unavailable = |_: &cache::Computed| Ok(None);
     let msg = format!(

@@ -272,7 +272,7 @@ fn errors_name_their_real_cause() {
     );
     // In use.
     {
-        let _held = deltalogic::store::Registry::open_write(&store).unwrap();
+        let _held = deltalogic::store::Store::open_write(&store).unwrap();
         cause(
             &run(&store, &["model", "list"]),
             "in use by another process",

@@ -30,6 +30,7 @@ mod model_errors;
 mod normalisation;
 mod numerics;
 mod numerics_llamacpp;
+mod proof_benchmark;
 mod readme;
 mod registry;
 mod report;

@@ -9,7 +9,7 @@ use crate::common;
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, PremiseSource};
 use deltalogic::benchmarks::{self, ModelInfo};
 use deltalogic::eval::{self, models, Normalisation, ScoreRecord};
-use deltalogic::store::{Kind, Registry};
+use deltalogic::store::{Record, ResultRecord, Store};
 use std::path::{Path, PathBuf};
 
 /// Rewrites `file` in place after `after` computed scores: the same size, other bytes near its
@@ -52,7 +52,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// each score equal to what the unchanged model gives.
 fn a_change_mid_run_stops_scoring(path: &Path, changed: &Path, pristine: &Path) {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let backend = models::backend_for(path, None).unwrap();
     let (model, _) = models::add(&reg, path, Some("m"), backend).unwrap();
     let spec = BuildSpec {
@@ -67,7 +67,7 @@ fn a_change_mid_run_stops_scoring(path: &Path, changed: &Path, pristine: &Path) 
         set.members.len() * 3 > 2 * eval::BATCH,
         "the run must span batches"
     );
-    let benchmark = benchmarks::named(&set.benchmark).unwrap();
+    let benchmark = benchmarks::ALL.named(&set.benchmark).unwrap();
     let (_, record) = models::resolve(&reg, "m").unwrap();
     let mut progress = RewriteAfter {
         file: changed.to_path_buf(),
@@ -77,7 +77,7 @@ fn a_change_mid_run_stops_scoring(path: &Path, changed: &Path, pristine: &Path) 
     let err = eval::run(
         &reg,
         &eval::Run {
-            benchmark: benchmark,
+            benchmark,
             set: (set_id, &set),
             models: eval::Participants {
                 subject: (model, &record as &dyn ModelInfo),
@@ -98,8 +98,8 @@ fn a_change_mid_run_stops_scoring(path: &Path, changed: &Path, pristine: &Path) 
     );
     assert!(msg.contains("discarded"), "{msg}");
     // Only the batch committed before the change; no result.
-    assert_eq!(reg.count(Kind::Score).unwrap(), eval::BATCH as u64);
-    assert_eq!(reg.count(Kind::Result).unwrap(), 0);
+    assert_eq!(reg.count(ScoreRecord::KIND).unwrap(), eval::BATCH as u64);
+    assert_eq!(reg.count(ResultRecord::KIND).unwrap(), 0);
     // And every stored score is the unchanged model's.
     let honest = models::Loaded::file(pristine, backend).unwrap();
     for (_, s) in reg.all::<ScoreRecord>().unwrap().into_iter().take(6) {

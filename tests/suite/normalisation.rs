@@ -15,10 +15,10 @@ use deltalogic::datasets::Format;
 use deltalogic::eval::{self, Normalisation, PromptRecord, Quiet, ResultRecord, ScoreRecord};
 use deltalogic::logic::Label;
 use deltalogic::store::ingest;
-use deltalogic::store::{Id, Registry};
+use deltalogic::store::{Id, Store};
 use std::path::Path;
 
-fn build(reg: &Registry, name: &str) -> Vec<(Id, Episode)> {
+fn build(reg: &Store, name: &str) -> Vec<(Id, Episode)> {
     let spec = BuildSpec {
         seed: 3,
         from: PremiseSource::Generated,
@@ -29,29 +29,26 @@ fn build(reg: &Registry, name: &str) -> Vec<(Id, Episode)> {
     members(reg, name)
 }
 
-fn run(reg: &Registry, set: &str, norms: &[Normalisation]) -> eval::Outcomes {
-    let benchmark = benchmarks::named(&common::set(reg, set).1.benchmark).unwrap();
+fn run(reg: &Store, set: &str, norms: &[Normalisation]) -> eval::Outcomes {
+    let benchmark = benchmarks::ALL
+        .named(&common::set(reg, set).1.benchmark)
+        .unwrap();
     run_template(reg, set, benchmark.templates()[0], norms)
 }
 
-fn run_template(
-    reg: &Registry,
-    set: &str,
-    template: &str,
-    norms: &[Normalisation],
-) -> eval::Outcomes {
+fn run_template(reg: &Store, set: &str, template: &str, norms: &[Normalisation]) -> eval::Outcomes {
     let (set_id, stored) = common::set(reg, set);
-    let benchmark = benchmarks::named(&stored.benchmark).unwrap();
+    let benchmark = benchmarks::ALL.named(&stored.benchmark).unwrap();
     eval::run_each(
         reg,
         &eval::Run {
-            benchmark: benchmark,
+            benchmark,
             set: (set_id, &stored),
             models: eval::Participants {
                 subject: (model_id("m"), &NoChat),
                 judge: None,
             },
-            template: template,
+            template,
             norms: norms.to_vec(),
             shard: None,
         },
@@ -117,7 +114,7 @@ fn pick(norm: Normalisation, labels: &[ScoreRecord], free: &[&[ScoreRecord]]) ->
 #[test]
 fn every_normalisation_picks_what_its_formula_gives_from_the_listed_scores() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let eps = build(&reg, "set");
     let all = run(&reg, "set", &Normalisation::ALL);
     assert_eq!(all.results.len(), 6);
@@ -195,7 +192,7 @@ fn every_normalisation_picks_what_its_formula_gives_from_the_listed_scores() {
 #[test]
 fn belief_r_questions_have_content_free_prompts_with_their_options() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let data = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../shared/datasets/belief_r"

@@ -2,7 +2,7 @@
 
 use deltalogic::datasets::{BaseItem, Origin};
 use deltalogic::logic::{Label, World};
-use deltalogic::store::{Kind, Record, Registry, SCHEMA_VERSION};
+use deltalogic::store::{Record, Store, SCHEMA_VERSION};
 use redb::{Database, TableDefinition};
 use std::path::Path;
 
@@ -54,19 +54,19 @@ fn reopen_and_read_back() {
     let dir = tempfile::tempdir().unwrap();
     let path = store(&dir);
     let id = {
-        let reg = Registry::open_write(&path).unwrap();
+        let reg = Store::open_write(&path).unwrap();
         reg.write(|w| Ok(w.put(&item("Bob is red."))?.0)).unwrap()
     };
-    let reg = Registry::open_write(&path).unwrap();
+    let reg = Store::open_write(&path).unwrap();
     assert_eq!(reg.get::<BaseItem>(&id).unwrap(), Some(item("Bob is red.")));
-    assert_eq!(reg.count(Kind::BaseItem).unwrap(), 1);
-    assert_eq!(reg.resolve(Kind::BaseItem, &id.short()).unwrap(), id);
+    assert_eq!(reg.count(BaseItem::KIND).unwrap(), 1);
+    assert_eq!(reg.resolve(BaseItem::KIND, &id.short()).unwrap(), id);
 }
 
 #[test]
 fn failed_write_leaves_store_unchanged() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&store(&dir)).unwrap();
+    let reg = Store::open_write(&store(&dir)).unwrap();
     reg.write(|w| w.put(&item("Bob is red.")).map(|_| ()))
         .unwrap();
     let before = reg.all::<BaseItem>().unwrap();
@@ -85,7 +85,7 @@ fn failed_write_leaves_store_unchanged() {
 fn newer_schema_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = store(&dir);
-    drop(Registry::open_write(&path).unwrap());
+    drop(Store::open_write(&path).unwrap());
     {
         let db = Database::create(&path).unwrap();
         let txn = db.begin_write().unwrap();
@@ -101,10 +101,7 @@ fn newer_schema_is_refused() {
         }
         txn.commit().unwrap();
     }
-    let msg = Registry::open_write(&path)
-        .err()
-        .expect("refused")
-        .to_string();
+    let msg = Store::open_write(&path).err().expect("refused").to_string();
     assert!(
         msg.contains(&format!("schema version {}", SCHEMA_VERSION + 1)),
         "{msg}"
@@ -118,10 +115,7 @@ fn foreign_files_are_refused_and_left_alone() {
     // Not a database at all.
     let junk = dir.path().join("junk.redb");
     std::fs::write(&junk, b"this is not a redb file, it is a colleague's notes").unwrap();
-    let msg = Registry::open_write(&junk)
-        .err()
-        .expect("refused")
-        .to_string();
+    let msg = Store::open_write(&junk).err().expect("refused").to_string();
     assert!(msg.contains("junk.redb"), "{msg}");
     assert_eq!(
         std::fs::read(&junk).unwrap(),
@@ -138,7 +132,7 @@ fn foreign_files_are_refused_and_left_alone() {
             .unwrap();
         txn.commit().unwrap();
     }
-    let msg = Registry::open_write(&other)
+    let msg = Store::open_write(&other)
         .err()
         .expect("refused")
         .to_string();
@@ -150,11 +144,11 @@ fn corrupt_record_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = store(&dir);
     let id = {
-        let reg = Registry::open_write(&path).unwrap();
+        let reg = Store::open_write(&path).unwrap();
         reg.write(|w| Ok(w.put(&item("Bob is red."))?.0)).unwrap()
     };
     overwrite_value(&path, "items", id.0, &[0xff; 7]);
-    let reg = Registry::open_write(&path).unwrap();
+    let reg = Store::open_write(&path).unwrap();
     let msg = reg.get::<BaseItem>(&id).expect_err("corrupt").to_string();
     // Schema 2: the checksum refuses it before the archive is looked at.
     assert!(

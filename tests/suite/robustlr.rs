@@ -234,13 +234,13 @@ use deltalogic::benchmarks::robustlr::{self as rq, glore};
 use deltalogic::eval::{Normalisation, ResultRecord, ResultRow, ScoreReport, Turn};
 use deltalogic::logic::Semantics;
 use deltalogic::report::{self, Format as ReportFormat};
-use deltalogic::store::{Id, Record, Registry};
+use deltalogic::store::{Id, Record, Store};
 
 const Q_PER_SET: usize = 4;
 
 /// A store with the RobustLR questions of generated theories (seed 2) as set `name`.
-fn built_questions(dir: &tempfile::TempDir, name: &str) -> (Registry, rq::BuildOutcome) {
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+fn built_questions(dir: &tempfile::TempDir, name: &str) -> (Store, rq::BuildOutcome) {
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let config = BuildConfig {
         seed: 2,
         per_set: Q_PER_SET,
@@ -270,17 +270,16 @@ fn stored_robustlr_questions_reverify_with_the_solver() {
             "{}",
             q.query
         );
-        let set = SetName::parse(q.tag(rq::SET).unwrap()).unwrap();
+        let m = rq::Membership::read(|key| q.tag(key)).unwrap();
+        let set = m.set;
         assert_eq!(q.semantics, set.semantics(), "{set}");
         let labels: Vec<Label> = q.options.iter().map(|o| o.label).collect();
         assert_eq!(labels, [Label::True, Label::False]);
-        assert!(expected_groups(set).contains(q.tag(rq::GROUP).unwrap()));
-        if q.tag(rq::POSITION) == Some("0") {
-            assert_eq!(q.tag(rq::GROUP), Some("BASE"));
+        assert!(expected_groups(set).contains(m.group.as_str()));
+        if m.position == 0 {
+            assert_eq!(m.group, "BASE");
         }
-        *families
-            .entry((set.to_string(), q.tag(rq::FAMILY).unwrap().to_string()))
-            .or_default() += 1;
+        *families.entry((set.to_string(), m.family)).or_default() += 1;
     }
     assert_eq!(families.len(), SetName::ALL.len() * Q_PER_SET);
     // The check can fail: a question whose gold is flipped is refused.
@@ -318,7 +317,7 @@ fn stored_robustlr_questions_reverify_with_the_solver() {
 #[test]
 fn robustlr_from_proofwriter_needs_ingested_items() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let config = BuildConfig {
         seed: 0,
         per_set: 1,
@@ -389,7 +388,7 @@ fn the_plain_question_prompt_is_deltalogics_wording() {
     }
 }
 
-fn score_set(reg: &Registry, set: &str) -> (ScoreReport, Id) {
+fn score_set(reg: &Store, set: &str) -> (ScoreReport, Id) {
     let out = score_with(reg, "m1", set, None, Normalisation::Mean);
     (out.report, out.result)
 }
@@ -407,7 +406,7 @@ fn robustlr_scoring_is_cached_and_reported() {
     assert_eq!(second.scores_found_in_cache, 2 * n);
     assert_eq!(again, result);
 
-    let entries = report::entries(&reg, &[], &["rl".into()]).unwrap();
+    let entries = report::entries(&reg, deltalogic::benchmarks::ALL, &[], &["rl".into()]).unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].template, "plain-question");
     let m = &entries[0].evaluation.metrics;
@@ -448,7 +447,7 @@ fn robustlr_scoring_is_cached_and_reported() {
 #[test]
 fn hand_made_answers_give_hand_computed_weighted_f1() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     use Label::{False as F, True as T};
     // (set, family, [(group, gold, pred)]), base first.
     type Hand<'a> = (&'a str, &'a str, &'a [(&'a str, Label, Label)]);
@@ -486,12 +485,13 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
                 ],
                 gold,
                 revises: None,
-                tags: vec![
-                    (rq::SET.into(), set.into()),
-                    (rq::GROUP.into(), group.into()),
-                    (rq::FAMILY.into(), family.into()),
-                    (rq::POSITION.into(), i.to_string()),
-                ],
+                tags: rq::Membership {
+                    set: SetName::parse(set).unwrap(),
+                    family: family.into(),
+                    position: i,
+                    group: group.into(),
+                }
+                .tags(),
                 base_item: [0; 32],
             };
             q.sort_tags();
@@ -518,7 +518,7 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
             .collect(),
     };
     reg.write(|w| w.put(&result).map(drop)).unwrap();
-    let entries = report::entries(&reg, &[], &[]).unwrap();
+    let entries = report::entries(&reg, deltalogic::benchmarks::ALL, &[], &[]).unwrap();
     let m = &entries[0].evaluation.metrics;
     let value = |v: &serde_json::Value| v["value"].as_f64().unwrap();
     let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} != {b}");
@@ -546,7 +546,7 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
 #[test]
 fn glore_questions_keep_the_datasets_gold_unchecked() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let root = Path::new(DATASETS).join("robustlr/glore_subset");
     deltalogic::store::ingest::ingest(&reg, Format::RobustLrGlore, &root, false).unwrap();
     let out = glore::build(&reg, "glore").unwrap();

@@ -4,7 +4,7 @@
 //! elsewhere (build.rs).
 
 use deltalogic::eval::ScoreRecord;
-use deltalogic::store::Registry;
+use deltalogic::store::Store;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -30,7 +30,7 @@ fn json(out: &Output) -> serde_json::Value {
 }
 
 fn scores(store: &Path) -> BTreeMap<String, Vec<f32>> {
-    Registry::open_write(store)
+    Store::open_write(store)
         .unwrap()
         .all::<ScoreRecord>()
         .unwrap()

@@ -10,10 +10,10 @@ use crate::common;
 use common::{dl, model_id, score_with, ByteModel};
 use deltalogic::benchmarks::question::{self, Choice, Question};
 use deltalogic::eval::cache::{self, MergeOptions};
-use deltalogic::eval::{self, Normalisation, PromptRecord, ScoreReport};
+use deltalogic::eval::{self, Normalisation, PromptRecord, ScoreRecord, ScoreReport};
 use deltalogic::logic::{Label, Semantics};
 use deltalogic::report::{self, Format};
-use deltalogic::store::{Id, Kind, Registry};
+use deltalogic::store::{Id, Record, Store};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -77,8 +77,12 @@ fn copy(from: &Path, dir: &Path, name: &str) -> PathBuf {
     to
 }
 
-fn report_json(reg: &Registry) -> String {
-    report::render(&report::entries(reg, &[], &[]).unwrap(), Format::Json).unwrap()
+fn report_json(reg: &Store) -> String {
+    report::render(
+        &report::entries(reg, deltalogic::benchmarks::ALL, &[], &[]).unwrap(),
+        Format::Json,
+    )
+    .unwrap()
 }
 
 /// What a simulation measured.
@@ -99,7 +103,7 @@ fn simulate(dir: &Path, n: usize) -> Simulation {
     let base = dir.join("base.redb");
     let started = Instant::now();
     {
-        let reg = Registry::open_write(&base).unwrap();
+        let reg = Store::open_write(&base).unwrap();
         let spec = format!("{{\"simulation\":{n}}}");
         question::store_set(&reg, "static", spec, &questions(n), SET).unwrap();
     }
@@ -110,7 +114,7 @@ fn simulate(dir: &Path, n: usize) -> Simulation {
     let mut parts = Vec::new();
     for m in MODELS {
         let path = copy(&base, dir, &format!("{m}.redb"));
-        let reg = Registry::open_write(&path).unwrap();
+        let reg = Store::open_write(&path).unwrap();
         let started = Instant::now();
         let out = score_with(&reg, m, SET, None, Normalisation::Mean);
         runs.push((out.report, started.elapsed().as_secs_f64()));
@@ -119,7 +123,7 @@ fn simulate(dir: &Path, n: usize) -> Simulation {
     }
 
     let merged = copy(&base, dir, "merged.redb");
-    let reg = Registry::open_write(&merged).unwrap();
+    let reg = Store::open_write(&merged).unwrap();
     let mut merged_records = 0;
     let started = Instant::now();
     for path in &parts {
@@ -165,8 +169,8 @@ fn check(sim: &Simulation, n: usize) {
             "the runner computes the tree"
         );
     }
-    let reg = Registry::open_read(&sim.merged).unwrap();
-    assert_eq!(reg.count(Kind::Score).unwrap(), (3 * 3 * n) as u64);
+    let reg = Store::open_read(&sim.merged).unwrap();
+    assert_eq!(reg.count(ScoreRecord::KIND).unwrap(), (3 * 3 * n) as u64);
     let mut stored: Vec<Id> = reg
         .all::<eval::ResultRecord>()
         .unwrap()
@@ -186,12 +190,12 @@ fn merged_model_stores_report_like_one_store() {
     let sim = simulate(dir.path(), N);
     check(&sim, N);
 
-    let single = Registry::open_write(&copy(&sim.base, dir.path(), "single.redb")).unwrap();
+    let single = Store::open_write(&copy(&sim.base, dir.path(), "single.redb")).unwrap();
     for (m, result) in MODELS.into_iter().zip(&sim.results) {
         let out = score_with(&single, m, SET, None, Normalisation::Mean);
         assert_eq!(out.result, *result, "the same result id in one store");
     }
-    let merged = Registry::open_read(&sim.merged).unwrap();
+    let merged = Store::open_read(&sim.merged).unwrap();
     let json = report_json(&merged);
     assert_eq!(json, report_json(&single));
     assert_eq!(
@@ -246,9 +250,9 @@ fn a_million_scores() {
         sim.merge_seconds,
         sim.merged_records as f64 / sim.merge_seconds
     );
-    let scores = Registry::open_read(&sim.merged)
+    let scores = Store::open_read(&sim.merged)
         .unwrap()
-        .count(Kind::Score)
+        .count(ScoreRecord::KIND)
         .unwrap();
     let bytes = std::fs::metadata(&sim.merged).unwrap().len();
     println!(
@@ -354,7 +358,7 @@ fn full_set_tokens() {
             "robustlr-sample",
         ],
     );
-    let reg = Registry::open_read(&store).unwrap();
+    let reg = Store::open_read(&store).unwrap();
     for name in [
         "belief-r",
         "robustlr",
@@ -363,7 +367,7 @@ fn full_set_tokens() {
         "robustlr-sample",
     ] {
         let (_, stored) = common::set(&reg, name);
-        let b = benchmarks::named(&stored.benchmark).unwrap();
+        let b = benchmarks::ALL.named(&stored.benchmark).unwrap();
         let template = b.templates()[0];
         let m = Models {
             subject: &common::NoChat,

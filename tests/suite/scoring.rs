@@ -8,12 +8,12 @@ use deltalogic::benchmarks::deltalogic::{
     self as episodes, prompts, BuildSpec, Episode, PremiseSource,
 };
 use deltalogic::eval::cache;
-use deltalogic::eval::{Normalisation, ScoreRecord, ScoreReport};
-use deltalogic::store::{Id, Kind, Record, Registry};
+use deltalogic::eval::{Normalisation, PromptRecord, ResultRecord, ScoreRecord, ScoreReport};
+use deltalogic::store::{Id, Record, Store, StoredSet};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-fn build(reg: &Registry, name: &str, per_type: usize) -> (Id, Vec<(Id, Episode)>) {
+fn build(reg: &Store, name: &str, per_type: usize) -> (Id, Vec<(Id, Episode)>) {
     let spec = BuildSpec {
         seed: 9,
         from: PremiseSource::Generated,
@@ -24,12 +24,12 @@ fn build(reg: &Registry, name: &str, per_type: usize) -> (Id, Vec<(Id, Episode)>
     (out.set, members(reg, name))
 }
 
-fn score(reg: &Registry, model: &'static str, set: &str) -> (ScoreReport, Id) {
+fn score(reg: &Store, model: &'static str, set: &str) -> (ScoreReport, Id) {
     let out = score_with(reg, model, set, None, Normalisation::Mean);
     (out.report, out.result)
 }
 
-fn scores(reg: &Registry) -> BTreeMap<Id, (Vec<u32>, Vec<u32>)> {
+fn scores(reg: &Store) -> BTreeMap<Id, (Vec<u32>, Vec<u32>)> {
     reg.all::<ScoreRecord>()
         .unwrap()
         .into_iter()
@@ -45,7 +45,7 @@ fn scores(reg: &Registry) -> BTreeMap<Id, (Vec<u32>, Vec<u32>)> {
 #[test]
 fn computes_only_what_is_missing_and_reaches_the_tree_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let (_, eps) = build(&reg, "set", 10);
     let (first, _) = score(&reg, "m1", "set");
     assert_eq!(first.items, eps.len());
@@ -71,7 +71,7 @@ fn computes_only_what_is_missing_and_reaches_the_tree_bound() {
 #[test]
 fn a_second_model_and_added_episodes_compute_only_their_own_scores() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let (_, small) = build(&reg, "small", 5);
     let (a, _) = score(&reg, "m1", "small");
     let before = scores(&reg);
@@ -108,21 +108,21 @@ fn a_second_model_and_added_episodes_compute_only_their_own_scores() {
 }
 
 /// Merges with no model available to recompute a sample: every new score comes in unverified.
-fn merge_unchecked(reg: &Registry, other: &Registry) -> anyhow::Result<cache::MergeReport> {
+fn merge_unchecked(reg: &Store, other: &Store) -> anyhow::Result<cache::MergeReport> {
     let mut unavailable = |_: &cache::Computed| Ok(None);
     cache::merge(reg, other, cache::MergeOptions::new(&mut unavailable))
 }
 
-fn export(reg: &Registry, model: &str, set: &str, to: &Path) {
+fn export(reg: &Store, model: &str, set: &str, to: &Path) {
     common::export(reg, model_id(model), set, to);
 }
 
 #[test]
 fn merging_caches_built_apart_equals_building_together() {
     let dir = tempfile::tempdir().unwrap();
-    let apart1 = Registry::open_write(&dir.path().join("a1.redb")).unwrap();
-    let apart2 = Registry::open_write(&dir.path().join("a2.redb")).unwrap();
-    let together = Registry::open_write(&dir.path().join("t.redb")).unwrap();
+    let apart1 = Store::open_write(&dir.path().join("a1.redb")).unwrap();
+    let apart2 = Store::open_write(&dir.path().join("a2.redb")).unwrap();
+    let together = Store::open_write(&dir.path().join("t.redb")).unwrap();
     for r in [&apart1, &apart2, &together] {
         build(r, "set", 4);
     }
@@ -133,16 +133,24 @@ fn merging_caches_built_apart_equals_building_together() {
     export(&apart1, "m1", "set", &dir.path().join("c1.redb"));
     export(&apart2, "m2", "set", &dir.path().join("c2.redb"));
 
-    let merged = Registry::open_write(&dir.path().join("m.redb")).unwrap();
+    let merged = Store::open_write(&dir.path().join("m.redb")).unwrap();
     for c in ["c1.redb", "c2.redb"] {
-        let other = Registry::open_read(&dir.path().join(c)).unwrap();
-        assert!(cache::verify(&other).unwrap().problems.is_empty());
+        let other = Store::open_read(&dir.path().join(c)).unwrap();
+        assert!(cache::verify(&other, deltalogic::benchmarks::ALL)
+            .unwrap()
+            .problems
+            .is_empty());
         let report = merge_unchecked(&merged, &other).unwrap();
         assert!(report.conflicts.is_empty(), "{:?}", report.conflicts);
     }
     assert_eq!(scores(&merged), scores(&together));
-    for kind in [Kind::Episode, Kind::EpisodeSet, Kind::Result, Kind::Prompt] {
-        let ids = |r: &Registry| {
+    for kind in [
+        Episode::KIND,
+        StoredSet::KIND,
+        ResultRecord::KIND,
+        PromptRecord::KIND,
+    ] {
+        let ids = |r: &Store| {
             r.raw_all(kind)
                 .unwrap()
                 .into_iter()
@@ -154,7 +162,7 @@ fn merging_caches_built_apart_equals_building_together() {
     // Merging again adds nothing.
     let again = merge_unchecked(
         &merged,
-        &Registry::open_read(&dir.path().join("c1.redb")).unwrap(),
+        &Store::open_read(&dir.path().join("c1.redb")).unwrap(),
     )
     .unwrap();
     assert!(again.added.is_empty());
@@ -163,7 +171,7 @@ fn merging_caches_built_apart_equals_building_together() {
 #[test]
 fn a_conflicting_merge_keeps_the_original() {
     let dir = tempfile::tempdir().unwrap();
-    let ours = Registry::open_write(&dir.path().join("ours.redb")).unwrap();
+    let ours = Store::open_write(&dir.path().join("ours.redb")).unwrap();
     build(&ours, "set", 2);
     score(&ours, "m1", "set");
     let theirs_path = dir.path().join("theirs.redb");
@@ -172,8 +180,8 @@ fn a_conflicting_merge_keeps_the_original() {
     // Their cache holds a different value under one of our keys.
     let (key, mut changed) = ours.all::<ScoreRecord>().unwrap().remove(0);
     changed.logprobs[0] -= 1.0;
-    let theirs = Registry::open_read(&theirs_path).unwrap();
-    let forged = Registry::open_write(&dir.path().join("forged.redb")).unwrap();
+    let theirs = Store::open_read(&theirs_path).unwrap();
+    let forged = Store::open_write(&dir.path().join("forged.redb")).unwrap();
     forged.write(|w| w.put(&changed).map(drop)).unwrap();
     let original = scores(&ours);
 
@@ -190,15 +198,15 @@ fn a_conflicting_merge_keeps_the_original() {
 #[test]
 fn corrupt_or_missing_cache_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let ours = Registry::open_write(&dir.path().join("ours.redb")).unwrap();
-    let err = Registry::open_read(&dir.path().join("nope.redb"))
+    let ours = Store::open_write(&dir.path().join("ours.redb")).unwrap();
+    let err = Store::open_read(&dir.path().join("nope.redb"))
         .err()
         .expect("missing")
         .to_string();
     assert!(err.contains("nope.redb"), "{err}");
     let junk = dir.path().join("junk.redb");
     std::fs::write(&junk, vec![7u8; 4096]).unwrap();
-    let err = Registry::open_read(&junk).err().expect("junk").to_string();
+    let err = Store::open_read(&junk).err().expect("junk").to_string();
     assert!(err.contains("junk.redb"), "{err}");
     // A truncated copy of a real cache.
     build(&ours, "set", 2);
@@ -209,7 +217,7 @@ fn corrupt_or_missing_cache_files_are_refused() {
     let cut = dir.path().join("cut.redb");
     std::fs::write(&cut, &bytes[..bytes.len() / 3]).unwrap();
     let before = scores(&ours);
-    if let Ok(other) = Registry::open_read(&cut) {
+    if let Ok(other) = Store::open_read(&cut) {
         // If redb can open what is left, the records must still fail validation or be absent.
         let _ = merge_unchecked(&ours, &other);
     }
@@ -222,7 +230,7 @@ const SMOLLM2_CHAT: &str = "{% for message in messages %}{% if loop.first and me
 #[test]
 fn step_two_continues_step_one_in_both_templates() {
     let dir = tempfile::tempdir().unwrap();
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let (_, eps) = build(&reg, "set", 1);
     let chat = prompts::chat(SMOLLM2_CHAT).unwrap();
     for t in [prompts::plain(), chat] {

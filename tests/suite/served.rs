@@ -11,15 +11,15 @@ use deltalogic::eval::{
     self, models, served, Engine, GenerationRecord, Normalisation, PromptRecord, Quiet,
     ResultRecord, ScoreRecord,
 };
-use deltalogic::store::{Id, Registry};
+use deltalogic::store::{Id, Store};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The stand-in model behind the fake endpoint (its name is its weights).
 const WEIGHTS: &str = "served-weights";
 
-fn store(dir: &Path, name: &str) -> Registry {
-    let reg = Registry::open_write(&dir.join(name)).unwrap();
+fn store(dir: &Path, name: &str) -> Store {
+    let reg = Store::open_write(&dir.join(name)).unwrap();
     let spec = BuildSpec {
         seed: 5,
         from: PremiseSource::Generated,
@@ -31,7 +31,7 @@ fn store(dir: &Path, name: &str) -> Registry {
     reg
 }
 
-fn register(reg: &Registry, fake: &Fake) -> Id {
+fn register(reg: &Store, fake: &Fake) -> Id {
     served::add(
         reg,
         &served::Registration {
@@ -49,13 +49,13 @@ fn register(reg: &Registry, fake: &Fake) -> Id {
 }
 
 /// Runs `template` on the set with the registered served model `model`.
-fn run_served(reg: &Registry, model: Id, template: &str) -> anyhow::Result<eval::Outcome> {
+fn run_served(reg: &Store, model: Id, template: &str) -> anyhow::Result<eval::Outcome> {
     let (set_id, stored) = common::set(reg, "small");
     let (_, record) = models::resolve(reg, &model.hex()).unwrap();
     eval::run(
         reg,
         &eval::Run {
-            benchmark: benchmarks::named(&stored.benchmark).unwrap(),
+            benchmark: benchmarks::ALL.named(&stored.benchmark).unwrap(),
             set: (set_id, &stored),
             models: eval::Participants {
                 subject: (model, &NoChat),
@@ -71,12 +71,12 @@ fn run_served(reg: &Registry, model: Id, template: &str) -> anyhow::Result<eval:
 }
 
 /// The same with the stand-in model computed here.
-fn run_local(reg: &Registry, template: &str) -> eval::Outcome {
+fn run_local(reg: &Store, template: &str) -> eval::Outcome {
     let (set_id, stored) = common::set(reg, "small");
     eval::run(
         reg,
         &eval::Run {
-            benchmark: benchmarks::named(&stored.benchmark).unwrap(),
+            benchmark: benchmarks::ALL.named(&stored.benchmark).unwrap(),
             set: (set_id, &stored),
             models: eval::Participants {
                 subject: (model_id("local"), &NoChat),
@@ -93,7 +93,7 @@ fn run_local(reg: &Registry, template: &str) -> eval::Outcome {
 }
 
 /// Every stored score's log-probs and generation's text by (prompt text, label or "").
-fn computed(reg: &Registry) -> BTreeMap<(String, String), (Vec<f32>, String)> {
+fn computed(reg: &Store) -> BTreeMap<(String, String), (Vec<f32>, String)> {
     let prompt = |id: [u8; 32]| reg.get::<PromptRecord>(&Id(id)).unwrap().unwrap().text;
     let mut out = BTreeMap::new();
     for (_, s) in reg.all::<ScoreRecord>().unwrap() {
@@ -105,7 +105,7 @@ fn computed(reg: &Registry) -> BTreeMap<(String, String), (Vec<f32>, String)> {
     out
 }
 
-fn answers(reg: &Registry, result: Id) -> Vec<Vec<deltalogic::eval::TurnAnswer>> {
+fn answers(reg: &Store, result: Id) -> Vec<Vec<deltalogic::eval::TurnAnswer>> {
     let r = reg.get::<ResultRecord>(&result).unwrap().unwrap();
     r.rows
         .iter()
@@ -217,7 +217,7 @@ fn answers_that_do_not_add_up_are_refused_and_nothing_is_stored() {
 fn the_probe_refuses_a_server_whose_echo_is_not_its_model() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Fake::start(WEIGHTS, None);
-    let reg = Registry::open_write(&dir.path().join("probe.store")).unwrap();
+    let reg = Store::open_write(&dir.path().join("probe.store")).unwrap();
     for (fault, says) in [
         (Fault::Shifted, "not conforming"),
         (Fault::NoLogprobs, "no `logprobs`"),

@@ -6,7 +6,7 @@
 
 use crate::common::{self, dl};
 use deltalogic::eval::{ResultRecord, ScoreRecord};
-use deltalogic::store::{Id, Registry};
+use deltalogic::store::{Id, Store};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -90,7 +90,7 @@ fn json(out: std::process::Output) -> serde_json::Value {
 }
 
 /// Each stored score of `result` by (prompt, label).
-fn scores(reg: &Registry, result: &str) -> Vec<((Id, String), Vec<f32>)> {
+fn scores(reg: &Store, result: &str) -> Vec<((Id, String), Vec<f32>)> {
     let (_, r) = reg
         .all::<ResultRecord>()
         .unwrap()
@@ -163,7 +163,7 @@ fn vllm_scores_a_set_as_our_f32_engine_does_on_the_same_weights() {
     let (again, _) = score("smollm2");
     assert_eq!(again["scores_computed"], 0, "a rerun asks the server nothing");
 
-    let reg = Registry::open_read(&store).unwrap();
+    let reg = Store::open_read(&store).unwrap();
     let ours: std::collections::BTreeMap<_, _> =
         scores(&reg, local["result"].as_str().unwrap()).into_iter().collect();
     let theirs = scores(&reg, served["result"].as_str().unwrap());

@@ -12,12 +12,12 @@ use deltalogic::eval::cache::{self, MergeOptions};
 use deltalogic::eval::shard::{self, Shard};
 use deltalogic::eval::{self, Normalisation, PromptRecord, Quiet, ScoreRecord};
 use deltalogic::report::{self, Format};
-use deltalogic::store::{Id, Registry};
+use deltalogic::store::{Id, Store};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn build(path: &Path, per_type: usize) {
-    let reg = Registry::open_write(path).unwrap();
+    let reg = Store::open_write(path).unwrap();
     let spec = BuildSpec {
         seed: 3,
         from: PremiseSource::Generated,
@@ -33,8 +33,12 @@ fn copy(from: &Path, dir: &Path, name: &str) -> PathBuf {
     to
 }
 
-fn report_json(reg: &Registry) -> String {
-    report::render(&report::entries(reg, &[], &[]).unwrap(), Format::Json).unwrap()
+fn report_json(reg: &Store) -> String {
+    report::render(
+        &report::entries(reg, deltalogic::benchmarks::ALL, &[], &[]).unwrap(),
+        Format::Json,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -51,9 +55,9 @@ fn parts_are_disjoint_cover_the_set_and_are_deterministic() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
     build(&path, 6);
-    let reg = Registry::open_write(&path).unwrap();
+    let reg = Store::open_write(&path).unwrap();
     let (_, stored) = set(&reg, "set");
-    let b = benchmarks::named(&stored.benchmark).unwrap();
+    let b = benchmarks::ALL.named(&stored.benchmark).unwrap();
     let models = Models {
         subject: &NoChat,
         judge: model_id("m"),
@@ -90,7 +94,7 @@ fn parts_are_disjoint_cover_the_set_and_are_deterministic() {
 
 /// Recomputes a merged score with the stand-in model `m`, reading its prompt from `from`.
 fn recompute_from(
-    from: &Registry,
+    from: &Store,
 ) -> impl FnMut(&cache::Computed) -> anyhow::Result<Option<cache::Recomputed>> + '_ {
     move |c| {
         let cache::Computed::Score(s) = c else {
@@ -112,19 +116,19 @@ fn merged_parts_equal_a_single_run() {
     let base = dir.path().join("base.redb");
     build(&base, 60);
 
-    let single = Registry::open_write(&copy(&base, dir.path(), "single.redb")).unwrap();
+    let single = Store::open_write(&copy(&base, dir.path(), "single.redb")).unwrap();
     let one = score_with(&single, "m", "set", None, Normalisation::Mean);
     assert!(one.report.items >= 400, "a large set: {}", one.report.items);
 
     let mut forward = 0;
     let mut items = 0;
-    let merged = Registry::open_write(&copy(&base, dir.path(), "merged.redb")).unwrap();
+    let merged = Store::open_write(&copy(&base, dir.path(), "merged.redb")).unwrap();
     for index in 0..N {
         let path = copy(&base, dir.path(), &format!("part{index}.redb"));
         {
-            let reg = Registry::open_write(&path).unwrap();
+            let reg = Store::open_write(&path).unwrap();
             let (set_id, stored) = set(&reg, "set");
-            let b = benchmarks::named(&stored.benchmark).unwrap();
+            let b = benchmarks::ALL.named(&stored.benchmark).unwrap();
             let report = shard::run(
                 &reg,
                 &eval::Run {
@@ -145,7 +149,9 @@ fn merged_parts_equal_a_single_run() {
             forward += report.forward_tokens;
             items += report.items;
             assert!(
-                report::entries(&reg, &[], &[]).unwrap().is_empty(),
+                report::entries(&reg, deltalogic::benchmarks::ALL, &[], &[])
+                    .unwrap()
+                    .is_empty(),
                 "a part stores no result"
             );
         }
@@ -168,7 +174,7 @@ fn merged_parts_equal_a_single_run() {
 
     // The merged store holds exactly the single run's scores, bit for bit; `score` computes
     // nothing and stores the same result; the report is byte-identical.
-    let bits = |reg: &Registry| -> BTreeMap<Id, Vec<u32>> {
+    let bits = |reg: &Store| -> BTreeMap<Id, Vec<u32>> {
         reg.all::<ScoreRecord>()
             .unwrap()
             .into_iter()

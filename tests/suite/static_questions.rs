@@ -10,10 +10,10 @@ use deltalogic::benchmarks::r#static as fixed;
 use deltalogic::benchmarks::{self, Benchmark};
 use deltalogic::eval::Normalisation;
 use deltalogic::report::{self, Format};
-use deltalogic::store::{Id, Registry};
+use deltalogic::store::{Id, Store};
 
-fn store_with_episodes(dir: &tempfile::TempDir) -> Registry {
-    let reg = Registry::open_write(&dir.path().join("s.redb")).unwrap();
+fn store_with_episodes(dir: &tempfile::TempDir) -> Store {
+    let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let spec = BuildSpec {
         seed: 5,
         from: PremiseSource::Generated,
@@ -57,7 +57,7 @@ fn each_episode_gives_two_solver_checked_questions() {
     let e = fixed::build(&reg, "st", "x").unwrap_err().to_string();
     assert!(e.contains("not a DeltaLogic one"), "{e}");
     // Built through the benchmark's own arguments, the same set.
-    let b = benchmarks::by_command("static").unwrap();
+    let b = benchmarks::ALL.by_command("static").unwrap();
     let built = b
         .build(
             &reg,
@@ -83,7 +83,7 @@ fn static_questions_share_deltalogics_step_one_scores_and_report_beside_it() {
     // The `before` questions are DeltaLogic's step-1 prompts with the same labels: cache hits.
     assert_eq!(st.report.scores_needed, 3 * 2 * n);
     assert!(st.report.scores_found_in_cache >= 3 * n, "{:?}", st.report);
-    let entries = report::entries(&reg, &[], &[]).unwrap();
+    let entries = report::entries(&reg, deltalogic::benchmarks::ALL, &[], &[]).unwrap();
     let names: Vec<&str> = entries.iter().map(|e| e.benchmark.as_str()).collect();
     assert_eq!(names, ["deltalogic", "static"]);
     let md = report::render(&entries, Format::Md).unwrap();

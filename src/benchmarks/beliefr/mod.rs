@@ -20,7 +20,7 @@ use super::{
 };
 use crate::datasets::BaseItem;
 use crate::logic::{Label, Semantics};
-use crate::store::{canonical, Id, Record, Registry, StoredSet};
+use crate::store::{canonical, Id, Record, Store, StoredSet};
 use anyhow::{bail, Result};
 use metrics::BeliefRMetrics;
 use prompts::LabelForm;
@@ -212,7 +212,7 @@ pub struct Sample {
 
 /// Makes the questions of every ingested Belief-R item (or of a sample of the pairs) and stores
 /// them as set `name`.
-pub fn build(reg: &Registry, name: &str, sample: Option<Sample>) -> Result<BuildOutcome> {
+pub fn build(reg: &Store, name: &str, sample: Option<Sample>) -> Result<BuildOutcome> {
     let items: Vec<(Id, BaseItem)> = reg
         .all::<BaseItem>()?
         .into_iter()
@@ -418,7 +418,7 @@ impl Benchmark for BeliefR {
         <BuildArgs as clap::CommandFactory>::command()
     }
 
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built> {
         let a: BuildArgs = parse_args(options)?;
         let sample = a.per_cell.map(|per_cell| Sample {
             per_cell,
@@ -438,7 +438,7 @@ impl Benchmark for BeliefR {
 
     fn prepare(
         &self,
-        store: &Registry,
+        store: &Store,
         set: &StoredSet,
         template: &str,
         _: &Models,
@@ -458,7 +458,7 @@ impl Benchmark for BeliefR {
         )?))
     }
 
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         let b = metrics::beliefr(&rows, seed, super::RESAMPLES)?;
         let mut groups = vec![group("overall", "all", &b.overall)];

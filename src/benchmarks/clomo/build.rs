@@ -10,7 +10,7 @@
 use super::prompts::Setting;
 use super::{ClomoItem, Relation, BENCHMARK};
 use crate::datasets::{self, BaseItem, Format};
-use crate::store::{canonical, Id, Names, Record, Registry, StoredSet, StoredSpec};
+use crate::store::{canonical, Id, Names, Record, Store, StoredSet, StoredSpec};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -196,7 +196,7 @@ fn sampled(mut items: Vec<ClomoItem>, per_type: usize, seed: u64) -> Vec<ClomoIt
     items
 }
 
-pub fn build(store: &Registry, a: &BuildArgs) -> Result<BuildOutcome> {
+pub fn build(store: &Store, a: &BuildArgs) -> Result<BuildOutcome> {
     let all = read_split(&a.data, &a.split)
         .with_context(|| format!("reading CLoMo `{}` from {}", a.split, a.data.display()))?;
     let read = all.len();

@@ -18,7 +18,7 @@ use super::{
     Request, Role,
 };
 use crate::logic::Label;
-use crate::store::{canonical, Id, Kind, Record, Registry, StoredSet};
+use crate::store::{canonical, Declared, Id, Kind, Record, Store, StoredSet};
 use anyhow::{bail, Context, Result};
 use prompts::{JudgeMode, Setting};
 use serde::Serialize;
@@ -107,14 +107,19 @@ impl ClomoItem {
 }
 
 impl Record for ClomoItem {
-    const KIND: Kind = Kind::ClomoItem;
+    const KIND: Kind = Kind {
+        table: "clomo_items",
+        context: "deltalogic 2026-11-23 clomo item v1",
+        noun: "CLoMo item",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(self)
     }
 }
 
-/// A set's items ready for one setting and judge mode.
-struct Asked {
+/// A set's items ready for one setting and judge mode: each argument asked to be modified,
+/// then the modification judged.
+struct Modifications {
     ids: Vec<Id>,
     items: Vec<ClomoItem>,
     setting: Setting,
@@ -126,7 +131,7 @@ struct Asked {
 /// Turns: a′, then the judge on (p1,a), (p2,a′), (p2,a), (p2,gold a′).
 const TURNS: usize = 5;
 
-impl Asked {
+impl Modifications {
     fn judge(&self, item: &ClomoItem, argument: &str, premise: &str) -> Request {
         let prompt = prompts::judge_prompt(item.relation, argument, premise, self.mode);
         match self.mode {
@@ -150,7 +155,7 @@ impl Asked {
     }
 }
 
-impl Prepared for Asked {
+impl Prepared for Modifications {
     fn template(&self) -> super::prompts::TemplateRecord {
         let def =
             prompts::Definition::new(self.setting, self.mode, self.judge.hex(), self.chat.clone());
@@ -234,7 +239,7 @@ fn judgement(a: &Answer) -> Result<ses::Judgement> {
 }
 
 /// The rows of a result: one per item, from its five answers.
-pub fn rows(store: &Registry, answered: &[Answered]) -> Result<Vec<ses::Row>> {
+pub fn rows(store: &Store, answered: &[Answered]) -> Result<Vec<ses::Row>> {
     answered
         .iter()
         .map(|a| {
@@ -301,7 +306,7 @@ impl Benchmark for Clomo {
         <build::BuildArgs as clap::CommandFactory>::command()
     }
 
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built> {
         let a: build::BuildArgs = parse_args(options)?;
         let out = build::build(store, &a)?;
         let text = out.text();
@@ -310,7 +315,7 @@ impl Benchmark for Clomo {
 
     fn prepare(
         &self,
-        store: &Registry,
+        store: &Store,
         set: &StoredSet,
         template: &str,
         models: &Models,
@@ -322,7 +327,7 @@ impl Benchmark for Clomo {
             );
         };
         let (ids, items) = members::<ClomoItem>(store, set)?.into_iter().unzip();
-        Ok(Box::new(Asked {
+        Ok(Box::new(Modifications {
             ids,
             items,
             setting,
@@ -335,22 +340,19 @@ impl Benchmark for Clomo {
         }))
     }
 
-    fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
+    fn export(&self, store: &Store, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
         super::exported::<ClomoItem>(store, set)
     }
 
-    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
-        Ok(members::<ClomoItem>(store, set)?
-            .into_iter()
-            .map(|(id, _)| (Kind::ClomoItem, id))
-            .collect())
+    fn items(&self) -> Declared {
+        Declared::of::<ClomoItem>()
     }
 
     fn judged(&self) -> bool {
         true
     }
 
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let report = ses::Report::of(&rows(store, answered)?, seed);
         Ok(Evaluation {
             n: answered.len(),

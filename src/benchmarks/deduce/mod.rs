@@ -24,7 +24,7 @@ use super::{
 };
 use crate::metrics::{mean_metric, Metric};
 use crate::rng::Rng;
-use crate::store::{canonical, Id, Kind, Names, Registry, StoredSet, StoredSpec};
+use crate::store::{canonical, Declared, Id, Names, Store, StoredSet, StoredSpec};
 use anyhow::{bail, Context, Result};
 use metrics::Case;
 use serde::Serialize;
@@ -176,7 +176,7 @@ pub fn from_gsm8k(rows: &[gsm8k::Row], file: &str, copies: usize, seed: u64) -> 
     Ok(out)
 }
 
-fn build(store: &Registry, a: &BuildArgs) -> Result<BuildOutcome> {
+fn build(store: &Store, a: &BuildArgs) -> Result<BuildOutcome> {
     let (problems, file_hash, gsm) = match a.from {
         ItemSource::Gsm8k => {
             let path = a.data.join(format!("{}.jsonl", a.split));
@@ -469,7 +469,7 @@ impl Benchmark for Deduce {
         <BuildArgs as clap::CommandFactory>::command()
     }
 
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built> {
         let out = build(store, &parse_args(options)?)?;
         let mut text = format!(
             "set `{}` = {} ({} problems, {} new; spec {})\n",
@@ -497,7 +497,7 @@ impl Benchmark for Deduce {
 
     fn prepare(
         &self,
-        store: &Registry,
+        store: &Store,
         set: &StoredSet,
         template: &str,
         _models: &Models,
@@ -509,11 +509,11 @@ impl Benchmark for Deduce {
         Ok(Box::new(Continuations { ids, problems }))
     }
 
-    fn references(&self, _store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
-        Ok(set.member_ids().map(|id| (Kind::Problem, id)).collect())
+    fn items(&self) -> Declared {
+        Declared::of::<Problem>()
     }
 
-    fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
+    fn export(&self, store: &Store, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
         #[derive(Serialize)]
         struct Exported<'a> {
             id: Id,
@@ -538,7 +538,7 @@ impl Benchmark for Deduce {
             .collect()
     }
 
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         // Cases by (k, variant).
         let mut cases: BTreeMap<(usize, &'static str), Vec<Case>> = BTreeMap::new();
         for a in answered {

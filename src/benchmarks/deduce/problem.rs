@@ -34,7 +34,11 @@ pub struct Problem {
 }
 
 impl Record for Problem {
-    const KIND: Kind = Kind::Problem;
+    const KIND: Kind = Kind {
+        table: "problems",
+        context: "deltalogic 2026-11-23 deduce problem v1",
+        noun: "problem",
+    };
     fn content(&self) -> Vec<u8> {
         canonical(self)
     }

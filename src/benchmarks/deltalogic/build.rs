@@ -7,7 +7,7 @@ use crate::logic::generator::{self, GenConfig};
 use crate::logic::Semantics;
 use crate::logic::{Label, World};
 use crate::rng::Rng;
-use crate::store::{canonical, Id, Names, Record, Registry, StoredSet, StoredSpec};
+use crate::store::{canonical, Id, Names, Record, Store, StoredSet, StoredSpec};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -188,7 +188,7 @@ pub struct BuildOutcome {
 }
 
 /// Builds a set and stores it (with its episodes and any generated items) in one transaction.
-pub fn build(reg: &Registry, spec: &BuildSpec, name: &str) -> Result<BuildOutcome> {
+pub fn build(reg: &Store, spec: &BuildSpec, name: &str) -> Result<BuildOutcome> {
     let generated = match spec.from {
         PremiseSource::Generated => generated_items(spec.seed),
         PremiseSource::Ingested => Vec::new(),

@@ -3,6 +3,7 @@
 //! when an edit is made ([`Edit::apply`]).
 
 use super::{build, folio, theory};
+use crate::datasets::BaseItem;
 use crate::logic::{Label, Semantics};
 use crate::store::{canonical, Id, Kind, Record};
 use anyhow::{bail, Result};
@@ -218,7 +219,15 @@ impl Episode {
 }
 
 impl Record for Episode {
-    const KIND: Kind = Kind::Episode;
+    const KIND: Kind = Kind {
+        table: "episodes",
+        context: "deltalogic 2026-11-21 episode v1",
+        noun: "episode",
+    };
+    /// Its base item: provenance, outside its id.
+    fn references(&self) -> Vec<(Kind, Id)> {
+        vec![(BaseItem::KIND, self.base_item())]
+    }
     fn content(&self) -> Vec<u8> {
         canonical(self)
     }

@@ -19,7 +19,7 @@ use super::{
 };
 use crate::benchmarks::prompts::{label_index, TemplateRecord};
 use crate::logic::Label;
-use crate::store::{Id, Kind, Registry, StoredSet};
+use crate::store::{Declared, Id, Store, StoredSet};
 use anyhow::{bail, Context, Result};
 use metrics::{Metrics, Row};
 use prompts::Template;
@@ -292,7 +292,7 @@ impl Benchmark for DeltaLogic {
         <BuildArgs as clap::CommandFactory>::command()
     }
 
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built> {
         let a: BuildArgs = parse_args(options)?;
         let spec = BuildSpec {
             seed: a.seed,
@@ -314,7 +314,7 @@ impl Benchmark for DeltaLogic {
 
     fn prepare(
         &self,
-        store: &Registry,
+        store: &Store,
         set: &StoredSet,
         template: &str,
         models: &Models,
@@ -336,20 +336,15 @@ impl Benchmark for DeltaLogic {
         }))
     }
 
-    fn export(&self, store: &Registry, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
+    fn export(&self, store: &Store, set: &StoredSet) -> Result<Vec<serde_json::Value>> {
         super::exported::<Episode>(store, set)
     }
 
-    fn references(&self, store: &Registry, set: &StoredSet) -> Result<Vec<(Kind, Id)>> {
-        let mut out = Vec::new();
-        for (id, ep) in members::<Episode>(store, set)? {
-            out.push((Kind::Episode, id));
-            out.push((Kind::BaseItem, ep.base_item()));
-        }
-        Ok(out)
+    fn items(&self) -> Declared {
+        Declared::of::<Episode>()
     }
 
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = answered
             .iter()
             .map(|a| {

@@ -120,10 +120,84 @@ pub struct Family {
     pub items: Vec<Item>,
 }
 
+/// Where a question sits among the families: its set, its family (the base item's provenance,
+/// `dataset:external id`), its place in the family (0: the base item) and its group. Stored as
+/// the question's tags, which its id hashes, so the tags keep their keys and text; they are
+/// written and read only here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Membership {
+    pub set: SetName,
+    pub family: String,
+    pub position: usize,
+    pub group: String,
+}
+
+impl Membership {
+    const SET: &str = "set";
+    const GROUP: &str = "group";
+    const FAMILY: &str = "family";
+    const POSITION: &str = "position";
+
+    /// The question tags that say it.
+    pub fn tags(&self) -> Vec<(String, String)> {
+        vec![
+            (Self::SET.to_string(), self.set.as_str().to_string()),
+            (Self::GROUP.to_string(), self.group.clone()),
+            (Self::FAMILY.to_string(), self.family.clone()),
+            (Self::POSITION.to_string(), self.position.to_string()),
+        ]
+    }
+
+    /// Read back from a question's tags (`tag` gives the value of a key).
+    pub fn read<'a>(tag: impl Fn(&str) -> Option<&'a str>) -> Result<Membership> {
+        let get = |key: &str| tag(key).with_context(|| format!("no `{key}` tag"));
+        let set = get(Self::SET)?;
+        Ok(Membership {
+            set: SetName::parse(set).with_context(|| format!("unknown RobustLR set `{set}`"))?,
+            family: get(Self::FAMILY)?.to_string(),
+            position: get(Self::POSITION)?
+                .parse()
+                .with_context(|| format!("the `{}` tag", Self::POSITION))?,
+            group: get(Self::GROUP)?.to_string(),
+        })
+    }
+}
+
 pub(crate) fn parse_premises(premises: &[String]) -> Result<Vec<Statement>> {
     premises
         .iter()
         .enumerate()
         .map(|(i, p)| english::parse_statement(p).with_context(|| format!("premise {}", i + 1)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_membership_is_stored_as_the_tags_question_ids_hash() {
+        let m = Membership {
+            set: SetName::D1Es,
+            family: "proofwriter:AttNoneg-OWA-D3-1".into(),
+            position: 2,
+            group: "DISTRIBUTIVE-1".into(),
+        };
+        let tags = m.tags();
+        let pairs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        assert_eq!(
+            pairs,
+            [
+                ("set", "D1-ES"),
+                ("group", "DISTRIBUTIVE-1"),
+                ("family", "proofwriter:AttNoneg-OWA-D3-1"),
+                ("position", "2"),
+            ]
+        );
+        let tag = |key: &str| tags.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        assert_eq!(Membership::read(tag).unwrap(), m);
+        let without_family = |key: &str| tag(key).filter(|_| key != "family");
+        let e = format!("{:#}", Membership::read(without_family).unwrap_err());
+        assert!(e.contains("no `family` tag"), "{e}");
+    }
 }

@@ -7,7 +7,7 @@ use crate::benchmarks::question::{self, store_set, Question, Stored, DATASET_GOL
 use crate::benchmarks::{parse_args, Answered, Benchmark, Built, Evaluation};
 use crate::datasets::BaseItem;
 use crate::logic::{Label, Semantics};
-use crate::store::{canonical, Id, Registry};
+use crate::store::{canonical, Id, Store};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -31,7 +31,7 @@ pub struct GloreOutcome {
 
 /// Stores every ingested GLoRE RobustLR item as a question with the dataset's gold answer, as set
 /// `name`. Options are True/False, plus Uncertain when some item's answer is Neutral.
-pub fn build(reg: &Registry, name: &str) -> Result<GloreOutcome> {
+pub fn build(reg: &Store, name: &str) -> Result<GloreOutcome> {
     let items: Vec<(Id, BaseItem)> = reg
         .all::<BaseItem>()?
         .into_iter()
@@ -115,7 +115,7 @@ impl Benchmark for Glore {
         <BuildArgs as clap::CommandFactory>::command()
     }
 
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built> {
         let a: BuildArgs = parse_args(options)?;
         let out = build(store, &a.name)?;
         let labels: Vec<String> = out.labels.iter().map(|(l, n)| format!("{n} {l}")).collect();
@@ -134,7 +134,7 @@ impl Benchmark for Glore {
         "GLoRE RobustLR"
     }
 
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         question::accuracy_evaluation(
             &rows,

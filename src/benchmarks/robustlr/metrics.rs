@@ -6,7 +6,7 @@
 //! Two choices where the script is silent or rounds: per-theory scores are not rounded to two
 //! decimals before averaging, and the consistency rate is this project's (see [`metrics`]).
 
-use super::{SetName, FAMILY, GROUP, POSITION, SET};
+use super::{Membership, SetName};
 use crate::benchmarks::question::QuestionRow;
 use crate::logic::Label;
 use crate::metrics::{mean_metric, Metric};
@@ -169,33 +169,18 @@ fn set_metrics(set: SetName, members: &[&[Scored]], seed: u64, resamples: usize)
     }
 }
 
-/// RobustLR's metrics over the families of a result's rows: rows are
-/// grouped by their `set` and `family` tags, base item (`position` 0) first.
+/// RobustLR's metrics over the families of a result's rows: rows are grouped by their set and
+/// family ([`Membership`]), base item (position 0) first.
 pub fn from_rows(rows: &[QuestionRow], seed: u64, resamples: usize) -> Result<RobustMetrics> {
     type Family = Vec<(usize, String, Label, Label)>;
-    let mut families: BTreeMap<(SetName, &str), Family> = BTreeMap::new();
+    let mut families: BTreeMap<(SetName, String), Family> = BTreeMap::new();
     for r in rows {
-        let tag = |key: &str| {
-            r.tag(key).with_context(|| {
-                format!("RobustLR question {} has no `{key}` tag", &r.question[..12])
-            })
-        };
-        let set = tag(SET)?;
-        let set = SetName::parse(set).with_context(|| {
-            format!(
-                "question {}: unknown RobustLR set `{set}`",
-                &r.question[..12]
-            )
-        })?;
-        let position: usize = tag(POSITION)?
-            .parse()
-            .with_context(|| format!("question {}: `{POSITION}` tag", &r.question[..12]))?;
-        families.entry((set, tag(FAMILY)?)).or_default().push((
-            position,
-            tag(GROUP)?.to_string(),
-            r.gold,
-            r.pred,
-        ));
+        let m = Membership::read(|key| r.tag(key))
+            .with_context(|| format!("RobustLR question {}", &r.question[..12]))?;
+        families
+            .entry((m.set, m.family))
+            .or_default()
+            .push((m.position, m.group, r.gold, r.pred));
     }
     let scored: Vec<(SetName, Vec<Scored>)> = families
         .into_iter()

@@ -1,6 +1,6 @@
 //! RobustLR (Sanyal et al., EMNLP 2022): logical contrast and equivalence sets built from
-//! ProofWriter-style theories, asked as True/False questions (one per item, tagged with their set,
-//! group and family), scored by the paper's weighted F1 and consistency. The GLoRE subset of
+//! ProofWriter-style theories, asked as True/False questions (one per item, tagged with its
+//! [`Membership`]: set, family, place and group), scored by the paper's weighted F1 and consistency. The GLoRE subset of
 //! RobustLR lives beside it ([`glore`]).
 //!
 //! Gold answers of `robustlr` questions are the solver's labels, re-derived by
@@ -21,7 +21,7 @@ use super::question::{self, store_set, Choice, Question, Stored};
 use super::{parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, Panel};
 use crate::datasets::BaseItem;
 use crate::logic::Label;
-use crate::store::{canonical, Id, Record, Registry};
+use crate::store::{canonical, Id, Record, Store};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -29,13 +29,6 @@ use std::collections::BTreeMap;
 pub const BENCHMARK: &str = "robustlr";
 /// Bumped when the questions made from the same families change, so that specs change with them.
 const BUILDER_VERSION: u32 = 1;
-
-/// Tag keys: the RobustLR set (`C-CS`, ...), the item's group (`BASE`, `CONJ`, ...), the family
-/// (the base item's `dataset:external id`) and the item's place in it (`0`: the base item).
-pub const SET: &str = "set";
-pub const GROUP: &str = "group";
-pub const FAMILY: &str = "family";
-pub const POSITION: &str = "position";
 
 /// What `build robustlr` made.
 #[derive(Clone, Debug, Serialize)]
@@ -85,12 +78,13 @@ pub fn questions(families: &[Family], base_items: &BTreeMap<String, Id>) -> Resu
                 options: options(false),
                 gold: item.label,
                 revises: None,
-                tags: vec![
-                    (SET.to_string(), f.set.as_str().to_string()),
-                    (GROUP.to_string(), item.group.clone()),
-                    (FAMILY.to_string(), f.theory.clone()),
-                    (POSITION.to_string(), i.to_string()),
-                ],
+                tags: Membership {
+                    set: f.set,
+                    family: f.theory.clone(),
+                    position: i,
+                    group: item.group.clone(),
+                }
+                .tags(),
                 base_item: base.0,
             };
             q.sort_tags();
@@ -102,7 +96,7 @@ pub fn questions(families: &[Family], base_items: &BTreeMap<String, Id>) -> Resu
 
 /// Builds the RobustLR families from ingested ProofWriter items or generated theories and stores
 /// their questions as set `name`.
-pub fn build(reg: &Registry, config: &BuildConfig, name: &str) -> Result<BuildOutcome> {
+pub fn build(reg: &Store, config: &BuildConfig, name: &str) -> Result<BuildOutcome> {
     let items: Vec<BaseItem> = match config.from {
         Source::Generated => generated_items(config.seed),
         Source::ProofWriter => {
@@ -225,7 +219,7 @@ impl Benchmark for RobustLr {
         <BuildArgs as clap::CommandFactory>::command()
     }
 
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built> {
         let a: BuildArgs = parse_args(options)?;
         let config = BuildConfig {
             seed: a.seed,
@@ -240,7 +234,7 @@ impl Benchmark for RobustLr {
         "RobustLR"
     }
 
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         let m = metrics::from_rows(&rows, seed, super::RESAMPLES)?;
         let row = |by: String,

@@ -14,7 +14,7 @@ use super::question::{self, store_set, Question, Verdict};
 use super::robustlr::options;
 use super::{members, parse_args, Answered, Benchmark, Built, Evaluation};
 use crate::logic::Semantics;
-use crate::store::{canonical, Id, Registry};
+use crate::store::{canonical, Id, Store};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
@@ -85,7 +85,7 @@ fn questions(id: Id, ep: &Episode) -> Result<[Question; 2]> {
     ])
 }
 
-pub fn build(store: &Registry, from_set: &str, name: &str) -> Result<BuildOutcome> {
+pub fn build(store: &Store, from_set: &str, name: &str) -> Result<BuildOutcome> {
     let Some((set_id, set)) = store.set_by_name(from_set)? else {
         bail!(
             "no set named `{from_set}` in {}: build a DeltaLogic set first",
@@ -143,7 +143,7 @@ impl Benchmark for Static {
         <BuildArgs as clap::CommandFactory>::command()
     }
 
-    fn build_parsed(&self, store: &Registry, options: &clap::ArgMatches) -> Result<Built> {
+    fn build_parsed(&self, store: &Store, options: &clap::ArgMatches) -> Result<Built> {
         let a: BuildArgs = parse_args(options)?;
         let out = build(store, &a.from_set, &a.name)?;
         Built::new(
@@ -159,7 +159,7 @@ impl Benchmark for Static {
         )
     }
 
-    fn evaluate(&self, store: &Registry, answered: &[Answered], seed: u64) -> Result<Evaluation> {
+    fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         question::accuracy_evaluation(
             &rows,

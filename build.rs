@@ -68,7 +68,12 @@ fn main() {
     // server (`DELTALOGIC_LLAMACPP_SERVER`). `.ci/run` installs both, or says why not in
     // `DELTALOGIC_NO_VLLM` / `DELTALOGIC_NO_LLAMACPP_SERVER`.
     for (venv, program, refused, cfg) in [
-        ("DELTALOGIC_VLLM", "bin/vllm", "DELTALOGIC_NO_VLLM", "vllm_missing"),
+        (
+            "DELTALOGIC_VLLM",
+            "bin/vllm",
+            "DELTALOGIC_NO_VLLM",
+            "vllm_missing",
+        ),
         (
             "DELTALOGIC_LLAMACPP_SERVER",
             "bin/python",

@@ -310,8 +310,13 @@ pub fn run(reg: &Store, json: bool, command: Command) -> Result<()> {
                     loaded: BTreeMap::new(),
                 };
                 let mut recompute = |c: &Computed| recomputer.recompute(c);
-                let r =
-                    cache::recheck_unverified(reg, n, 0, cache::Tolerance::DEFAULT, &mut recompute)?;
+                let r = cache::recheck_unverified(
+                    reg,
+                    n,
+                    0,
+                    cache::Tolerance::DEFAULT,
+                    &mut recompute,
+                )?;
                 emit(json, &r, || {
                     for (m, n) in &r.recomputed {
                         println!(

@@ -26,7 +26,12 @@ pub enum Command {
         backend: Option<Backend>,
         /// The API base of an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1): a
         /// location, not part of the model's identity.
-        #[arg(long, value_name = "URL", conflicts_with = "path", requires = "model_id")]
+        #[arg(
+            long,
+            value_name = "URL",
+            conflicts_with = "path",
+            requires = "model_id"
+        )]
         served: Option<String>,
         /// The id the server serves the model under (`GET /v1/models`).
         #[arg(long, value_name = "ID", requires = "served")]

@@ -35,8 +35,10 @@ impl Progress for Bar {
             },
         );
         bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} records  {per_sec}  ETA {eta}  {msg}")
-                .expect("a valid template"),
+            ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} records  {per_sec}  ETA {eta}  {msg}",
+            )
+            .expect("a valid template"),
         );
         bar.set_message(format!("{cached} cached"));
         self.bar = Some(bar);

@@ -211,7 +211,10 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     if a.len() != b.len() {
         return f32::INFINITY;
     }
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 /// Recomputes `k` scores and `k` generations of an audit, sampled with a fixed seed, from their
@@ -245,53 +248,42 @@ pub fn verify<M: LanguageModel>(
         max_abs_diff: 0.0,
         checks: Vec::new(),
     };
-    let add = |v: &mut Verification, check: Check| {
-        v.checked += 1;
-        v.identical += usize::from(check.identical);
-        v.agreeing += usize::from(check.agrees);
-        v.max_abs_diff = v.max_abs_diff.max(check.max_abs_diff);
-        v.checks.push(check);
-    };
-    for i in sample(audit.scores.len(), audit.result, "scores", k) {
-        let line = &audit.scores[i];
-        let engine = &models[&line.model];
-        let prompt = prompt_text(reg, line.key, line.prompt)?;
-        let recomputed = engine.rescore(&prompt, &line.label)?;
-        let diff = max_abs_diff(&recomputed, &line.logprobs);
-        let identical = same_bits(&recomputed, &line.logprobs);
-        let check = Check {
-            key: line.key,
-            model: line.model,
-            agrees: identical || diff <= engine.tolerance(served_tolerance),
-            identical,
-            max_abs_diff: diff,
-            stored: line.logprobs.clone(),
-            recomputed,
-        };
-        add(&mut v, check);
-    }
-    for i in sample(audit.generations.len(), audit.result, "generations", k) {
-        let line = &audit.generations[i];
-        let engine = &models[&line.model];
-        let prompt = prompt_text(reg, line.key, line.prompt)?;
-        let g = engine.regenerate(&prompt, &line.decoding)?;
-        let same_text = g.tokens == line.tokens && g.text == line.text;
-        let diff = if same_text {
-            max_abs_diff(&g.logprobs, &line.logprobs)
+    // One check: the stored and recomputed log-probs, and whether the rest (a generation's
+    // tokens and text) is the same.
+    let mut add = |key: Id, model: Id, stored: &[f32], recomputed: Vec<f32>, same_rest: bool| {
+        let diff = if same_rest {
+            max_abs_diff(&recomputed, stored)
         } else {
             f32::INFINITY
         };
-        let identical = same_text && same_bits(&g.logprobs, &line.logprobs);
-        let check = Check {
-            key: line.key,
-            model: line.model,
-            agrees: identical || diff <= engine.tolerance(served_tolerance),
-            identical,
+        let identical = same_rest && same_bits(&recomputed, stored);
+        let agrees = identical || diff <= models[&model].tolerance(served_tolerance);
+        v.checked += 1;
+        v.identical += usize::from(identical);
+        v.agreeing += usize::from(agrees);
+        v.max_abs_diff = v.max_abs_diff.max(diff);
+        v.checks.push(Check {
+            key,
+            model,
+            stored: stored.to_vec(),
+            recomputed,
             max_abs_diff: diff,
-            stored: line.logprobs.clone(),
-            recomputed: g.logprobs,
-        };
-        add(&mut v, check);
+            identical,
+            agrees,
+        });
+    };
+    for i in sample(audit.scores.len(), audit.result, "scores", k) {
+        let line = &audit.scores[i];
+        let prompt = prompt_text(reg, line.key, line.prompt)?;
+        let recomputed = models[&line.model].rescore(&prompt, &line.label)?;
+        add(line.key, line.model, &line.logprobs, recomputed, true);
+    }
+    for i in sample(audit.generations.len(), audit.result, "generations", k) {
+        let line = &audit.generations[i];
+        let prompt = prompt_text(reg, line.key, line.prompt)?;
+        let g = models[&line.model].regenerate(&prompt, &line.decoding)?;
+        let same_text = g.tokens == line.tokens && g.text == line.text;
+        add(line.key, line.model, &line.logprobs, g.logprobs, same_text);
     }
     Ok(v)
 }

@@ -450,7 +450,11 @@ fn within(a: &[f32], b: &[f32], tolerance: f32) -> bool {
 }
 
 /// How a stored record and its recomputation differ (stored, recomputed), if they do.
-fn difference(record: &Computed, ours: &Recomputed, tolerance: Tolerance) -> Option<(String, String)> {
+fn difference(
+    record: &Computed,
+    ours: &Recomputed,
+    tolerance: Tolerance,
+) -> Option<(String, String)> {
     let same = match (record, ours) {
         (Computed::Score(score), Recomputed::Logprobs(ours)) => {
             within(ours, &score.logprobs, tolerance.of(&score.backend))

@@ -476,6 +476,64 @@ enum Computed {
     Generation(GenerationRecord),
 }
 
+/// Who computed a record, with what, how long it took and when: what every computed score and
+/// generation records beside its values.
+struct Computation<'a> {
+    model: Id,
+    backend: &'a str,
+    micros: u64,
+    at: u64,
+}
+
+impl<'a> Computation<'a> {
+    /// A computation by `model` on `backend` started at `started`, dated `at` (Unix seconds).
+    fn of(model: Id, backend: &'a str, started: Instant, at: u64) -> Computation<'a> {
+        Computation {
+            model,
+            backend,
+            micros: started.elapsed().as_micros() as u64,
+            at,
+        }
+    }
+
+    fn score(&self, prompt: Id, label: &str, tokens: Vec<u32>, logprobs: Vec<f32>) -> ScoreRecord {
+        ScoreRecord {
+            model: self.model.0,
+            prompt: prompt.0,
+            label: label.to_string(),
+            tokens,
+            logprobs,
+            chars: label.chars().count() as u32,
+            bytes: label.len() as u32,
+            backend: self.backend.to_string(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            compute_micros: self.micros,
+            computed_at: self.at,
+        }
+    }
+
+    fn generation(
+        &self,
+        prompt: Id,
+        decoding: &Decoding,
+        g: generate::Generated,
+    ) -> GenerationRecord {
+        GenerationRecord {
+            model: self.model.0,
+            prompt: prompt.0,
+            decoding: decoding.clone(),
+            tokens: g.tokens,
+            logprobs: g.logprobs,
+            text: g.text,
+            stop: g.stop,
+            backend: self.backend.to_string(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            compute_micros: self.micros,
+            computed_at: self.at,
+        }
+    }
+}
+
 /// Records computed and not yet committed.
 #[derive(Default)]
 struct Batch {
@@ -608,19 +666,8 @@ fn compute<M: LanguageModel>(
                     let label = &labels[*slot];
                     let logprobs = model.score_continuation(state, tokens)?;
                     finite(&logprobs, &format!("label {label:?}"), *prompt_id)?;
-                    let score = ScoreRecord {
-                        model: model_id.0,
-                        prompt: prompt_id.0,
-                        label: label.clone(),
-                        tokens: tokens.clone(),
-                        logprobs,
-                        chars: label.chars().count() as u32,
-                        bytes: label.len() as u32,
-                        backend: model.backend().to_string(),
-                        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-                        compute_micros: t.elapsed().as_micros() as u64,
-                        computed_at: now,
-                    };
+                    let by = Computation::of(model_id, model.backend(), t, now);
+                    let score = by.score(*prompt_id, label, tokens.clone(), logprobs);
                     (Computed::Score(score), tokens.len() as u64)
                 }
                 Work::Generate { req } => {
@@ -636,20 +683,12 @@ fn compute<M: LanguageModel>(
                         format!("generating after prompt {}", prompt_id.short())
                     })?;
                     finite(&g.logprobs, "a generated token", *prompt_id)?;
-                    let generation = GenerationRecord {
-                        model: model_id.0,
-                        prompt: prompt_id.0,
-                        decoding: decoding.clone(),
-                        tokens: g.tokens,
-                        logprobs: g.logprobs,
-                        text: g.text,
-                        stop: g.stop,
-                        backend: model.backend().to_string(),
-                        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-                        compute_micros: t.elapsed().as_micros() as u64,
-                        computed_at: now,
-                    };
-                    (Computed::Generation(generation), g.forward_tokens)
+                    let forward = g.forward_tokens;
+                    let by = Computation::of(model_id, model.backend(), t, now);
+                    (
+                        Computed::Generation(by.generation(*prompt_id, decoding, g)),
+                        forward,
+                    )
                 }
             })
         },

@@ -229,12 +229,7 @@ pub enum Added {
 /// Registers a model: files whose bytes match a registered model (same numerics) are that
 /// model, and its recorded location becomes `path`; other files are a new model. Names the
 /// model `name` (default: the file stem).
-pub fn add(
-    reg: &Store,
-    path: &Path,
-    name: Option<&str>,
-    backend: Backend,
-) -> Result<(Id, Added)> {
+pub fn add(reg: &Store, path: &Path, name: Option<&str>, backend: Backend) -> Result<(Id, Added)> {
     let (format, arch) = architecture(path)?;
     // Whether the model has rope frequency factors, from its headers. A file whose headers do
     // not load can compute no score under any version (`model add` refuses it before this).

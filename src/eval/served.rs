@@ -4,8 +4,8 @@
 //! keeps what it committed and a rerun asks only for the rest).
 
 use super::generate::Generated;
-use super::records::{GenerationRecord, ModelRecord, ScoreRecord, ServedRecord, StopReason};
-use super::{Batch, Pending, Progress, ScoreReport, BATCH};
+use super::records::{ModelRecord, ServedRecord, StopReason};
+use super::{Batch, Computation, Pending, Progress, ScoreReport, BATCH};
 use crate::benchmarks::Decoding;
 use crate::served::completions::{self, Completed, Echoed, Finish};
 use crate::served::{probe, Endpoint};
@@ -116,7 +116,8 @@ pub fn add(reg: &Store, r: &Registration) -> Result<Registered> {
 /// `/tokenize` of a fixed text, else unknown (said in the fingerprint).
 fn tokenizer_identity(endpoint: &Endpoint, dir: Option<&Path>) -> Result<(String, Option<String>)> {
     if let Some(dir) = dir {
-        let mut hasher = blake3::Hasher::new_derive_key("deltalogic 2026-11-26 served tokenizer files v1");
+        let mut hasher =
+            blake3::Hasher::new_derive_key("deltalogic 2026-11-26 served tokenizer files v1");
         let mut found = 0;
         for name in ["tokenizer.json", "tokenizer_config.json", "tokenizer.model"] {
             let path = dir.join(name);
@@ -160,9 +161,12 @@ fn tokenizer_identity(endpoint: &Endpoint, dir: Option<&Path>) -> Result<(String
 
 /// The identity record of a served model.
 pub fn identity(reg: &Store, record: &ModelRecord) -> Result<ServedRecord> {
-    let id = record
-        .served_identity()
-        .with_context(|| format!("model {} is not served, or its identity is malformed", record.id().short()))?;
+    let id = record.served_identity().with_context(|| {
+        format!(
+            "model {} is not served, or its identity is malformed",
+            record.id().short()
+        )
+    })?;
     reg.get::<ServedRecord>(&id)?.with_context(|| {
         format!(
             "served model {} ({}) has no identity record {} in {}",
@@ -316,7 +320,10 @@ pub(super) fn compute(
         for (req, answer) in receive {
             let flushed = answer.and_then(|computed| {
                 let (text, prompt) = reqs[req].prompt();
-                batch.prompts.entry(prompt).or_insert_with(|| text.to_string());
+                batch
+                    .prompts
+                    .entry(prompt)
+                    .or_insert_with(|| text.to_string());
                 match computed {
                     super::Computed::Score(s) => {
                         report.scores_computed += 1;
@@ -356,9 +363,14 @@ pub(super) fn compute(
 }
 
 /// Sends one request and builds its record.
-fn ask(served: &Served, model_id: Id, reqs: &[Pending], ask: &Ask, now: u64) -> Result<super::Computed> {
+fn ask(
+    served: &Served,
+    model_id: Id,
+    reqs: &[Pending],
+    ask: &Ask,
+    now: u64,
+) -> Result<super::Computed> {
     let t = Instant::now();
-    let micros = || t.elapsed().as_micros() as u64;
     Ok(match *ask {
         Ask::Score { req, slot } => {
             let Pending::Score {
@@ -374,19 +386,9 @@ fn ask(served: &Served, model_id: Id, reqs: &[Pending], ask: &Ask, now: u64) -> 
             let echoed = served
                 .score(prompt, label)
                 .with_context(|| format!("label {label:?} after prompt {}", prompt_id.short()))?;
-            super::Computed::Score(ScoreRecord {
-                model: model_id.0,
-                prompt: prompt_id.0,
-                label: label.clone(),
-                tokens: Vec::new(),
-                logprobs: echoed.logprobs,
-                chars: label.chars().count() as u32,
-                bytes: label.len() as u32,
-                backend: BACKEND.to_string(),
-                tool_version: env!("CARGO_PKG_VERSION").to_string(),
-                compute_micros: micros(),
-                computed_at: now,
-            })
+            // The server's tokens are text: a served score holds no token ids.
+            let by = Computation::of(model_id, BACKEND, t, now);
+            super::Computed::Score(by.score(*prompt_id, label, Vec::new(), echoed.logprobs))
         }
         Ask::Generate { req } => {
             let Pending::Generate {
@@ -401,19 +403,8 @@ fn ask(served: &Served, model_id: Id, reqs: &[Pending], ask: &Ask, now: u64) -> 
             let g = served
                 .regenerate(prompt, decoding)
                 .with_context(|| format!("generating after prompt {}", prompt_id.short()))?;
-            super::Computed::Generation(GenerationRecord {
-                model: model_id.0,
-                prompt: prompt_id.0,
-                decoding: decoding.clone(),
-                tokens: g.tokens,
-                logprobs: g.logprobs,
-                text: g.text,
-                stop: g.stop,
-                backend: BACKEND.to_string(),
-                tool_version: env!("CARGO_PKG_VERSION").to_string(),
-                compute_micros: micros(),
-                computed_at: now,
-            })
+            let by = Computation::of(model_id, BACKEND, t, now);
+            super::Computed::Generation(by.generation(*prompt_id, decoding, g))
         }
     })
 }

@@ -72,7 +72,10 @@ fn choice<'a>(url: &str, json: &'a Value) -> Result<Choice<'a>> {
         .as_array()
         .with_context(|| format!("{url}: the answer has no `choices` list"))?;
     if choices.len() != 1 {
-        bail!("{url}: the answer has {} choices, expected 1", choices.len());
+        bail!(
+            "{url}: the answer has {} choices, expected 1",
+            choices.len()
+        );
     }
     let choice = &choices[0];
     let lp = &choice["logprobs"];
@@ -187,7 +190,10 @@ pub fn read_score(url: &str, json: &Value, context: &str, label: &str) -> Result
     let context_chars = context.chars().count() as u64;
     for i in lead..n {
         let offset = c.offsets[i].checked_sub(c.offsets[lead]).with_context(|| {
-            format!("{url}: token {i}'s offset {} precedes the prompt's", c.offsets[i])
+            format!(
+                "{url}: token {i}'s offset {} precedes the prompt's",
+                c.offsets[i]
+            )
         })?;
         if offset != at {
             bail!(
@@ -244,9 +250,9 @@ pub fn read_greedy(url: &str, json: &Value, max_tokens: u32, stop: &[String]) ->
     }
     let finish = match c.choice["finish_reason"].as_str() {
         Some("length") if n == max_tokens as usize => Finish::MaxTokens,
-        Some("length") => bail!(
-            "{url}: the generation ended for its length after {n} tokens, not {max_tokens}"
-        ),
+        Some("length") => {
+            bail!("{url}: the generation ended for its length after {n} tokens, not {max_tokens}")
+        }
         Some("stop") => match c.choice.get("stop_reason") {
             Some(Value::String(s)) if stop.contains(s) => Finish::StopString,
             Some(Value::String(s)) => bail!("{url}: stopped by {s:?}, which was not asked for"),
@@ -327,7 +333,11 @@ mod tests {
             assert!(read_score("u", &json, "The", " sky").is_err(), "{bad:?}");
         }
         // Counts: more tokens than the prompt's and one generated.
-        let json = echo(&["The", " sky", "a", "b"], &[None, Some(-1.0), Some(-1.0), Some(-1.0)], 2);
+        let json = echo(
+            &["The", " sky", "a", "b"],
+            &[None, Some(-1.0), Some(-1.0), Some(-1.0)],
+            2,
+        );
         assert!(read_score("u", &json, "The", " sky").is_err());
         // Offsets that disagree with the tokens.
         let mut json = echo(&["The", " sky"], &[None, Some(-1.0)], 2);
@@ -357,12 +367,22 @@ mod tests {
     fn a_completion_says_why_it_ended() {
         let stop = ["\n".to_string()];
         let read = |json: &Value| read_greedy("u", json, 4, &stop);
-        assert_eq!(read(&greedy("a b", 4, "length", None)).unwrap().finish, Finish::MaxTokens);
         assert_eq!(
-            read(&greedy("a", 2, "stop", Some(json!("\n")))).unwrap().finish,
+            read(&greedy("a b", 4, "length", None)).unwrap().finish,
+            Finish::MaxTokens
+        );
+        assert_eq!(
+            read(&greedy("a", 2, "stop", Some(json!("\n"))))
+                .unwrap()
+                .finish,
             Finish::StopString
         );
-        assert_eq!(read(&greedy("a", 2, "stop", Some(Value::Null))).unwrap().finish, Finish::EndToken);
+        assert_eq!(
+            read(&greedy("a", 2, "stop", Some(Value::Null)))
+                .unwrap()
+                .finish,
+            Finish::EndToken
+        );
         // Ambiguous, inconsistent or unknown endings are refused.
         assert!(read(&greedy("a", 2, "stop", None)).is_err());
         assert!(read(&greedy("a", 3, "length", None)).is_err());
@@ -370,7 +390,9 @@ mod tests {
         assert!(read(&greedy("a\nb", 2, "stop", Some(json!("\n")))).is_err());
         assert!(read(&greedy("a", 2, "content_filter", None)).is_err());
         assert_eq!(
-            read_greedy("u", &greedy("a", 2, "stop", None), 4, &[]).unwrap().finish,
+            read_greedy("u", &greedy("a", 2, "stop", None), 4, &[])
+                .unwrap()
+                .finish,
             Finish::EndToken
         );
     }

@@ -123,7 +123,10 @@ impl Endpoint {
             .with_context(|| format!("{url}: no `tokens` list in the answer"))?;
         tokens
             .iter()
-            .map(|t| t.as_u64().with_context(|| format!("{url}: a token id {t} that is not a number")))
+            .map(|t| {
+                t.as_u64()
+                    .with_context(|| format!("{url}: a token id {t} that is not a number"))
+            })
             .collect::<Result<_>>()
             .map(Some)
     }
@@ -202,7 +205,9 @@ impl Failure {
 
     fn into_error(self, url: &str) -> anyhow::Error {
         match self {
-            Failure::Status(code, text) => anyhow::anyhow!("{url}: the server answered HTTP {code}: {text}"),
+            Failure::Status(code, text) => {
+                anyhow::anyhow!("{url}: the server answered HTTP {code}: {text}")
+            }
             Failure::Transport(why) => anyhow::anyhow!("{url}: cannot reach the server: {why}"),
             Failure::Body(why) => anyhow::anyhow!("{url}: {why}"),
         }

@@ -40,13 +40,22 @@ impl std::fmt::Display for Probed {
 pub fn run(endpoint: &Endpoint, tolerance: f32) -> Result<Probed> {
     let mut max_abs_diff = 0f32;
     for context in CONTEXTS {
-        let what = || format!("the conformance probe of {} on {context:?}", endpoint.base());
+        let what = || {
+            format!(
+                "the conformance probe of {} on {context:?}",
+                endpoint.base()
+            )
+        };
         let (url, json) = endpoint
             .complete(completions::greedy_request(context, 1, &[]))
             .with_context(what)?;
         let next = completions::read_greedy(&url, &json, 1, &[]).with_context(what)?;
         let ([token], [completed]) = (&next.tokens[..], &next.logprobs[..]) else {
-            bail!("{}: the one-token completion gave {} tokens", what(), next.tokens.len());
+            bail!(
+                "{}: the one-token completion gave {} tokens",
+                what(),
+                next.tokens.len()
+            );
         };
         if token.is_empty() || next.text != *token {
             bail!(

@@ -158,14 +158,16 @@ pub fn export(
     deltalogic::eval::cache::export(reg, &records, &names, to).unwrap()
 }
 
+/// The `deltalogic` binary on `store`, to be given its arguments (and environment).
+pub fn deltalogic(store: &std::path::Path) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"));
+    c.arg("--store").arg(store);
+    c
+}
+
 /// Runs the `deltalogic` binary on `store` and requires success.
 pub fn dl(store: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .output()
-        .unwrap();
+    let out = deltalogic(store).args(args).output().unwrap();
     assert!(
         out.status.success(),
         "deltalogic {args:?}: {}",

@@ -134,7 +134,9 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
                         norms: vec![norm],
                         shard: None,
                     },
-                    |_| -> anyhow::Result<eval::Engine<ByteModel>> { panic!("nothing may be computed") },
+                    |_| -> anyhow::Result<eval::Engine<ByteModel>> {
+                        panic!("nothing may be computed")
+                    },
                     &mut Quiet,
                 )
                 .unwrap();

@@ -165,7 +165,11 @@ impl Drop for Fake {
     fn drop(&mut self) {
         self.state.stop.store(true, Ordering::Relaxed);
         // Wakes the accept loop so that it sees the flag.
-        let _ = TcpStream::connect(self.url.trim_start_matches("http://").trim_end_matches("/v1"));
+        let _ = TcpStream::connect(
+            self.url
+                .trim_start_matches("http://")
+                .trim_end_matches("/v1"),
+        );
     }
 }
 
@@ -203,7 +207,11 @@ fn serve(s: &State, stream: TcpStream) -> std::io::Result<()> {
     if fault == Fault::Down {
         return Ok(()); // closed unanswered
     }
-    let (status, text) = if s.key.as_ref().is_some_and(|k| auth.as_deref() != Some(&format!("Bearer {k}"))) {
+    let (status, text) = if s
+        .key
+        .as_ref()
+        .is_some_and(|k| auth.as_deref() != Some(&format!("Bearer {k}")))
+    {
         (401, json!({"error": "bad key"}).to_string())
     } else {
         match path.as_str() {
@@ -250,7 +258,12 @@ fn complete(model: &Consistent, request: &Value, fault: Fault) -> String {
         },
     )
     .unwrap();
-    let piece = |t: &u32| char::from_u32(*t).filter(|_| *t != 0).map(String::from).unwrap_or_default();
+    let piece = |t: &u32| {
+        char::from_u32(*t)
+            .filter(|_| *t != 0)
+            .map(String::from)
+            .unwrap_or_default()
+    };
     let gen_tokens: Vec<String> = generated.tokens.iter().map(piece).collect();
     let gen_logprobs: Vec<Value> = generated.logprobs.iter().map(|&x| json!(x)).collect();
     let (finish, stop_reason) = match generated.stop {
@@ -268,7 +281,9 @@ fn complete(model: &Consistent, request: &Value, fault: Fault) -> String {
         let mut lps: Vec<Value> = vec![Value::Null];
         for i in 1..ids.len() {
             let state = model.prefill(&model.empty_state(), &ids[..i]).unwrap();
-            lps.push(json!(model.score_continuation(&state, &ids[i..=i]).unwrap()[0]));
+            lps.push(json!(
+                model.score_continuation(&state, &ids[i..=i]).unwrap()[0]
+            ));
         }
         let mut toks: Vec<String> = ids.iter().map(piece).collect();
         // The echo's generated token: one, as asked.
@@ -293,7 +308,10 @@ fn complete(model: &Consistent, request: &Value, fault: Fault) -> String {
         }
         Fault::WrongCount => {
             logprobs["tokens"].as_array_mut().unwrap().push(json!("x"));
-            logprobs["token_logprobs"].as_array_mut().unwrap().push(json!(-1.0));
+            logprobs["token_logprobs"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!(-1.0));
         }
         Fault::Pairs if request["echo"] == true => {
             // The prompt's characters in pairs, then the generated token.
@@ -304,8 +322,10 @@ fn complete(model: &Consistent, request: &Value, fault: Fault) -> String {
                 .chunks(2)
                 .map(|c| c.iter().map(|t| t.as_str().unwrap()).collect())
                 .collect();
-            let mut paired_lps: Vec<Value> =
-                lps[..n].chunks(2).map(|c| c.last().unwrap().clone()).collect();
+            let mut paired_lps: Vec<Value> = lps[..n]
+                .chunks(2)
+                .map(|c| c.last().unwrap().clone())
+                .collect();
             paired_lps[0] = Value::Null;
             paired.push(toks[n].as_str().unwrap().to_string());
             paired_lps.push(lps[n].clone());
@@ -340,10 +360,15 @@ fn complete(model: &Consistent, request: &Value, fault: Fault) -> String {
     if fault == Fault::NoLogprobs {
         choice["logprobs"] = Value::Null;
     }
-    let answer = json!({"choices": [choice], "usage": {"prompt_tokens": prompt_tokens}}).to_string();
+    let answer =
+        json!({"choices": [choice], "usage": {"prompt_tokens": prompt_tokens}}).to_string();
     match fault {
         Fault::NotJson => format!("<html>{answer}"),
-        Fault::NanLogprob => answer.replacen("-0.", "NaN, \"x\": -0.", 1).replacen("[null,", "[null,NaN,", 1),
+        Fault::NanLogprob => {
+            answer
+                .replacen("-0.", "NaN, \"x\": -0.", 1)
+                .replacen("[null,", "[null,NaN,", 1)
+        }
         _ => answer,
     }
 }

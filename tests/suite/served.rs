@@ -15,6 +15,20 @@ use deltalogic::store::{Id, Store};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// `build` of the small DeltaLogic set the command-line tests score (8 episodes).
+pub const SMALL_SET: [&str; 10] = [
+    "build",
+    "deltalogic",
+    "--from",
+    "generated",
+    "--seed",
+    "5",
+    "--per-type",
+    "2",
+    "--name",
+    "small",
+];
+
 /// The stand-in model behind the fake endpoint (its name is its weights).
 const WEIGHTS: &str = "served-weights";
 
@@ -291,21 +305,7 @@ fn the_command_line_registers_scores_and_audits_a_served_model() {
     let key = "sk-test-4f1e9d2a";
     let fake = Fake::start(WEIGHTS, Some(key));
     let store_path = dir.path().join("cli.store");
-    dl(
-        &store_path,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "5",
-            "--per-type",
-            "2",
-            "--name",
-            "small",
-        ],
-    );
+    dl(&store_path, &SMALL_SET);
     let add = |env: Option<&str>| {
         let mut c = deltalogic(&store_path);
         c.args([
@@ -454,21 +454,7 @@ fn a_merge_re_asks_the_server_or_marks_the_scores_unverified() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Fake::start(WEIGHTS, None);
     let theirs = dir.path().join("theirs.store");
-    dl(
-        &theirs,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "5",
-            "--per-type",
-            "1",
-            "--name",
-            "small",
-        ],
-    );
+    dl(&theirs, &SMALL_SET);
     dl(
         &theirs,
         &["model", "add", "--served", &fake.url, "--model-id", "byte"],

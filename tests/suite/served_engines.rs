@@ -163,21 +163,7 @@ fn vllm_scores_a_set_as_our_f32_engine_does_on_the_same_weights() {
         &store,
         &["model", "add", hf.to_str().unwrap(), "--name", "local"],
     );
-    dl(
-        &store,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "5",
-            "--per-type",
-            "2",
-            "--name",
-            "small",
-        ],
-    );
+    dl(&store, &crate::served::SMALL_SET);
     let score = |model: &str| {
         let t = Instant::now();
         let out = json(dl(

@@ -14,6 +14,7 @@ pub use svg::svg;
 
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::{Catalogue, Evaluation};
+use crate::eval::evaluated::Kept;
 use crate::eval::{ModelRecord, ResultRecord};
 use crate::store::{Id, Names, Store, StoredSet};
 use anyhow::{Context, Result};
@@ -151,6 +152,7 @@ pub fn entries(
     sets: &[String],
 ) -> Result<Vec<Entry>> {
     let sel = Selection::new(reg, models, sets)?;
+    let mut kept = Kept::new(reg);
     let mut out = Vec::new();
     for (rid, r) in reg.all::<ResultRecord>()? {
         let (model, set) = (Id(r.model), Id(r.set));
@@ -161,14 +163,8 @@ pub fn entries(
             format!("result {} names a missing set {}", rid.short(), set.short())
         })?;
         let benchmark = benchmarks.named(&stored.benchmark)?;
-        let answered = r
-            .rows
-            .iter()
-            .map(|row| crate::eval::answered(reg, row))
-            .collect::<Result<Vec<_>>>()
-            .with_context(|| format!("result {}", rid.short()))?;
-        let evaluation = benchmark
-            .evaluate(reg, &answered, BOOTSTRAP_SEED)
+        let evaluation = kept
+            .get(benchmark, rid, &r, BOOTSTRAP_SEED)
             .with_context(|| format!("result {}", rid.short()))?;
         out.push(Entry {
             benchmark: benchmark.name().to_string(),
@@ -181,6 +177,7 @@ pub fn entries(
             evaluation,
         });
     }
+    kept.keep()?;
     // Benchmarks in registration order, then by their settings; normalisations in their own
     // order (the paper's mean first).
     let rank = |name: &str| benchmarks.rank(name);

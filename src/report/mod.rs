@@ -144,7 +144,9 @@ fn template_name(reg: &Store, id: [u8; 32]) -> Result<String> {
 
 /// Every stored result whose model and set are among the named ones (all models when none are
 /// named; without sets, only sets that a name points at now), evaluated by its benchmark (one of
-/// `benchmarks`), in the order benchmark, set, model, template, normalisation.
+/// `benchmarks`), in the order benchmark, set, model, template, normalisation. Evaluations are
+/// read back from the store where it keeps them, and kept there when it is open for writing
+/// (`eval::evaluated`).
 pub fn entries(
     reg: &Store,
     benchmarks: Catalogue,

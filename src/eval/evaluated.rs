@@ -210,7 +210,7 @@ impl<'s> Kept<'s> {
     /// it, else computed.
     ///
     /// A kept evaluation was made by a report that found every score of the result in this
-    /// store (or a `cache verify` would name it), and no command removes a score. A store can
+    /// store, and no command removes a score. A store can
     /// still lose scores below us (a damaged or hand-edited file): a sample of
     /// [`CHECKED_ROWS`] rows spread over the result is read again, as a report without the
     /// kept evaluation would, so a lost scores table is refused as before; `cache verify`

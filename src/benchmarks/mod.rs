@@ -306,6 +306,11 @@ pub trait Benchmark: Sync {
     fn judged(&self) -> bool {
         false
     }
+    /// The version of what [`Self::evaluate`] outputs: bump it whenever a change to the
+    /// benchmark's evaluation changes any output, so that evaluations kept in a store under the
+    /// older version are never read again (`eval::evaluated`; what every benchmark shares has
+    /// `eval::evaluated::VERSION`).
+    fn evaluator(&self) -> u32;
     /// The metrics of one result over the set's items, with seeded bootstrap intervals.
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation>;
 }

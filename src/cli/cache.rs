@@ -176,6 +176,8 @@ fn verify(reg: &Store, json: bool) -> Result<()> {
     let mut r = cache::verify(reg, benchmarks::ALL)?;
     r.problems
         .extend(cache::verify_results(reg, benchmarks::ALL)?);
+    r.problems
+        .extend(crate::eval::evaluated::verify(reg, benchmarks::ALL)?);
     emit(json, &r, || {
         for (k, c) in &r.kinds {
             println!("{k:<12} {} records, {} bad", c.records, c.bad);

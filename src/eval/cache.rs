@@ -7,6 +7,7 @@
 
 use super::generate::Generated;
 use super::records::{kinds, same_bits};
+use super::evaluated::EvaluationRecord;
 use super::{derive, GenerationRecord, ModelRecord, ResultRecord, ScoreRecord};
 use crate::benchmarks::Catalogue;
 use crate::store::{
@@ -248,6 +249,11 @@ pub fn merge(reg: &Store, other: &Store, mut opts: MergeOptions<'_>) -> Result<M
     let mut new_scores: BTreeMap<Id, Vec<(Id, Computed)>> = BTreeMap::new();
     let mut results = Vec::new();
     for Declared { kind, .. } in kinds(benchmarks) {
+        // Kept evaluations are derived here, never taken from a file (`evaluated`): the next
+        // report makes this store's own.
+        if kind == EvaluationRecord::KIND {
+            continue;
+        }
         for (id, bytes) in other.raw_all(kind)? {
             let id = match kind {
                 ResultRecord::KIND => {

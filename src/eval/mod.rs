@@ -7,6 +7,7 @@
 pub mod audit;
 pub mod cache;
 pub mod derive;
+pub mod evaluated;
 pub mod generate;
 pub mod models;
 pub mod normalise;

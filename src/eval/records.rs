@@ -5,13 +5,14 @@ use crate::benchmarks::{Catalogue, Decoding};
 use crate::store::{self, canonical, Declared, Id, Kind, Record};
 use serde::Serialize;
 
-/// The runner's own record kinds.
+/// The runner's own record kinds, and the evaluations of its results that reports keep.
 pub const KINDS: &[Declared] = &[
     Declared::of::<ModelRecord>(),
     Declared::of::<ServedRecord>(),
     Declared::of::<PromptRecord>(),
     Declared::of::<ScoreRecord>(),
     Declared::of::<GenerationRecord>(),
+    Declared::of::<super::evaluated::EvaluationRecord>(),
 ];
 
 /// Every record kind a store of `benchmarks`' sets holds: the store's own, the runner's, and the
@@ -361,7 +362,8 @@ mod tests {
 
     /// Tables and contexts are part of the stored bytes (checksums cover the table, ids hash
     /// under the context): every kind the command line knows keeps the ones schema 3 wrote (the
-    /// `served` kind, added without a schema change, keeps the one it was introduced with).
+    /// `served` and `evaluations` kinds, added without a schema change, keep the ones they were
+    /// introduced with).
     #[test]
     fn every_kind_keeps_its_table_and_context() {
         let declared: Vec<(&str, &str)> = kinds(crate::benchmarks::ALL)
@@ -384,6 +386,7 @@ mod tests {
             ("problems", "deltalogic 2026-11-23 deduce problem v1"),
             ("clomo_items", "deltalogic 2026-11-23 clomo item v1"),
             ("served", "deltalogic 2026-11-26 served model identity v1"),
+            ("evaluations", "deltalogic 2026-11-26 result evaluation v1"),
         ];
         let mut sorted = declared.clone();
         sorted.sort();

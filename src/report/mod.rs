@@ -14,6 +14,7 @@ pub use svg::svg;
 
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::{Catalogue, Evaluation};
+use crate::eval::evaluated::Kept;
 use crate::eval::{ModelRecord, ResultRecord};
 use crate::store::{Id, Names, Store, StoredSet};
 use anyhow::{Context, Result};
@@ -143,7 +144,9 @@ fn template_name(reg: &Store, id: [u8; 32]) -> Result<String> {
 
 /// Every stored result whose model and set are among the named ones (all models when none are
 /// named; without sets, only sets that a name points at now), evaluated by its benchmark (one of
-/// `benchmarks`), in the order benchmark, set, model, template, normalisation.
+/// `benchmarks`), in the order benchmark, set, model, template, normalisation. Evaluations are
+/// read back from the store where it keeps them, and kept there when it is open for writing
+/// (`eval::evaluated`).
 pub fn entries(
     reg: &Store,
     benchmarks: Catalogue,
@@ -151,6 +154,7 @@ pub fn entries(
     sets: &[String],
 ) -> Result<Vec<Entry>> {
     let sel = Selection::new(reg, models, sets)?;
+    let mut kept = Kept::new(reg);
     let mut out = Vec::new();
     for (rid, r) in reg.all::<ResultRecord>()? {
         let (model, set) = (Id(r.model), Id(r.set));
@@ -161,14 +165,8 @@ pub fn entries(
             format!("result {} names a missing set {}", rid.short(), set.short())
         })?;
         let benchmark = benchmarks.named(&stored.benchmark)?;
-        let answered = r
-            .rows
-            .iter()
-            .map(|row| crate::eval::answered(reg, row))
-            .collect::<Result<Vec<_>>>()
-            .with_context(|| format!("result {}", rid.short()))?;
-        let evaluation = benchmark
-            .evaluate(reg, &answered, BOOTSTRAP_SEED)
+        let evaluation = kept
+            .get(benchmark, rid, &r, BOOTSTRAP_SEED)
             .with_context(|| format!("result {}", rid.short()))?;
         out.push(Entry {
             benchmark: benchmark.name().to_string(),
@@ -181,6 +179,7 @@ pub fn entries(
             evaluation,
         });
     }
+    kept.keep()?;
     // Benchmarks in registration order, then by their settings; normalisations in their own
     // order (the paper's mean first).
     let rank = |name: &str| benchmarks.rank(name);

@@ -380,6 +380,11 @@ impl Store {
         &self.path
     }
 
+    /// Whether [`Store::write`] may write: opened for writing, and not a layered view.
+    pub fn writable(&self) -> bool {
+        matches!((&*self.db, &self.under), (Db::Write(_), None))
+    }
+
     /// The schema version the store's values are in.
     pub fn schema_version(&self) -> u32 {
         self.version

@@ -109,6 +109,10 @@ impl Benchmark for GenerateThenJudge {
     fn judged(&self) -> bool {
         true
     }
+    fn evaluator(&self) -> u32 {
+        1
+    }
+
     fn evaluate(&self, _: &Store, _: &[Answered], _: u64) -> Result<Evaluation> {
         unreachable!("not reported")
     }

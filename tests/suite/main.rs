@@ -13,6 +13,7 @@ mod datasets;
 mod deduce;
 mod deduce_gsm8k;
 mod episodes;
+mod evaluations;
 mod fake_server;
 mod families;
 mod families_llamacpp;

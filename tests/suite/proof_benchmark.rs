@@ -145,6 +145,10 @@ impl Benchmark for Parity {
         benchmarks::exported::<Number>(store, set)
     }
 
+    fn evaluator(&self) -> u32 {
+        1
+    }
+
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let mut outcomes: Vec<Outcome<2>> = Vec::new();
         let mut even: Vec<Outcome<2>> = Vec::new();

@@ -262,6 +262,7 @@ fn a_million_scores() {
     let (first, cold) = timed_report(&sim.merged);
     let (warm_json, warm) = timed_report(&sim.merged);
     assert_eq!(first, warm_json);
+    // The first report computes every evaluation and keeps it; the warm one reads them back.
     println!("report --format json: first {cold:.2} s, warm {warm:.2} s");
 }
 

@@ -458,6 +458,10 @@ impl Benchmark for BeliefR {
         )?))
     }
 
+    fn evaluator(&self) -> u32 {
+        1
+    }
+
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         let b = metrics::beliefr(&rows, seed, super::RESAMPLES)?;

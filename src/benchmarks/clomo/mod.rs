@@ -352,6 +352,10 @@ impl Benchmark for Clomo {
         true
     }
 
+    fn evaluator(&self) -> u32 {
+        1
+    }
+
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let report = ses::Report::of(&rows(store, answered)?, seed);
         Ok(Evaluation {

@@ -538,6 +538,10 @@ impl Benchmark for Deduce {
             .collect()
     }
 
+    fn evaluator(&self) -> u32 {
+        1
+    }
+
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         // Cases by (k, variant).
         let mut cases: BTreeMap<(usize, &'static str), Vec<Case>> = BTreeMap::new();

@@ -344,6 +344,10 @@ impl Benchmark for DeltaLogic {
         Declared::of::<Episode>()
     }
 
+    fn evaluator(&self) -> u32 {
+        1
+    }
+
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = answered
             .iter()

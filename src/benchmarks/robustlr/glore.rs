@@ -134,6 +134,10 @@ impl Benchmark for Glore {
         "GLoRE RobustLR"
     }
 
+    fn evaluator(&self) -> u32 {
+        1
+    }
+
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         question::accuracy_evaluation(

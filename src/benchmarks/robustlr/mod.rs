@@ -234,6 +234,10 @@ impl Benchmark for RobustLr {
         "RobustLR"
     }
 
+    fn evaluator(&self) -> u32 {
+        1
+    }
+
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         let m = metrics::from_rows(&rows, seed, super::RESAMPLES)?;

@@ -159,6 +159,10 @@ impl Benchmark for Static {
         )
     }
 
+    fn evaluator(&self) -> u32 {
+        1
+    }
+
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
         let rows = question::rows(store, answered)?;
         question::accuracy_evaluation(

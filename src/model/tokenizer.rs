@@ -33,7 +33,9 @@ use tokenizers::{AddedToken, Encoding, SplitDelimiterBehavior};
 use super::gguf::Gguf;
 use super::ModelError;
 
-/// llama.cpp's token types (`llama_token_type`) that are matched as whole added tokens.
+/// llama.cpp's token types (`llama_token_type`) that are matched as whole added tokens. It
+/// reads unknown-type tokens (SentencePiece's `<unk>`, Phi-3's `[PAD…]`) as control tokens.
+const TOKEN_UNKNOWN: i32 = 2;
 const TOKEN_CONTROL: i32 = 3;
 const TOKEN_USER_DEFINED: i32 = 4;
 
@@ -273,15 +275,16 @@ impl Tokenizer {
             }
         };
 
-        // Control and user-defined tokens are matched whole wherever their text appears, as
-        // llama-tokenize does (it parses special tokens by default); control ones are special.
+        // Control, unknown and user-defined tokens are matched whole wherever their text
+        // appears, as llama-tokenize does (it parses special tokens by default); all but the
+        // user-defined ones are special, read only where control tokens are.
         let rstrip = rstrip_after_special(gguf)?;
         let added: Vec<AddedToken> = tokens
             .iter()
             .zip(&types)
-            .filter(|(_, &ty)| ty == TOKEN_CONTROL || ty == TOKEN_USER_DEFINED)
+            .filter(|(_, &ty)| matches!(ty, TOKEN_UNKNOWN | TOKEN_CONTROL | TOKEN_USER_DEFINED))
             .map(|(t, &ty)| {
-                AddedToken::from(t.to_string(), ty == TOKEN_CONTROL)
+                AddedToken::from(t.to_string(), ty != TOKEN_USER_DEFINED)
                     .normalized(false)
                     .rstrip(rstrip(t))
             })

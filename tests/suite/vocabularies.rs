@@ -140,8 +140,9 @@ fn gpt_2() {
 }
 
 /// With control tokens read (`encode`, `llama-tokenize`'s default): Phi-3's files drop the
-/// whitespace after a special token, except after `<s>`, and a text run after one gets the space
-/// prefix; Llama 2's do neither. The ids are llama-cpp-python 0.3.36's
+/// whitespace after a special token, except after `<s>` and `<unk>`, and a text run after one
+/// gets the space prefix; Llama 2's do neither; unknown-type tokens (`<unk>`, `[PAD32011]`) are
+/// read as control tokens. The ids are llama-cpp-python 0.3.36's
 /// `tokenize(text, add_bos=True, special=True)`.
 #[test]
 #[cfg_attr(
@@ -149,13 +150,17 @@ fn gpt_2() {
     ignore = "needs the fetched models: bash scripts/fetch_models.sh"
 )]
 fn special_tokens_and_whitespace() {
-    let text = "<|user|>\n  Hi</s>  x<s> y";
+    let text = "<|user|>\n  Hi</s>  x<s> y<unk>z [PAD32011] ";
     for (name, ids) in [
-        ("phi-3", vec![1, 32010, 6324, 2, 921, 1, 29871, 343]),
+        (
+            "phi-3",
+            vec![1, 32010, 6324, 2, 921, 1, 29871, 343, 0, 503, 29871, 32011],
+        ),
         (
             "llama-spm",
             vec![
-                1, 529, 29989, 1792, 29989, 29958, 13, 29871, 6324, 2, 259, 921, 1, 29871, 343,
+                1, 529, 29989, 1792, 29989, 29958, 13, 29871, 6324, 2, 259, 921, 1, 29871, 343, 0,
+                503, 518, 29925, 3035, 29941, 29906, 29900, 29896, 29896, 29962, 29871,
             ],
         ),
     ] {
@@ -178,5 +183,57 @@ fn spm_decode_inverts_encode() {
         let ids = tok.encode_plain(&text).unwrap_or_else(|e| panic!("{e}"));
         let back = tok.decode(&ids[1..]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, text, "{ids:?}");
+    }
+}
+
+/// What the SentencePiece reader does not implement is refused by name: a vocabulary without
+/// all 256 byte tokens, `remove_extra_whitespaces`, and tokenizer models other than byte-level
+/// BPE and SentencePiece (Gemma 4's `gemma4` BPE among them).
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn spm_refusals() {
+    use deltalogic::model::gguf_write::{GgufWriter, Meta};
+    let src = Gguf::open(crate::common::fetched_model("ggml-vocab-llama-spm.gguf"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tokens: Vec<String> = src
+        .get_str_array("tokenizer.ggml.tokens")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|t| t.replace("<0x41>", "<0x41 renamed>"))
+        .collect();
+    for (case, key, value, message) in [
+        (
+            "bytes",
+            "tokenizer.ggml.tokens",
+            Meta::Strs(tokens),
+            "without the byte token <0x41> is not supported",
+        ),
+        (
+            "whitespace",
+            "tokenizer.ggml.remove_extra_whitespaces",
+            Meta::Bool(true),
+            "tokenizer.ggml.remove_extra_whitespaces is not supported",
+        ),
+        (
+            "gemma4",
+            "tokenizer.ggml.model",
+            Meta::Str("gemma4".into()),
+            "tokenizer.ggml.model \"gemma4\" is not supported",
+        ),
+    ] {
+        let mut w = GgufWriter::from_gguf(&src).unwrap_or_else(|e| panic!("{e}"));
+        w.kv(key, value);
+        let path = dir.path().join(format!("{case}.gguf"));
+        w.write(&path).unwrap_or_else(|e| panic!("{e}"));
+        let gguf = Gguf::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let e = Tokenizer::from_gguf(&gguf).unwrap_err().to_string();
+        assert!(
+            e.contains(&path.display().to_string()) && e.contains(message),
+            "{case}: {e}"
+        );
     }
 }

@@ -1,10 +1,11 @@
 //! Tokenizers for GGUF files and Hugging Face `tokenizer.json` files, built on the `tokenizers`
 //! crate.
 //!
-//! A GGUF file carries its byte-level BPE vocabulary, merges and token types, and names its
-//! pre-tokenizer (`tokenizer.ggml.pre`); this module rebuilds what llama.cpp does from them so
-//! that ids match `llama-tokenize` exactly (checked against golden files in
-//! `tests/suite/tokenizer_golden.rs`).
+//! A GGUF file carries either a byte-level BPE vocabulary, merges and token types, naming its
+//! pre-tokenizer (`tokenizer.ggml.pre`), or a SentencePiece vocabulary with scores
+//! ([`super::spm`]); this module rebuilds what llama.cpp does from them so that ids match
+//! `llama-tokenize` exactly (checked against golden files in `tests/suite/tokenizer_golden.rs`
+//! and llama.cpp's own vocabulary tests in `tests/suite/vocabularies.rs`).
 //!
 //! # Control tokens come from templates only
 //! A prompt is a template's text around content: items, labels, generations. The text of a

@@ -9,11 +9,26 @@
 
 use std::path::{Path, PathBuf};
 
-/// The files `scripts/fetch_models.sh` puts in the models directory.
-const FETCHED: [&str; 3] = [
+/// The files `scripts/fetch_models.sh` puts in the models directory (llama.cpp's vocabulary
+/// tests: each `ggml-vocab-*.gguf` with its `.inp` and `.out`).
+const FETCHED: [&str; 17] = [
     "SmolLM2-135M-Instruct.Q4_1.gguf",
     "Qwen2.5-Coder-0.5B-Instruct.gguf",
     "ggml-vocab-llama-bpe.gguf",
+    "ggml-vocab-llama-bpe.gguf.inp",
+    "ggml-vocab-llama-bpe.gguf.out",
+    "ggml-vocab-llama-spm.gguf",
+    "ggml-vocab-llama-spm.gguf.inp",
+    "ggml-vocab-llama-spm.gguf.out",
+    "ggml-vocab-phi-3.gguf",
+    "ggml-vocab-phi-3.gguf.inp",
+    "ggml-vocab-phi-3.gguf.out",
+    "ggml-vocab-qwen2.gguf",
+    "ggml-vocab-qwen2.gguf.inp",
+    "ggml-vocab-qwen2.gguf.out",
+    "ggml-vocab-gpt-2.gguf",
+    "ggml-vocab-gpt-2.gguf.inp",
+    "ggml-vocab-gpt-2.gguf.out",
 ];
 
 fn main() {

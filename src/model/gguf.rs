@@ -284,6 +284,19 @@ impl Gguf {
             .collect()
     }
 
+    /// An array of floats (e.g. `tokenizer.ggml.scores`).
+    pub fn get_f32_array(&self, key: &str) -> Result<Vec<f32>, ModelError> {
+        let array = self.get_array(key, "array of float32")?;
+        array
+            .iter()
+            .map(|v| match *v {
+                Value::F32(f) => Ok(f),
+                Value::F64(f) => Ok(f as f32),
+                ref v => Err(self.wrong_type(key, "array of float32", v)),
+            })
+            .collect()
+    }
+
     /// `general.architecture`, e.g. "llama" or "qwen2".
     pub fn architecture(&self) -> Result<&str, ModelError> {
         self.get_str("general.architecture")

@@ -162,22 +162,8 @@ pub fn inspect(path: &Path) -> Inspection {
     match scorer::check(path) {
         Ok((cfg, tokenizer)) => {
             out.family = Some(family(&cfg));
-            let kind = if path.is_dir() {
-                "tokenizer.json".to_string()
-            } else {
-                Gguf::open(path)
-                    .ok()
-                    .map(|g| {
-                        format!(
-                            "{} (pre-tokenizer {})",
-                            g.get_str("tokenizer.ggml.model").unwrap_or("?"),
-                            g.get_str("tokenizer.ggml.pre").unwrap_or("?")
-                        )
-                    })
-                    .unwrap_or_default()
-            };
             out.tokenizer = Some(TokenizerInfo {
-                kind,
+                kind: tokenizer.kind().to_string(),
                 vocabulary: tokenizer.vocab_size(),
                 bos: tokenizer.bos_id(),
                 eos: tokenizer.eos_id(),

@@ -22,6 +22,7 @@ pub mod qwen2;
 pub mod qwen3;
 mod repack;
 pub mod scorer;
+mod spm;
 pub mod transformer;
 
 use std::path::PathBuf;

@@ -1,10 +1,11 @@
 //! Tokenizers for GGUF files and Hugging Face `tokenizer.json` files, built on the `tokenizers`
 //! crate.
 //!
-//! A GGUF file carries its byte-level BPE vocabulary, merges and token types, and names its
-//! pre-tokenizer (`tokenizer.ggml.pre`); this module rebuilds what llama.cpp does from them so
-//! that ids match `llama-tokenize` exactly (checked against golden files in
-//! `tests/suite/tokenizer_golden.rs`).
+//! A GGUF file carries either a byte-level BPE vocabulary, merges and token types, naming its
+//! pre-tokenizer (`tokenizer.ggml.pre`), or a SentencePiece vocabulary with scores
+//! ([`super::spm`]); this module rebuilds what llama.cpp does from them so that ids match
+//! `llama-tokenize` exactly (checked against golden files in `tests/suite/tokenizer_golden.rs`
+//! and llama.cpp's own vocabulary tests in `tests/suite/vocabularies.rs`).
 //!
 //! # Control tokens come from templates only
 //! A prompt is a template's text around content: items, labels, generations. The text of a
@@ -33,7 +34,9 @@ use tokenizers::{AddedToken, Encoding, SplitDelimiterBehavior};
 use super::gguf::Gguf;
 use super::ModelError;
 
-/// llama.cpp's token types (`llama_token_type`) that are matched as whole added tokens.
+/// llama.cpp's token types (`llama_token_type`) that are matched as whole added tokens. It
+/// reads unknown-type tokens (SentencePiece's `<unk>`, Phi-3's `[PAD…]`) as control tokens.
+const TOKEN_UNKNOWN: i32 = 2;
 const TOKEN_CONTROL: i32 = 3;
 const TOKEN_USER_DEFINED: i32 = 4;
 
@@ -89,6 +92,77 @@ fn merges(gguf: &Gguf) -> Result<Vec<(String, String)>, ModelError> {
         .collect()
 }
 
+/// A byte-level BPE from `tokenizer.ggml.merges`, split first by the pre-tokenizer's regexes.
+fn byte_level_bpe(
+    gguf: &Gguf,
+    pre: &PreTokenizer,
+    vocab: Vocab,
+) -> Result<tokenizers::Tokenizer, ModelError> {
+    let err = |detail: String| ModelError::Tokenizer {
+        path: gguf.path().to_path_buf(),
+        detail,
+    };
+    let bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges(gguf)?)
+        .ignore_merges(pre.ignore_merges)
+        .build()
+        .map_err(|e| err(format!("BPE: {e}")))?;
+    let mut inner = tokenizers::Tokenizer::new(bpe);
+    let mut splits = pre
+        .regexes
+        .iter()
+        .map(|re| {
+            Split::new(
+                SplitPattern::Regex(re.to_string()),
+                SplitDelimiterBehavior::Isolated,
+                false,
+            )
+            .map(PreTokenizerWrapper::Split)
+            .map_err(|e| err(format!("regex {re:?}: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    splits.push(ByteLevel::new(false, false, false).into());
+    inner.with_pre_tokenizer(Some(Sequence::new(splits)));
+    inner.with_decoder(Some(ByteLevelDecoder::default()));
+    Ok(inner)
+}
+
+/// Which special tokens drop the whitespace after them. llama.cpp (`llama_vocab::impl::load`)
+/// does so for the control and user-defined tokens of a file whose `general.name` says Phi-3
+/// (but not `<unk>`, `<s>`, `<|endoftext|>`), as Phi-3's own tokenizer.json does; for no other.
+fn rstrip_after_special(gguf: &Gguf) -> Result<impl Fn(&str) -> bool, ModelError> {
+    let name = match gguf.get("general.name") {
+        Some(_) => gguf.get_str("general.name")?.to_lowercase(),
+        None => String::new(),
+    };
+    let phi3 = name.contains("phi-3") || name.contains("phi3");
+    Ok(move |token: &str| phi3 && !matches!(token, "<unk>" | "<s>" | "<|endoftext|>"))
+}
+
+/// `pieces` with the leading whitespace (C's `isspace`, as llama.cpp strips it) taken off each
+/// text run that follows a control token with `rstrip`; a run left empty is dropped.
+fn rstrip<'a>(pieces: Vec<Piece<'a>>) -> Vec<Piece<'a>> {
+    let mut out = Vec::with_capacity(pieces.len());
+    let mut strip = false;
+    for piece in pieces {
+        match piece {
+            Piece::Text(text) if strip => {
+                let kept = text.trim_start_matches([' ', '\t', '\n', '\x0B', '\x0C', '\r']);
+                if !kept.is_empty() {
+                    out.push(Piece::Text(Cow::Owned(kept.to_string())));
+                }
+                strip = false;
+            }
+            Piece::Text(text) => out.push(Piece::Text(text)),
+            Piece::Control(token) => {
+                strip = token.rstrip;
+                out.push(Piece::Control(token));
+            }
+        }
+    }
+    out
+}
+
 /// Where a template's markup begins in a prompt: only inside it is control-token text read as
 /// the control token (module docs). A Unicode noncharacter (U+FDD0).
 pub const MARKUP_OPEN: char = '\u{FDD0}';
@@ -115,16 +189,25 @@ pub struct Tokenizer {
     /// by [`Tokenizer::pieces`], where they may be.
     inner: tokenizers::Tokenizer,
     source: PathBuf,
+    kind: String,
     bos: Option<u32>,
     eos: Option<u32>,
     /// The control tokens by first character, each list longest first.
-    control: BTreeMap<char, Vec<(String, u32)>>,
+    control: BTreeMap<char, Vec<Control>>,
+}
+
+/// A control token: its text, its id, and whether the whitespace after it is dropped (the
+/// added token's `rstrip`, as Phi-3's files ask).
+struct Control {
+    text: String,
+    id: u32,
+    rstrip: bool,
 }
 
 /// A run of a prompt: text, or a control token.
 enum Piece<'a> {
     Text(Cow<'a, str>),
-    Control(&'a str, u32),
+    Control(&'a Control),
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -139,8 +222,9 @@ impl std::fmt::Debug for Tokenizer {
 }
 
 impl Tokenizer {
-    /// Builds the tokenizer described by a GGUF file's `tokenizer.ggml.*` metadata.
-    /// Only byte-level BPE (`tokenizer.ggml.model = "gpt2"`) is supported.
+    /// Builds the tokenizer described by a GGUF file's `tokenizer.ggml.*` metadata: byte-level
+    /// BPE (`tokenizer.ggml.model = "gpt2"`) with the pre-tokenizers listed in [`SUPPORTED_PRE`],
+    /// or SentencePiece (`"llama"`, module [`super::spm`]). Anything else is refused by name.
     pub fn from_gguf(gguf: &Gguf) -> Result<Tokenizer, ModelError> {
         let path = gguf.path();
         let err = |detail: String| ModelError::Tokenizer {
@@ -148,17 +232,6 @@ impl Tokenizer {
             detail,
         };
         let model = gguf.get_str("tokenizer.ggml.model")?;
-        if model != "gpt2" {
-            return Err(err(format!(
-                "tokenizer.ggml.model {model:?} is not supported (only \"gpt2\", byte-level BPE)"
-            )));
-        }
-        let pre_name = gguf.get_str("tokenizer.ggml.pre")?;
-        let pre = pre_tokenizer(pre_name).ok_or_else(|| {
-            err(format!(
-                "pre-tokenizer {pre_name:?} is not supported ({SUPPORTED_PRE})"
-            ))
-        })?;
         let tokens = gguf.get_str_array("tokenizer.ggml.tokens")?;
         let types = match gguf.get("tokenizer.ggml.token_type") {
             Some(_) => gguf.get_i32_array("tokenizer.ggml.token_type")?,
@@ -171,45 +244,51 @@ impl Tokenizer {
                 tokens.len()
             )));
         }
-        let merges = merges(gguf)?;
-
         let id = |i: usize| u32::try_from(i).map_err(|_| err("too many tokens".into()));
         // Where a string repeats, the last id wins, as in llama.cpp's token-to-id map.
         let mut vocab = Vocab::default();
         for (i, t) in tokens.iter().enumerate() {
             vocab.insert(t.to_string(), id(i)?);
         }
-        let bpe = BPE::builder()
-            .vocab_and_merges(vocab, merges)
-            .ignore_merges(pre.ignore_merges)
-            .build()
-            .map_err(|e| err(format!("BPE: {e}")))?;
 
-        let mut inner = tokenizers::Tokenizer::new(bpe);
-        let mut splits = pre
-            .regexes
-            .iter()
-            .map(|re| {
-                Split::new(
-                    SplitPattern::Regex(re.to_string()),
-                    SplitDelimiterBehavior::Isolated,
-                    false,
-                )
-                .map(PreTokenizerWrapper::Split)
-                .map_err(|e| err(format!("regex {re:?}: {e}")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        splits.push(ByteLevel::new(false, false, false).into());
-        inner.with_pre_tokenizer(Some(Sequence::new(splits)));
-        inner.with_decoder(Some(ByteLevelDecoder::default()));
+        let (mut inner, default_add_bos, kind) = match model {
+            "gpt2" => {
+                let pre_name = gguf.get_str("tokenizer.ggml.pre")?;
+                let pre = pre_tokenizer(pre_name).ok_or_else(|| {
+                    err(format!(
+                        "pre-tokenizer {pre_name:?} is not supported ({SUPPORTED_PRE})"
+                    ))
+                })?;
+                let kind = format!("byte-level BPE (gpt2, pre-tokenizer {pre_name})");
+                (byte_level_bpe(gguf, &pre, vocab)?, pre.add_bos, kind)
+            }
+            // llama.cpp gives every SentencePiece vocabulary a BOS unless the file says not.
+            "llama" => (
+                super::spm::tokenizer(gguf, &tokens, &types, vocab)?,
+                true,
+                "SentencePiece (llama: scores, byte fallback)".to_string(),
+            ),
+            _ => {
+                return Err(err(format!(
+                    "tokenizer.ggml.model {model:?} is not supported (\"gpt2\": byte-level BPE, \
+                     \"llama\": SentencePiece)"
+                )))
+            }
+        };
 
-        // Control and user-defined tokens are matched whole wherever their text appears, as
-        // llama-tokenize does (it parses special tokens by default); control ones are special.
+        // Control, unknown and user-defined tokens are matched whole wherever their text
+        // appears, as llama-tokenize does (it parses special tokens by default); all but the
+        // user-defined ones are special, read only where control tokens are.
+        let rstrip = rstrip_after_special(gguf)?;
         let added: Vec<AddedToken> = tokens
             .iter()
             .zip(&types)
-            .filter(|(_, &ty)| ty == TOKEN_CONTROL || ty == TOKEN_USER_DEFINED)
-            .map(|(t, &ty)| AddedToken::from(t.to_string(), ty == TOKEN_CONTROL).normalized(false))
+            .filter(|(_, &ty)| matches!(ty, TOKEN_UNKNOWN | TOKEN_CONTROL | TOKEN_USER_DEFINED))
+            .map(|(t, &ty)| {
+                AddedToken::from(t.to_string(), ty != TOKEN_USER_DEFINED)
+                    .normalized(false)
+                    .rstrip(rstrip(t))
+            })
             .collect();
         inner.add_special_tokens(&added);
 
@@ -232,7 +311,7 @@ impl Tokenizer {
         let eos = special_id("tokenizer.ggml.eos_token_id")?;
         let add_bos = match gguf.get("tokenizer.ggml.add_bos_token") {
             Some(_) => gguf.get_bool("tokenizer.ggml.add_bos_token")?,
-            None => pre.add_bos,
+            None => default_add_bos,
         };
         if add_bos {
             let bos = bos.ok_or_else(|| err("add_bos_token is set but no bos_token_id".into()))?;
@@ -247,7 +326,7 @@ impl Tokenizer {
                 .map_err(|e| err(format!("BOS template: {e}")))?;
             inner.with_post_processor(Some(template));
         }
-        Ok(Tokenizer::new(inner, path, bos, eos))
+        Ok(Tokenizer::new(inner, path, kind, bos, eos))
     }
 
     /// Loads a Hugging Face `tokenizer.json`. BOS/EOS come from a `tokenizer_config.json` beside
@@ -281,33 +360,51 @@ impl Tokenizer {
         } else {
             (None, None)
         };
-        Ok(Tokenizer::new(inner, path, bos, eos))
+        Ok(Tokenizer::new(
+            inner,
+            path,
+            "tokenizer.json".into(),
+            bos,
+            eos,
+        ))
     }
 
     /// The tokenizer around `inner`, whose special (control) tokens it then finds itself.
     fn new(
         mut inner: tokenizers::Tokenizer,
         path: &Path,
+        kind: String,
         bos: Option<u32>,
         eos: Option<u32>,
     ) -> Tokenizer {
-        let mut control: BTreeMap<char, Vec<(String, u32)>> = BTreeMap::new();
+        let mut control: BTreeMap<char, Vec<Control>> = BTreeMap::new();
         for (id, token) in inner.get_added_tokens_decoder() {
             if let (true, Some(first)) = (token.special, token.content.chars().next()) {
-                control.entry(first).or_default().push((token.content, id));
+                control.entry(first).or_default().push(Control {
+                    text: token.content,
+                    id,
+                    rstrip: token.rstrip,
+                });
             }
         }
         for tokens in control.values_mut() {
-            tokens.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.1.cmp(&b.1)));
+            tokens.sort_by(|a, b| b.text.len().cmp(&a.text.len()).then(a.id.cmp(&b.id)));
         }
         inner.set_encode_special_tokens(true);
         Tokenizer {
             inner,
             source: path.to_path_buf(),
+            kind,
             bos,
             eos,
             control,
         }
+    }
+
+    /// What kind of tokenizer this is, for `model inspect`: the GGUF model and pre-tokenizer,
+    /// or "tokenizer.json".
+    pub fn kind(&self) -> &str {
+        &self.kind
     }
 
     /// Token ids for `text`, with BOS only where the model adds one. Control-token text such as
@@ -357,15 +454,15 @@ impl Tokenizer {
             let found = self.control.get(&c).and_then(|tokens| {
                 tokens
                     .iter()
-                    .find(|(t, _)| text[at..].starts_with(t.as_str()))
+                    .find(|t| text[at..].starts_with(t.text.as_str()))
             });
             match found {
-                Some((token, id)) => {
+                Some(token) => {
                     if !run.is_empty() {
                         pieces.push(Piece::Text(Cow::Owned(std::mem::take(&mut run))));
                     }
-                    pieces.push(Piece::Control(token, *id));
-                    at += token.len();
+                    pieces.push(Piece::Control(token));
+                    at += token.text.len();
                 }
                 None => {
                     if everywhere || c != MARKUP_OPEN {
@@ -378,7 +475,7 @@ impl Tokenizer {
         if !run.is_empty() {
             pieces.push(Piece::Text(Cow::Owned(run)));
         }
-        pieces
+        rstrip(pieces)
     }
 
     /// The ids of `pieces`: each text run encoded alone (as the library does between added
@@ -391,10 +488,10 @@ impl Tokenizer {
                     .inner
                     .encode_fast(text.as_ref(), false)
                     .map_err(|e| self.error(e)),
-                Piece::Control(token, id) => Ok(Encoding::new(
-                    vec![id],
+                Piece::Control(token) => Ok(Encoding::new(
+                    vec![token.id],
                     vec![0],
-                    vec![token.to_string()],
+                    vec![token.text.clone()],
                     vec![None],
                     vec![(0, 0)],
                     vec![1],
@@ -417,7 +514,7 @@ impl Tokenizer {
             .control
             .values()
             .flatten()
-            .map(|(t, id)| (*id, t.clone()))
+            .map(|t| (t.id, t.text.clone()))
             .collect();
         out.sort();
         out

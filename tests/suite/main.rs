@@ -47,3 +47,4 @@ mod slurm;
 mod solver_agreement;
 mod static_questions;
 mod tokenizer_golden;
+mod vocabularies;

@@ -1,5 +1,6 @@
 //! Our GGUF tokenizers must give exactly llama.cpp's ids (`llama-tokenize`) on every string of
-//! fixtures/tokens/<model>.jsonl, made by scripts/make_token_goldens.py.
+//! fixtures/tokens/<model>.jsonl, made by scripts/make_token_goldens.py (byte-level BPE) and
+//! scripts/llamacpp_spm_goldens.py (SentencePiece: the same strings).
 //!
 //! Models are looked up in $DELTALOGIC_MODELS or models/ (scripts/fetch_models.sh); without them
 //! these tests are ignored (build.rs), and under CI=true a missing model fails.
@@ -42,7 +43,10 @@ fn tokenizer(file: &str) -> Tokenizer {
 }
 
 fn check(name: &str, file: &str) {
-    let tok = tokenizer(file);
+    check_tokenizer(name, &tokenizer(file));
+}
+
+fn check_tokenizer(name: &str, tok: &Tokenizer) {
     let goldens = goldens(name);
     assert!(
         goldens.len() >= 500,
@@ -110,6 +114,48 @@ fn qwen2_5_matches_llama_cpp() {
 )]
 fn llama3_vocab_matches_llama_cpp() {
     check("llama3-vocab", "ggml-vocab-llama-bpe.gguf");
+}
+
+/// Llama 2's SentencePiece vocabulary: merges by score, byte fallback, the space prefix, BOS.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn llama_spm_vocab_matches_llama_cpp() {
+    check("llama-spm-vocab", "ggml-vocab-llama-spm.gguf");
+}
+
+/// Phi-3's: whitespace after its chat tokens dropped, `</s>` user-defined.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn phi3_vocab_matches_llama_cpp() {
+    check("phi3-vocab", "ggml-vocab-phi-3.gguf");
+}
+
+/// Gemma's files say `tokenizer.ggml.add_space_prefix = false`; no Gemma vocabulary is
+/// fetched, so the key is written into a copy of Llama 2's (llama.cpp's golden set it by a
+/// key override).
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn spm_without_space_prefix_matches_llama_cpp() {
+    use deltalogic::model::gguf_write::{GgufWriter, Meta};
+    let src = Gguf::open(crate::common::fetched_model("ggml-vocab-llama-spm.gguf"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut w = GgufWriter::from_gguf(&src).unwrap_or_else(|e| panic!("{e}"));
+    w.kv("tokenizer.ggml.add_space_prefix", Meta::Bool(false));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("no-space-prefix.gguf");
+    w.write(&path).unwrap_or_else(|e| panic!("{e}"));
+    let gguf = Gguf::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    let tok = Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"));
+    check_tokenizer("llama-spm-vocab-no-space-prefix", &tok);
 }
 
 /// Byte-level BPE loses nothing: decoding gives back the text.

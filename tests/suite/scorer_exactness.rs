@@ -190,7 +190,9 @@ fn best_label_agreement(golden: &Golden, ours: &[Vec<LabelScore>], what: &str) -
 }
 
 /// Qwen2.5-Coder-0.5B (qwen2, NEOX RoPE, q/k/v biases, mixed quantisations) against the
-/// reference.
+/// reference, on every third case: the f32 mode costs about 1 GFLOP a token on this model, and
+/// all 50 cases (25k context tokens) took 344 s, the suite's second-longest test. Every case, quantised,
+/// is held to llama.cpp by `numerics_llamacpp::qwen_int8_is_within_llama_cpp_spread_on_the_k_quant_file`.
 #[test]
 #[cfg_attr(
     models_missing,
@@ -199,5 +201,8 @@ fn best_label_agreement(golden: &Golden, ours: &[Vec<LabelScore>], what: &str) -
 fn qwen2_5_matches_reference() {
     let path = common::fetched_model("Qwen2.5-Coder-0.5B-Instruct.gguf");
     let scorer = open(&path);
-    check_against(&scorer, &golden("qwen2.5-0.5b.json"), "Qwen2.5-0.5B");
+    let mut reference = golden("qwen2.5-0.5b.json");
+    reference.cases = reference.cases.into_iter().step_by(3).collect();
+    assert_eq!(reference.cases.len(), 17);
+    check_against(&scorer, &reference, "Qwen2.5-0.5B");
 }

@@ -5,9 +5,9 @@
 //! store copies records by kind; the kinds to walk are the store's, the runner's and the
 //! benchmarks' declarations ([`kinds`]), and recomputing a score needs the model.
 
+use super::evaluated::EvaluationRecord;
 use super::generate::Generated;
 use super::records::{kinds, same_bits};
-use super::evaluated::EvaluationRecord;
 use super::{derive, GenerationRecord, ModelRecord, ResultRecord, ScoreRecord};
 use crate::benchmarks::Catalogue;
 use crate::store::{

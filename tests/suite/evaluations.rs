@@ -111,7 +111,11 @@ fn forge(store: &Path) {
         for (id, mut e) in all {
             let m = e.groups[0].metrics[0].as_mut().unwrap();
             m.value = Some(m.value.unwrap() / 2.0 + 0.01);
-            assert_eq!(w.replace(&e)?, id, "the key is what it names, not its value");
+            assert_eq!(
+                w.replace(&e)?,
+                id,
+                "the key is what it names, not its value"
+            );
         }
         Ok(())
     })
@@ -152,7 +156,10 @@ fn a_forged_evaluation_is_caught_and_never_merged() {
     drop(other);
     drop(target);
     assert_eq!(kept(&target_path), 0);
-    assert_eq!(reported(&target_path, dir.path()), reported(&store, dir.path()));
+    assert_eq!(
+        reported(&target_path, dir.path()),
+        reported(&store, dir.path())
+    );
     assert_eq!(computed(&target_path), honest);
 }
 

@@ -145,15 +145,12 @@ fn phi3_vocab_matches_llama_cpp() {
     ignore = "needs the fetched models: bash scripts/fetch_models.sh"
 )]
 fn spm_without_space_prefix_matches_llama_cpp() {
-    use deltalogic::model::gguf_write::{GgufWriter, Meta};
-    let src = Gguf::open(crate::common::fetched_model("ggml-vocab-llama-spm.gguf"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut w = GgufWriter::from_gguf(&src).unwrap_or_else(|e| panic!("{e}"));
-    w.kv("tokenizer.ggml.add_space_prefix", Meta::Bool(false));
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("no-space-prefix.gguf");
-    w.write(&path).unwrap_or_else(|e| panic!("{e}"));
-    let gguf = Gguf::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    let gguf = crate::common::llama_spm_vocab_with(
+        dir.path(),
+        "tokenizer.ggml.add_space_prefix",
+        deltalogic::model::gguf_write::Meta::Bool(false),
+    );
     let tok = Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"));
     check_tokenizer("llama-spm-vocab-no-space-prefix", &tok);
 }

@@ -195,10 +195,9 @@ fn spm_decode_inverts_encode() {
     ignore = "needs the fetched models: bash scripts/fetch_models.sh"
 )]
 fn spm_refusals() {
-    use deltalogic::model::gguf_write::{GgufWriter, Meta};
+    use deltalogic::model::gguf_write::Meta;
     let src = Gguf::open(crate::common::fetched_model("ggml-vocab-llama-spm.gguf"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let dir = tempfile::tempdir().expect("temp dir");
     let tokens: Vec<String> = src
         .get_str_array("tokenizer.ggml.tokens")
         .unwrap_or_else(|e| panic!("{e}"))
@@ -225,14 +224,11 @@ fn spm_refusals() {
             "tokenizer.ggml.model \"gemma4\" is not supported",
         ),
     ] {
-        let mut w = GgufWriter::from_gguf(&src).unwrap_or_else(|e| panic!("{e}"));
-        w.kv(key, value);
-        let path = dir.path().join(format!("{case}.gguf"));
-        w.write(&path).unwrap_or_else(|e| panic!("{e}"));
-        let gguf = Gguf::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().expect("temp dir");
+        let gguf = crate::common::llama_spm_vocab_with(dir.path(), key, value);
         let e = Tokenizer::from_gguf(&gguf).unwrap_err().to_string();
         assert!(
-            e.contains(&path.display().to_string()) && e.contains(message),
+            e.contains(&gguf.path().display().to_string()) && e.contains(message),
             "{case}: {e}"
         );
     }

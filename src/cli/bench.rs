@@ -3,17 +3,25 @@
 //! against the model file plus the KV cache. A benchmark, not a test: it prints numbers and
 //! checks nothing.
 //!
+//! Each figure is also given as a share of this machine's limit, measured in the same run:
+//! prefill in the integer mode against the integer kernels' multiply-add peak (their inner step
+//! in a loop, `qmatmul::peak_macs`), decode against a streaming read of memory (every weight is
+//! read once per generated token). Only the weight matrices' work counts: attention and the
+//! rest are the gap between a share and 1, with the kernels' own overhead.
+//!
 //! Each (model, backend) runs in a child process so that its peak RSS (VmHWM) is its own.
 //! Decode is what greedy generation runs: from a one-token state, `next_logits` then `prefill`
 //! of the chosen token, step after step, as llama-bench's `tg` decodes from an empty cache.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Barrier;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
+use crate::model::qmatmul;
 use crate::model::scorer::{set_threads, Backend, Scorer};
 
 /// Where `scripts/llamacpp.sh` builds llama-bench, relative to the repository root.
@@ -81,6 +89,10 @@ struct Measurement {
     peak_rss_mib: f64,
     /// The KV cache of the longest run (prompt or decode), f32 keys and values.
     kv_mib: f64,
+    /// Multiply-adds of the weight matrices per prefill token.
+    macs_per_token: f64,
+    /// Bytes of weights read per decode step.
+    decode_bytes: f64,
 }
 
 fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<Measurement> {
@@ -129,7 +141,10 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
     let cfg = scorer.model().config();
     let positions = longest.max(args.decode + 1);
     let kv_bytes = positions * cfg.layers * 2 * cfg.kv_heads * cfg.head_dim * 4;
+    let cost = scorer.model().weight_cost();
     Ok(Measurement {
+        macs_per_token: cost.macs_per_token as f64,
+        decode_bytes: cost.decode_bytes as f64,
         prefill_tok_s,
         decode_tok_s: args.decode as f64 / s,
         load_s,
@@ -192,25 +207,76 @@ struct Figure {
     llama_cpp: Option<f64>,
     /// ours / llama.cpp (higher is faster for us).
     ratio: Option<f64>,
+    /// The weight matrices' work at this rate over the machine's limit (module docs).
+    share_of_limit: Option<f64>,
 }
 
 impl Figure {
-    fn new(ours: f64, llama_cpp: Option<f64>) -> Figure {
+    fn new(ours: f64, llama_cpp: Option<f64>, share_of_limit: Option<f64>) -> Figure {
         Figure {
             ours,
             llama_cpp,
             ratio: llama_cpp.map(|l| ours / l),
+            share_of_limit,
         }
     }
 
-    fn cells(&self) -> [String; 3] {
+    fn cells(&self) -> [String; 4] {
         let opt = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
         [
             format!("{:.1}", self.ours),
             opt(self.llama_cpp, 1),
             opt(self.ratio, 2),
+            opt(self.share_of_limit, 2),
         ]
     }
+}
+
+/// This machine's limits, measured once per run.
+#[derive(Serialize)]
+struct Limits {
+    /// The integer kernels' multiply-add peak, on all threads.
+    int8_macs_per_s: f64,
+    /// A streaming read of memory, on all threads.
+    read_bytes_per_s: f64,
+}
+
+/// A streaming read: the threads each sum their part of a buffer far larger than the caches,
+/// best of 3. Bytes per second.
+fn read_bandwidth(threads: usize) -> f64 {
+    const BYTES: usize = 512 << 20;
+    let words = vec![1u64; BYTES / 8];
+    let parts: Vec<&[u64]> = words.chunks(words.len().div_ceil(threads)).collect();
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let start = Barrier::new(parts.len());
+        let t = Instant::now();
+        let sum: u64 = std::thread::scope(|s| {
+            let runs: Vec<_> = parts
+                .iter()
+                .map(|part| {
+                    let start = &start;
+                    s.spawn(move || {
+                        start.wait();
+                        // Eight running sums, so that the adds keep up with the loads.
+                        let lanes = part.chunks_exact(8).fold([0u64; 8], |mut a, w| {
+                            a.iter_mut()
+                                .zip(w)
+                                .for_each(|(a, w)| *a = a.wrapping_add(*w));
+                            a
+                        });
+                        lanes.iter().fold(0u64, |a, &b| a.wrapping_add(b))
+                    })
+                })
+                .collect();
+            runs.into_iter()
+                .map(|r| r.join().expect("no panic"))
+                .fold(0, u64::wrapping_add)
+        });
+        best = best.min(t.elapsed().as_secs_f64());
+        std::hint::black_box(sum);
+    }
+    BYTES as f64 / best
 }
 
 #[derive(Serialize)]
@@ -237,6 +303,7 @@ struct Row {
 #[derive(Serialize)]
 struct Report {
     threads: usize,
+    limits: Limits,
     reps: usize,
     decode_tokens: usize,
     llama_bench: Option<String>,
@@ -252,9 +319,14 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
         Some(p) => Some(p.clone()),
         None => Some(PathBuf::from(LLAMA_BENCH)).filter(|p| p.is_file()),
     };
+    let limits = Limits {
+        int8_macs_per_s: qmatmul::peak_macs(args.threads),
+        read_bytes_per_s: read_bandwidth(args.threads),
+    };
     let mut report = Report {
         threads: args.threads,
         reps: args.reps,
+        limits,
         decode_tokens: args.decode,
         llama_bench: llama.as_ref().map(|p| p.display().to_string()),
         llama_bench_notes: Vec::new(),
@@ -297,20 +369,31 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
                 );
             }
             let m: Measurement = serde_json::from_slice(&out.stdout).context("child output")?;
+            let integer = backend == Backend::Int8;
+            let limits = &report.limits;
             let prefill = args
                 .tokens
                 .iter()
                 .zip(&m.prefill_tok_s)
                 .map(|(&n, &ours)| Prefill {
                     tokens: n,
-                    tok_s: Figure::new(ours, reference.as_ref().and_then(|r| r.pp(n))),
+                    tok_s: Figure::new(
+                        ours,
+                        reference.as_ref().and_then(|r| r.pp(n)),
+                        integer.then(|| ours * m.macs_per_token / limits.int8_macs_per_s),
+                    ),
                 })
                 .collect();
+            let decode_share = m.decode_tok_s * m.decode_bytes / limits.read_bytes_per_s;
             report.rows.push(Row {
                 model: name.clone(),
                 backend: backend_name,
                 prefill_tok_s: prefill,
-                decode_tok_s: Figure::new(m.decode_tok_s, reference.as_ref().and_then(|r| r.tg)),
+                decode_tok_s: Figure::new(
+                    m.decode_tok_s,
+                    reference.as_ref().and_then(|r| r.tg),
+                    Some(decode_share),
+                ),
                 load_s: m.load_s,
                 peak_rss_mib: m.peak_rss_mib,
                 file_mib,
@@ -338,13 +421,20 @@ fn print_table(r: &Report) {
             .unwrap_or("not measured (no --llama-bench)")
     );
     println!(
-        "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "this machine: integer multiply-add peak {:.1} G/s, streaming read {:.1} GB/s; share: \
+         the weight matrices' work at our rate over that limit (prefill in int8, decode)",
+        r.limits.int8_macs_per_s / 1e9,
+        r.limits.read_bytes_per_s / 1e9
+    );
+    println!(
+        "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {:>6} {:>9} {:>9} {:>9}",
         "model",
         "backend",
         "figure",
         "ours",
         "llama.cpp",
         "ratio",
+        "share",
         "RSS MiB",
         "file+KV",
         "RSS/(f+KV)"
@@ -356,7 +446,7 @@ fn print_table(r: &Report) {
             .map(|p| (format!("pp{}", p.tokens), &p.tok_s))
             .chain([(format!("tg{}", r.decode_tokens), &row.decode_tok_s)]);
         for (i, (figure, f)) in figures.enumerate() {
-            let [ours, lc, ratio] = f.cells();
+            let [ours, lc, ratio, share] = f.cells();
             let memory = if i == 0 {
                 format!(
                     "{:>9.0} {:>9.0} {:>9.2}",
@@ -368,8 +458,8 @@ fn print_table(r: &Report) {
                 String::new()
             };
             println!(
-                "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {memory}",
-                row.model, row.backend, figure, ours, lc, ratio
+                "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {:>6} {memory}",
+                row.model, row.backend, figure, ours, lc, ratio, share
             );
         }
     }

@@ -502,27 +502,38 @@ struct Out(*mut f32);
 unsafe impl Send for Out {}
 unsafe impl Sync for Out {}
 
-/// Splits a `[t, n]` output into tiles of up to `rows x cols` and calls `tile(out, rows, cols)`
-/// for each in parallel: threads divide outputs, never a sum. `tile` must write only
-/// `out[r * n + c]` for `r` in its rows and `c` in its columns.
+/// Splits the columns `part` of a `[t, n]` output into tiles of up to `rows x cols` and calls
+/// `tile(out, rows, cols)` for each in parallel: threads divide outputs, never a sum. `out` points
+/// to column `part.start` and `cols` counts from there; `tile` must write only `out[r * n + c]`
+/// for `r` in its rows and `c` in its columns.
 pub(crate) fn par_tiles(
     out: &mut [f32],
     n: usize,
+    part: Range<usize>,
     (rows, cols): (usize, usize),
     tile: impl Fn(*mut f32, Range<usize>, Range<usize>) + Sync,
 ) {
-    let t = out.len() / n.max(1);
-    let ptr = Out(out.as_mut_ptr());
-    let (row_tasks, col_tasks) = (t.div_ceil(rows), n.div_ceil(cols));
+    assert!(part.end <= n);
+    let (t, width) = (out.len() / n.max(1), part.len());
+    // SAFETY: `part.start < n` or the part is empty (no task runs).
+    let ptr = Out(unsafe { out.as_mut_ptr().add(part.start.min(out.len())) });
+    let (row_tasks, col_tasks) = (t.div_ceil(rows), width.div_ceil(cols));
     (0..row_tasks * col_tasks).into_par_iter().for_each(|task| {
         let (rt, ct) = (task / col_tasks, task % col_tasks);
         let out = ptr;
         tile(
             out.0,
             rt * rows..((rt + 1) * rows).min(t),
-            ct * cols..((ct + 1) * cols).min(n),
+            ct * cols..((ct + 1) * cols).min(width),
         );
     });
+}
+
+/// Writes `part: [t, m]` into the columns `first..first + m` of `out: [t, n]`.
+pub(crate) fn put_columns(part: &[f32], m: usize, out: &mut [f32], n: usize, first: usize) {
+    for (o, p) in out.chunks_exact_mut(n).zip(part.chunks_exact(m)) {
+        o[first..first + m].copy_from_slice(p);
+    }
 }
 
 /// `x · wᵀ`: `x` is `[t, k]`, `w` is `[n, k]`, the result `[t, n]`. Each output is the canonical
@@ -532,11 +543,17 @@ pub fn matmul_t(x: &[f32], w: &[f32], k: usize) -> Vec<f32> {
     let (t, n) = (x.len() / k, w.len() / k);
     let mut out = vec![0f32; t * n];
     let isa = isa();
-    par_tiles(&mut out, n, (TASK_ROWS, TASK_COLS), |out, rows, cols| {
-        // SAFETY: `rows`/`cols` lie inside `x`, `w` and `out` (shapes checked above), tiles
-        // are disjoint.
-        unsafe { block_on(isa, x, w, k, out, n, rows, cols) }
-    });
+    par_tiles(
+        &mut out,
+        n,
+        0..n,
+        (TASK_ROWS, TASK_COLS),
+        |out, rows, cols| {
+            // SAFETY: `rows`/`cols` lie inside `x`, `w` and `out` (shapes checked above), tiles
+            // are disjoint.
+            unsafe { block_on(isa, x, w, k, out, n, rows, cols) }
+        },
+    );
     out
 }
 
@@ -554,13 +571,19 @@ pub fn matmul_t_rows(
     let t = x.len() / k;
     let mut out = vec![0f32; t * n];
     let isa = isa();
-    par_tiles(&mut out, n, (TASK_ROWS, TASK_COLS), |out, rows, cols| {
-        let mut w = vec![0f32; cols.len() * k];
-        rows_of(cols.clone(), &mut w);
-        // SAFETY: `w` holds this tile's `cols.len()` rows; `out` is shifted to the tile's
-        // first column and written with stride `n` as in `matmul_t`.
-        unsafe { block_on(isa, x, &w, k, out.add(cols.start), n, rows, 0..cols.len()) }
-    });
+    par_tiles(
+        &mut out,
+        n,
+        0..n,
+        (TASK_ROWS, TASK_COLS),
+        |out, rows, cols| {
+            let mut w = vec![0f32; cols.len() * k];
+            rows_of(cols.clone(), &mut w);
+            // SAFETY: `w` holds this tile's `cols.len()` rows; `out` is shifted to the tile's
+            // first column and written with stride `n` as in `matmul_t`.
+            unsafe { block_on(isa, x, &w, k, out.add(cols.start), n, rows, 0..cols.len()) }
+        },
+    );
     out
 }
 
@@ -642,11 +665,8 @@ macro_rules! on_lanes {
 pub(crate) use on_lanes;
 
 /// `silu(gate) * up` in f32: `g / (1 + exp32(−g)) * u`, the same operations on every path.
-pub fn silu_mul(gate: &[f32], up: &[f32]) -> Vec<f32> {
-    let mut out = vec![0f32; gate.len()];
-    let out_ = &mut out;
-    on_lanes!(silu_mul_on(gate: &[f32], up: &[f32], out_: &mut [f32]) -> ());
-    out
+pub fn silu_mul(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    on_lanes!(silu_mul_on(gate: &[f32], up: &[f32], out: &mut [f32]) -> ());
 }
 
 #[inline(always)]
@@ -871,7 +891,12 @@ mod tests {
     fn silu_mul_follows_its_definition() {
         let g: Vec<f32> = awkward(1000, 3).iter().map(|v| v * 20.0).collect();
         let u = awkward(1000, 4);
-        let got = silu_mul(&g, &u);
+        let silu = |g: &[f32], u: &[f32]| {
+            let mut out = vec![0f32; g.len()];
+            silu_mul(g, u, &mut out);
+            out
+        };
+        let got = silu(&g, &u);
         for ((&g, &u), &o) in g.iter().zip(&u).zip(&got) {
             let want = f64::from(g) / (1.0 + (-f64::from(g)).exp()) * f64::from(u);
             assert!(
@@ -879,6 +904,6 @@ mod tests {
                 "{g} {u}"
             );
         }
-        assert_eq!(silu_mul(&g[..999], &u[..999]), got[..999]);
+        assert_eq!(silu(&g[..999], &u[..999]), got[..999]);
     }
 }

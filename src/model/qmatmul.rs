@@ -26,7 +26,9 @@ use half::f16;
 use rayon::prelude::*;
 
 use super::gguf::BlockBytes;
-use super::kernels::{isa, matmul_t, matmul_t_rows, par_tiles, Isa};
+use super::kernels::{
+    isa, matmul_t, matmul_t_rows, on_lanes, par_tiles, put_columns, Isa, Lanes, LANES,
+};
 use super::quant::{dequantize, GgmlType};
 use super::repack::{self, Layout, Offsets, Scales, Second, GROUP_BYTES, PANEL};
 
@@ -74,6 +76,11 @@ impl QMatrix {
 
     pub fn rows(&self) -> usize {
         self.rows
+    }
+
+    /// Bytes of the file's blocks.
+    pub fn file_bytes(&self) -> usize {
+        self.bytes.len()
     }
 
     /// Row `r` dequantised.
@@ -146,6 +153,13 @@ struct ActRow {
 
 /// Quantises one activation row for `layout` (module docs).
 fn quantize(x: &[f32], layout: &Layout) -> ActRow {
+    on_lanes!(quantize_on(x: &[f32], layout: &Layout) -> ActRow)
+}
+
+/// `quantize` on a vector unit: the scale, the products and the rounding are the same IEEE
+/// operations on every path (`Lanes`), the rest integers.
+#[inline(always)]
+unsafe fn quantize_on<L: Lanes>(x: &[f32], layout: &Layout) -> ActRow {
     let blocks = x.len() / layout.block;
     let mut row = ActRow {
         q: vec![0; x.len()],
@@ -159,9 +173,9 @@ fn quantize(x: &[f32], layout: &Layout) -> ActRow {
         .zip(row.q.chunks_exact_mut(layout.block))
     {
         let (d, s) = if layout.block == 256 {
-            (quantize_q8_k(b, q), 0.0)
+            (quantize_q8_k::<L>(b, q), 0.0)
         } else {
-            quantize_q8_1(b, q)
+            quantize_q8_1::<L>(b, q)
         };
         row.d.push(d);
         row.s.push(s);
@@ -176,45 +190,69 @@ fn quantize(x: &[f32], layout: &Layout) -> ActRow {
 
 /// llama.cpp's x86 `quantize_row_q8_0` / `quantize_row_q8_1`: scale `amax / 127` stored as f16,
 /// values `x · (127 / amax)` rounded half to even; returns the scale and Q8_1's `s`.
-fn quantize_q8_1(x: &[f32], q: &mut [i8]) -> (f32, f32) {
-    let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+#[inline(always)]
+unsafe fn quantize_q8_1<L: Lanes>(x: &[f32], q: &mut [i8]) -> (f32, f32) {
+    let amax = abs_max::<L>(x);
     let d = amax / 127.0;
     let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
-    let mut sum = 0i32;
-    for (q, &v) in q.iter_mut().zip(x) {
-        *q = nearest(v * id) as i8;
-        sum += i32::from(*q);
-    }
+    scaled_nearest::<L>(x, id, q);
+    let sum: i32 = q.iter().map(|&v| i32::from(v)).sum();
     (
         f16::from_f32(d).to_f32(),
         f16::from_f32(sum as f32 * d).to_f32(),
     )
 }
 
-/// `v` rounded half to even, for |v| < 2^22, as ggml's `nearest_int` does it: adding 1.5 · 2^23
-/// leaves the integer in the low mantissa bits (and compiles to two instructions, where
-/// `round_ties_even` may call libm).
-fn nearest(v: f32) -> i32 {
-    (v + 12_582_912.0).to_bits() as i32 - 0x4B40_0000
+/// The largest `|v|` of `x` (a whole number of lanes), NaNs left out as `f32::max` leaves them.
+#[inline(always)]
+unsafe fn abs_max<L: Lanes>(x: &[f32]) -> f32 {
+    let mut m = L::zero();
+    for c in x.chunks_exact(LANES) {
+        let v = L::load(c.as_ptr());
+        // `max` gives its argument where either is NaN: a NaN `v` leaves `m` as it was.
+        m = v.max(L::zero().sub(v)).max(m);
+    }
+    let mut lanes = [0f32; LANES];
+    m.store(lanes.as_mut_ptr());
+    lanes.iter().fold(0f32, |m, &v| m.max(v))
 }
+
+/// `q = nearest(x · s)`, clamped to 127 (reached only by Q8_K's rounding): the product and the
+/// rounding addition in lanes, as `nearest` does them one by one.
+#[inline(always)]
+unsafe fn scaled_nearest<L: Lanes>(x: &[f32], s: f32, q: &mut [i8]) {
+    let mut lanes = [0f32; LANES];
+    for (c, q) in x.chunks_exact(LANES).zip(q.chunks_exact_mut(LANES)) {
+        L::load(c.as_ptr())
+            .mul(L::splat(s))
+            .add(L::splat(ROUND))
+            .store(lanes.as_mut_ptr());
+        for (q, v) in q.iter_mut().zip(lanes) {
+            *q = (v.to_bits() as i32 - ROUND_BITS).min(127) as i8;
+        }
+    }
+}
+
+/// 1.5 · 2^23 and its bits: adding it to an f32 below 2^22 leaves the integer, rounded half to
+/// even, in the low mantissa bits (ggml's `nearest_int`).
+const ROUND: f32 = 12_582_912.0;
+const ROUND_BITS: i32 = 0x4B40_0000;
 
 /// llama.cpp's `quantize_row_q8_K_ref`: the scale is `max / −127` for the value `max` of largest
 /// magnitude (the first such), kept in f32; values `x · (−127 / max)` rounded half to even.
-fn quantize_q8_k(x: &[f32], q: &mut [i8]) -> f32 {
-    let (mut max, mut amax) = (0f32, 0f32);
-    for &v in x {
-        if v.abs() > amax {
-            (amax, max) = (v.abs(), v);
-        }
-    }
+#[inline(always)]
+unsafe fn quantize_q8_k<L: Lanes>(x: &[f32], q: &mut [i8]) -> f32 {
+    let amax = abs_max::<L>(x);
     if amax == 0.0 {
         q.fill(0);
         return 0.0;
     }
+    let max = *x
+        .iter()
+        .find(|v| v.abs() == amax)
+        .expect("the largest magnitude is one of the values");
     let iscale = -127.0 / max;
-    for (q, &v) in q.iter_mut().zip(x) {
-        *q = nearest(iscale * v).min(127) as i8;
-    }
+    scaled_nearest::<L>(x, iscale, q);
     1.0 / iscale
 }
 
@@ -257,6 +295,8 @@ trait Simd {
     /// `fma(a, s, acc)`.
     unsafe fn fma_by(a: Self::F, s: f32, acc: Self::F) -> Self::F;
     unsafe fn store(a: Self::F) -> [f32; PANEL];
+    /// The 16 lanes into `p..p + 16`.
+    unsafe fn store_at(a: Self::F, p: *mut f32);
 }
 
 struct Portable;
@@ -322,6 +362,9 @@ impl Simd for Portable {
     }
     unsafe fn store(a: Self::F) -> [f32; PANEL] {
         a
+    }
+    unsafe fn store_at(a: Self::F, p: *mut f32) {
+        p.cast::<[f32; PANEL]>().write_unaligned(a)
     }
 }
 
@@ -407,6 +450,10 @@ mod x86 {
         #[inline(always)]
         unsafe fn store(a: __m512) -> [f32; PANEL] {
             std::mem::transmute(a)
+        }
+        #[inline(always)]
+        unsafe fn store_at(a: __m512, p: *mut f32) {
+            _mm512_storeu_ps(p, a)
         }
     }
 
@@ -546,6 +593,11 @@ mod x86 {
         unsafe fn store(a: Self::F) -> [f32; PANEL] {
             std::mem::transmute((a.0, a.1))
         }
+        #[inline(always)]
+        unsafe fn store_at(a: Self::F, p: *mut f32) {
+            _mm256_storeu_ps(p, a.0);
+            _mm256_storeu_ps(p.add(8), a.1);
+        }
     }
 }
 
@@ -560,7 +612,7 @@ unsafe fn panel<S: Simd, const R: usize>(
     off: &Offsets,
     panel: &[u8],
     acts: [&ActRow; R],
-) -> [[f32; PANEL]; R] {
+) -> [S::F; R] {
     let (subs, groups_per_sub) = (layout.subs(), layout.sub / 4);
     let per_plane = layout.groups_per_plane();
     let width = layout.bits.saturating_sub(4);
@@ -631,7 +683,7 @@ unsafe fn panel<S: Simd, const R: usize>(
             }
         }
     }
-    acc.map(|a| S::store(a))
+    acc
 }
 
 /// The outputs `rows × cols` of `x · wᵀ` into `out` (`n` columns), with the layout of `w`'s
@@ -688,8 +740,14 @@ unsafe fn tile_of<S: Simd>(
         let mut r = rows.start;
         while r < rows.end {
             let left = rows.end - r;
-            let put = |i: usize, v: &[f32; PANEL]| {
-                std::ptr::copy_nonoverlapping(v.as_ptr(), out.add((r + i) * n + p * PANEL), lanes);
+            let put = |i: usize, v: &S::F| {
+                let to = out.add((r + i) * n + p * PANEL);
+                // A whole panel as a vector store; a copy of a variable length, even where it is
+                // 16, compiles to a call of `memcpy`.
+                match lanes {
+                    PANEL => S::store_at(*v, to),
+                    _ => std::ptr::copy_nonoverlapping(S::store(*v).as_ptr(), to, lanes),
+                }
             };
             let take = if left >= ROWS {
                 panel::<S, ROWS>(layout, &off, bytes, std::array::from_fn(|i| &acts[r + i]))
@@ -744,6 +802,74 @@ unsafe fn tile_avx2(
     tile::<x86::Avx2>(w, acts, out, n, rows, cols)
 }
 
+/// The integer kernels' multiply-add peak on this CPU, for `deltalogic bench`: the inner step
+/// of `panel` (`Simd::dot4`: 4 values of 16 weight rows against 4 broadcast activation bytes) on
+/// independent sums, as many as `panel`'s widest call holds, on each of `threads` threads at
+/// once. Multiply-adds per second.
+pub fn peak_macs(threads: usize) -> f64 {
+    const STEPS: usize = 1 << 23;
+    let path = paths()[0];
+    let start = std::sync::Barrier::new(threads);
+    let t = std::time::Instant::now();
+    let sink: f32 = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    // SAFETY: `paths` offers only paths whose instructions were detected.
+                    unsafe {
+                        match path {
+                            #[cfg(target_arch = "x86_64")]
+                            Path::Vnni => dots_vnni(STEPS),
+                            #[cfg(target_arch = "x86_64")]
+                            Path::Avx2 => dots_avx2(STEPS),
+                            _ => dots::<Portable>(STEPS),
+                        }
+                    }
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().expect("no panic")).sum()
+    });
+    let seconds = t.elapsed().as_secs_f64();
+    std::hint::black_box(sink);
+    (threads * STEPS * ROWS * 4 * PANEL) as f64 / seconds
+}
+
+/// `steps` rounds of `ROWS` independent `dot4`s, folded into one number so that none is left
+/// out.
+#[inline(always)]
+unsafe fn dots<S: Simd>(steps: usize) -> f32 {
+    let weights = [0x35u8; GROUP_BYTES];
+    let w = S::load(weights.as_ptr());
+    let x: [i32; ROWS] = std::array::from_fn(|i| std::hint::black_box(i as i32 * 0x0101_0101));
+    let mut sums = [S::izero(); ROWS];
+    for _ in 0..steps {
+        for (s, &x) in sums.iter_mut().zip(&x) {
+            *s = S::dot4(*s, w, x, false);
+        }
+    }
+    // 16 halves of 1.0 (0x3C00, little-endian).
+    let ones = [0x00u8, 0x3C].repeat(PANEL);
+    let mut acc = S::fzero();
+    for s in sums {
+        acc = S::fma(S::halves(ones.as_ptr()), s, acc);
+    }
+    S::store(acc).iter().sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn dots_vnni(steps: usize) -> f32 {
+    dots::<x86::Vnni>(steps)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dots_avx2(steps: usize) -> f32 {
+    dots::<x86::Avx2>(steps)
+}
+
 /// The vector units the integer kernels have a path for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Path {
@@ -771,14 +897,56 @@ fn paths() -> Vec<Path> {
     out
 }
 
-/// `x · wᵀ` with `x` quantised per block (module docs): `x` is `[t, cols]`, the result
-/// `[t, rows]`.
-pub fn qmatmul_t(x: &[f32], w: &QMatrix) -> Vec<f32> {
+/// The activation rows of a product, quantised on first use for each layout that multiplies
+/// them: the parts of a stacked matrix (q, k and v; gate and up) usually share one.
+pub struct Activations<'a> {
+    x: &'a [f32],
+    quantised: Vec<(Layout, Vec<ActRow>)>,
+}
+
+impl<'a> Activations<'a> {
+    pub fn new(x: &'a [f32]) -> Activations<'a> {
+        Activations {
+            x,
+            quantised: Vec::new(),
+        }
+    }
+
+    fn rows(&mut self, layout: &Layout, cols: usize) -> &[ActRow] {
+        let at = match self.quantised.iter().position(|(l, _)| l == layout) {
+            Some(at) => at,
+            None => {
+                let rows = self
+                    .x
+                    .par_chunks(cols)
+                    .map(|row| quantize(row, layout))
+                    .collect();
+                self.quantised.push((*layout, rows));
+                self.quantised.len() - 1
+            }
+        };
+        &self.quantised[at].1
+    }
+}
+
+/// `x · wᵀ` with `x` quantised per block (module docs), `x: [t, cols]`, written into the columns
+/// `first..first + w.rows()` of `out: [t, n]`.
+pub fn qmatmul_t_into(
+    acts: &mut Activations,
+    w: &QMatrix,
+    out: &mut [f32],
+    n: usize,
+    first: usize,
+) {
+    assert!(acts.x.len().is_multiple_of(w.cols) && out.len() == acts.x.len() / w.cols * n);
     if !w.integer {
-        return f32_product(x, w);
+        let part = f32_product(acts.x, w);
+        put_columns(&part, w.rows, out, n, first);
+        return;
     }
     static PATH: OnceLock<Path> = OnceLock::new();
-    product(x, w, *PATH.get_or_init(|| paths()[0]))
+    let path = *PATH.get_or_init(|| paths()[0]);
+    product(acts.rows(&w.layout, w.cols), w, path, out, n, first);
 }
 
 /// `x · wᵀ` in the f32 mode: every output is `kernels::matmul_t`'s canonical dot product of
@@ -803,41 +971,40 @@ fn f32_product(x: &[f32], w: &QMatrix) -> Vec<f32> {
             .enumerate()
             .for_each(|(i, row)| rows_of(first + i..first + i + 1, row));
         let part = matmul_t(x, &buf[..m * k], k);
-        for (o, p) in out.chunks_exact_mut(n).zip(part.chunks_exact(m)) {
-            o[first..first + m].copy_from_slice(p);
-        }
+        put_columns(&part, m, &mut out, n, first);
     }
     out
 }
 
-fn product(x: &[f32], w: &QMatrix, path: Path) -> Vec<f32> {
-    assert!(x.len().is_multiple_of(w.cols));
-    let (t, n) = (x.len() / w.cols, w.rows);
-    let acts: Vec<ActRow> = x
-        .par_chunks(w.cols)
-        .map(|row| quantize(row, &w.layout))
-        .collect();
+/// The integer product of `acts` (quantised for `w`'s layout) and `w` on `path`, into the
+/// columns from `first` of `out: [t, n]`.
+fn product(acts: &[ActRow], w: &QMatrix, path: Path, out: &mut [f32], n: usize, first: usize) {
     w.packed();
-    let mut out = vec![0f32; t * n];
-    par_tiles(&mut out, n, (TASK_ROWS, TASK_COLS), |out, rows, cols| {
-        // SAFETY: tiles are disjoint, inside `out` and start at multiples of `TASK_COLS`;
-        // `paths` offers only paths whose instructions were detected.
-        unsafe {
-            match path {
-                #[cfg(target_arch = "x86_64")]
-                Path::Vnni => tile_vnni(w, &acts, out, n, rows, cols),
-                #[cfg(target_arch = "x86_64")]
-                Path::Avx2 => tile_avx2(w, &acts, out, n, rows, cols),
-                _ => tile::<Portable>(w, &acts, out, n, rows, cols),
+    par_tiles(
+        out,
+        n,
+        first..first + w.rows,
+        (TASK_ROWS, TASK_COLS),
+        |out, rows, cols| {
+            // SAFETY: tiles are disjoint, inside `out` and start at multiples of `TASK_COLS` from
+            // `out`; `paths` offers only paths whose instructions were detected.
+            unsafe {
+                match path {
+                    #[cfg(target_arch = "x86_64")]
+                    Path::Vnni => tile_vnni(w, acts, out, n, rows, cols),
+                    #[cfg(target_arch = "x86_64")]
+                    Path::Avx2 => tile_avx2(w, acts, out, n, rows, cols),
+                    _ => tile::<Portable>(w, acts, out, n, rows, cols),
+                }
             }
-        }
-    });
-    out
+        },
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::kernels;
     use crate::model::quant::{integers, IntBlock};
 
     const TYPES: [GgmlType; 8] = GgmlType::QUANTISED;
@@ -923,7 +1090,9 @@ mod tests {
             let mut deq = vec![0f32; rows * cols];
             dequantize(ty, &bytes, &mut deq);
             for path in paths() {
-                let got = product(&x, &w, path);
+                let mut got = vec![0f32; t * rows];
+                let acts: Vec<ActRow> = x.chunks(cols).map(|r| quantize(r, &w.layout)).collect();
+                product(&acts, &w, path, &mut got, rows, 0);
                 for r in 0..t {
                     let xr = &x[r * cols..][..cols];
                     for c in 0..rows {
@@ -972,8 +1141,10 @@ mod tests {
                     .map(|i| ((i * 31 % 97) as f32 - 48.0) / 13.0)
                     .collect();
                 let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+                let mut got = vec![0f32; t * rows];
+                qmatmul_t_into(&mut Activations::new(&x), &w, &mut got, rows, 0);
                 assert_eq!(
-                    bits(qmatmul_t(&x, &w)),
+                    bits(got),
                     bits(matmul_t(&x, &deq, cols)),
                     "{ty:?}, {t} rows"
                 );
@@ -1002,13 +1173,19 @@ mod tests {
         }
     }
 
-    /// The rounding trick is round-half-to-even over the activations' range, halves included.
+    /// The rounding trick is round-half-to-even over the 8-bit range, halves included, on
+    /// every vector unit.
     #[test]
     fn nearest_rounds_half_to_even() {
-        for i in -40_000..=40_000 {
-            let v = i as f32 / 128.0;
-            assert_eq!(nearest(v), v.round_ties_even() as i32, "{v}");
-        }
+        let x: Vec<f32> = (-16_256..16_256).map(|i| i as f32 / 128.0).collect();
+        let want: Vec<i8> = x.iter().map(|v| v.round_ties_even() as i8).collect();
+        let mut q = vec![0i8; x.len()];
+        unsafe { scaled_nearest::<kernels::Portable>(&x, 1.0, &mut q) };
+        assert_eq!(q, want);
+        let (x, s, q) = (&x, 1.0, &mut q);
+        q.fill(0);
+        on_lanes!(scaled_nearest(x: &[f32], s: f32, q: &mut [i8]) -> ());
+        assert_eq!(*q, want);
     }
 
     /// llama.cpp's Q8_K on a block with a negative extreme: scale `max / −127`, values in
@@ -1017,7 +1194,7 @@ mod tests {
     fn q8_k_follows_llama_cpp() {
         let x: Vec<f32> = (0..256).map(|i| (i as f32 - 200.0) / 7.0).collect();
         let mut q = [0i8; 256];
-        let d = quantize_q8_k(&x, &mut q);
+        let d = unsafe { quantize_q8_k::<kernels::Portable>(&x, &mut q) };
         assert_eq!(d, 1.0 / (-127.0 / x[0]));
         assert_eq!(q[0], -127);
         assert!(q.iter().all(|&v| v >= -127));

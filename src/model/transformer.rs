@@ -12,7 +12,7 @@ use std::path::Path;
 
 use std::sync::Arc;
 
-use super::attention::{self, Heads};
+use super::attention::{self, Heads, Kv};
 use super::config::{Activation, Config, Rope, RopeLayout};
 use super::gguf::BlockBytes;
 use super::kernels;
@@ -109,28 +109,39 @@ impl Matrix {
         }
     }
 
-    /// `x · selfᵀ` for `x: [t, cols]`: `[t, rows]`, the parts' columns side by side.
+    /// `x · selfᵀ` for `x: [t, cols]`: `[t, rows]`, the parts' columns side by side, each
+    /// part written in place and `x` quantised once per layout.
     fn matmul(&self, x: &[f32]) -> Vec<f32> {
-        let product = |part: &Rows| match part {
-            Rows::F32(data) => kernels::matmul_t(x, data, self.cols),
-            Rows::Quant(q) => qmatmul::qmatmul_t(x, q),
-        };
-        if let [part] = self.parts.as_slice() {
-            return product(part);
+        if let [Rows::F32(data)] = self.parts.as_slice() {
+            return kernels::matmul_t(x, data, self.cols);
         }
         let t = x.len() / self.cols;
-        let outs: Vec<(usize, Vec<f32>)> = self
-            .parts
-            .iter()
-            .map(|p| (self.part_rows(p), product(p)))
-            .collect();
-        let mut out = Vec::with_capacity(t * outs.iter().map(|o| o.0).sum::<usize>());
-        for i in 0..t {
-            for (n, o) in &outs {
-                out.extend_from_slice(&o[i * n..][..*n]);
+        let n: usize = self.parts.iter().map(|p| self.part_rows(p)).sum();
+        let mut out = vec![0f32; t * n];
+        let mut acts = qmatmul::Activations::new(x);
+        let mut first = 0;
+        for part in &self.parts {
+            let m = self.part_rows(part);
+            match part {
+                Rows::F32(data) => {
+                    let p = kernels::matmul_t(x, data, self.cols);
+                    kernels::put_columns(&p, m, &mut out, n, first);
+                }
+                Rows::Quant(q) => qmatmul::qmatmul_t_into(&mut acts, q, &mut out, n, first),
             }
+            first += m;
         }
         out
+    }
+
+    /// Multiply-adds of one row through the matrix, and the bytes of its weights as held.
+    fn cost(&self) -> (usize, usize) {
+        self.parts
+            .iter()
+            .fold((0, 0), |(macs, bytes), part| match part {
+                Rows::F32(data) => (macs + data.len(), bytes + 4 * data.len()),
+                Rows::Quant(q) => (macs + q.rows() * self.cols, bytes + q.file_bytes()),
+            })
     }
 
     /// Row `r` as f32 (an embedding lookup).
@@ -165,6 +176,12 @@ struct Layer {
     w_down: Matrix,
 }
 
+/// See `Transformer::weight_cost`.
+pub struct WeightCost {
+    pub macs_per_token: usize,
+    pub decode_bytes: usize,
+}
+
 pub struct Transformer {
     cfg: Config,
     embed: Matrix,
@@ -177,11 +194,9 @@ pub struct Transformer {
     inv_freq_local: Option<Vec<f32>>,
 }
 
-/// Keys and values of a run of consecutive positions for every layer: `k[layer]` and
-/// `v[layer]` are `[positions, kv heads, head dim]`.
+/// Keys and values of a run of consecutive positions, for every layer.
 struct KvChunk {
-    k: Vec<Vec<f32>>,
-    v: Vec<Vec<f32>>,
+    layers: Vec<Kv>,
 }
 
 /// Everything the model has seen so far. Cloning is cheap (the cache is a list of shared
@@ -401,6 +416,22 @@ impl Transformer {
         &self.cfg
     }
 
+    /// The weight matrices' share of a token's work, for `deltalogic bench`: multiply-adds
+    /// through the layers (a prefill token), and bytes of weights a decode step reads (the
+    /// layers and the LM head, as the file stores them).
+    pub fn weight_cost(&self) -> WeightCost {
+        let (macs, bytes) = self
+            .layers
+            .iter()
+            .flat_map(|l| [&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down])
+            .map(Matrix::cost)
+            .fold((0, 0), |(m, b), (dm, db)| (m + dm, b + db));
+        WeightCost {
+            macs_per_token: macs,
+            decode_bytes: bytes + self.head().cost().1,
+        }
+    }
+
     /// The state before any token.
     pub fn empty_state(&self) -> State {
         State {
@@ -534,10 +565,10 @@ impl Transformer {
             )));
         }
         self.check_ids(tokens)?;
-        let mut x: Vec<f32> = tokens
-            .iter()
-            .flat_map(|&tok| self.embed.row(tok as usize))
-            .collect();
+        let mut x = Vec::with_capacity(t * self.cfg.hidden);
+        for &tok in tokens {
+            x.extend(self.embed.row(tok as usize));
+        }
         if let Some(s) = self.cfg.embed_scale {
             x.iter_mut().for_each(|v| *v *= s);
         }
@@ -547,17 +578,15 @@ impl Transformer {
             self.rope_tables(f, scale, p0, t)
         });
         let mut chunk = KvChunk {
-            k: Vec::with_capacity(self.layers.len()),
-            v: Vec::with_capacity(self.layers.len()),
+            layers: Vec::with_capacity(self.layers.len()),
         };
         for (l, layer) in self.layers.iter().enumerate() {
             let (cos, sin) = match (&local, self.is_local(l)) {
                 (Some((c, s)), true) => (c.as_slice(), s.as_slice()),
                 _ => (cos.as_slice(), sin.as_slice()),
             };
-            let (k, v) = self.block(layer, &state.chunks, l, &mut x, p0, cos, sin);
-            chunk.k.push(k);
-            chunk.v.push(v);
+            let kv = self.block(layer, &state.chunks, l, &mut x, p0, cos, sin);
+            chunk.layers.push(kv);
         }
         Ok((chunk, x))
     }
@@ -578,7 +607,7 @@ impl Transformer {
         p0: usize,
         cos: &[f32],
         sin: &[f32],
-    ) -> (Vec<f32>, Vec<f32>) {
+    ) -> Kv {
         let c = &self.cfg;
         let (hd, h, kvh) = (c.head_dim, c.heads, c.kv_heads);
         let (q_cols, kv_cols) = (h * hd, kvh * hd);
@@ -592,10 +621,11 @@ impl Transformer {
             }
         }
         let column = |from: usize, n: usize| -> Vec<f32> {
-            qkv.chunks_exact(width)
-                .flat_map(|row| &row[from..from + n])
-                .copied()
-                .collect()
+            let mut out = Vec::with_capacity(qkv.len() / width * n);
+            for row in qkv.chunks_exact(width) {
+                out.extend_from_slice(&row[from..from + n]);
+            }
+            out
         };
         let (mut q, mut k, v) = (
             column(0, q_cols),
@@ -609,7 +639,8 @@ impl Transformer {
         self.rope(&mut q, cos, sin);
         self.rope(&mut k, cos, sin);
 
-        let attn = self.attention(past, layer, &q, &k, &v, p0);
+        let kv = Kv::new(k, v, kvh, hd);
+        let attn = self.attention(past, layer, &q, &kv, p0);
         let mut out = w.wo.matmul(&attn);
         if let Some(norm) = &w.post_attn_norm {
             out = kernels::rms_norm(&out, norm, c.norm_eps);
@@ -623,39 +654,39 @@ impl Transformer {
         for x in x.chunks_mut(MLP_ROWS * c.hidden) {
             let hn = kernels::rms_norm(x, &w.mlp_norm, c.norm_eps);
             let gu = w.w_gate_up.matmul(&hn);
-            let act: Vec<f32> = gu
-                .chunks_exact(2 * i)
-                .flat_map(|row| match c.activation {
-                    Activation::Silu => kernels::silu_mul(&row[..i], &row[i..]),
-                    Activation::GeluTanh => gelu_tanh_mul(&row[..i], &row[i..]),
-                })
-                .collect();
+            let mut act = vec![0f32; gu.len() / 2];
+            for (row, out) in gu.chunks_exact(2 * i).zip(act.chunks_exact_mut(i)) {
+                let (gate, up) = row.split_at(i);
+                match c.activation {
+                    Activation::Silu => kernels::silu_mul(gate, up, out),
+                    Activation::GeluTanh => gelu_tanh_mul(gate, up, out),
+                }
+            }
             let mut out = w.w_down.matmul(&act);
             if let Some(norm) = &w.post_mlp_norm {
                 out = kernels::rms_norm(&out, norm, c.norm_eps);
             }
             x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
         }
-        (k, v)
+        kv
     }
 
     /// Causal grouped-query attention of `q: [t, h, hd]` (positions `p0..`) over the past
-    /// chunks' keys and values of `layer` and this run's `k`, `v: [t, kvh, hd]` (`attention`:
-    /// the same bits however the past is chunked).
+    /// chunks' keys and values of `layer` and this run's `kv` (`attention`: the same bits
+    /// however the past is chunked).
     fn attention(
         &self,
         past: &[Arc<KvChunk>],
         layer: usize,
         q: &[f32],
-        k: &[f32],
-        v: &[f32],
+        kv: &Kv,
         p0: usize,
     ) -> Vec<f32> {
         let c = &self.cfg;
-        let spans: Vec<(&[f32], &[f32])> = past
+        let spans: Vec<&Kv> = past
             .iter()
-            .map(|ch| (ch.k[layer].as_slice(), ch.v[layer].as_slice()))
-            .chain([(k, v)])
+            .map(|ch| &ch.layers[layer])
+            .chain([kv])
             .collect();
         let shape = Heads {
             heads: c.heads,
@@ -723,15 +754,12 @@ impl Transformer {
 
 /// `gelu(gate) · up` with GELU's tanh approximation, `0.5 g (1 + tanh(√(2/π) (g + 0.044715 g³)))`,
 /// element by element in f32 (the same operations on every path).
-fn gelu_tanh_mul(gate: &[f32], up: &[f32]) -> Vec<f32> {
+fn gelu_tanh_mul(gate: &[f32], up: &[f32], out: &mut [f32]) {
     const SQRT_2_OVER_PI: f32 = 0.797_884_6;
-    gate.iter()
-        .zip(up)
-        .map(|(&g, &u)| {
-            let inner = SQRT_2_OVER_PI * g * (1.0 + 0.044_715 * g * g);
-            0.5 * g * (1.0 + inner.tanh()) * u
-        })
-        .collect()
+    for ((o, &g), &u) in out.iter_mut().zip(gate).zip(up) {
+        let inner = SQRT_2_OVER_PI * g * (1.0 + 0.044_715 * g * g);
+        *o = 0.5 * g * (1.0 + inner.tanh()) * u;
+    }
 }
 
 /// Runs `f` on a thread of the current rayon pool (inline when already on one), for short runs.

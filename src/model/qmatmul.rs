@@ -172,35 +172,35 @@ unsafe fn quantize_on<L: Lanes>(x: &[f32], layout: &Layout) -> ActRow {
         .chunks_exact(layout.block)
         .zip(row.q.chunks_exact_mut(layout.block))
     {
-        let (d, s) = if layout.block == 256 {
-            (quantize_q8_k::<L>(b, q), 0.0)
+        let (d, unrounded) = if layout.block == 256 {
+            (quantize_q8_k::<L>(b, q), None)
         } else {
-            quantize_q8_1::<L>(b, q)
+            let (d, unrounded) = quantize_q8_1::<L>(b, q);
+            (d, Some(unrounded))
         };
-        row.d.push(d);
-        row.s.push(s);
+        let mut total = 0;
         for sub in q.chunks_exact(layout.sub) {
             let sum: i32 = sub.iter().map(|&v| i32::from(v)).sum();
+            total += sum;
             row.sums.push(sum);
             row.corr.push(layout.zero * sum);
         }
+        row.d.push(d);
+        // Q8_1's `s`: the unrounded scale times the block's sum, rounded to f16.
+        row.s.push(unrounded.map_or(0.0, |d| f16::from_f32(total as f32 * d).to_f32()));
     }
     row
 }
 
 /// llama.cpp's x86 `quantize_row_q8_0` / `quantize_row_q8_1`: scale `amax / 127` stored as f16,
-/// values `x · (127 / amax)` rounded half to even; returns the scale and Q8_1's `s`.
+/// values `x · (127 / amax)` rounded half to even; returns the scale as stored and unrounded.
 #[inline(always)]
 unsafe fn quantize_q8_1<L: Lanes>(x: &[f32], q: &mut [i8]) -> (f32, f32) {
     let amax = abs_max::<L>(x);
     let d = amax / 127.0;
     let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
     scaled_nearest::<L>(x, id, q);
-    let sum: i32 = q.iter().map(|&v| i32::from(v)).sum();
-    (
-        f16::from_f32(d).to_f32(),
-        f16::from_f32(sum as f32 * d).to_f32(),
-    )
+    (f16::from_f32(d).to_f32(), d)
 }
 
 /// The largest `|v|` of `x` (a whole number of lanes), NaNs left out as `f32::max` leaves them.

@@ -242,13 +242,13 @@ struct Limits {
 }
 
 /// A streaming read: the threads each sum their part of a buffer far larger than the caches,
-/// best of 3. Bytes per second.
+/// best of 5. Bytes per second.
 fn read_bandwidth(threads: usize) -> f64 {
-    const BYTES: usize = 512 << 20;
+    const BYTES: usize = 1 << 30;
     let words = vec![1u64; BYTES / 8];
     let parts: Vec<&[u64]> = words.chunks(words.len().div_ceil(threads)).collect();
     let mut best = f64::INFINITY;
-    for _ in 0..3 {
+    for _ in 0..5 {
         let start = Barrier::new(parts.len());
         let t = Instant::now();
         let sum: u64 = std::thread::scope(|s| {

@@ -149,6 +149,11 @@ struct ActRow {
     s: Vec<f32>,
     sums: Vec<i32>,
     corr: Vec<i32>,
+    /// For layouts with mins, per block and group of 4 sub-blocks: the sub-block sums `Σx_j`
+    /// as `64 · hi_j + lo_j`, with `hi_j` and `lo_j` (`0..64`) as 4 signed bytes each, for a
+    /// `dot4` against 4 mins (|Σx_j| ≤ 32 · 127 puts `hi_j` in `−64..64`).
+    mins_hi: Vec<i32>,
+    mins_lo: Vec<i32>,
 }
 
 /// Quantises one activation row for `layout` (module docs).
@@ -167,6 +172,8 @@ unsafe fn quantize_on<L: Lanes>(x: &[f32], layout: &Layout) -> ActRow {
         s: Vec::with_capacity(blocks),
         sums: Vec::with_capacity(x.len() / layout.sub),
         corr: Vec::with_capacity(x.len() / layout.sub),
+        mins_hi: Vec::new(),
+        mins_lo: Vec::new(),
     };
     for (b, q) in x
         .chunks_exact(layout.block)
@@ -185,9 +192,20 @@ unsafe fn quantize_on<L: Lanes>(x: &[f32], layout: &Layout) -> ActRow {
             row.sums.push(sum);
             row.corr.push(layout.zero * sum);
         }
+        if layout.scales == Scales::WithMins {
+            let sums = &row.sums[row.sums.len() - layout.subs()..];
+            for four in sums.chunks_exact(4) {
+                let bytes = |f: fn(i32) -> i32| {
+                    i32::from_le_bytes(std::array::from_fn(|e| f(four[e]) as u8))
+                };
+                row.mins_hi.push(bytes(|s| s >> 6));
+                row.mins_lo.push(bytes(|s| s & 63));
+            }
+        }
         row.d.push(d);
         // Q8_1's `s`: the unrounded scale times the block's sum, rounded to f16.
-        row.s.push(unrounded.map_or(0.0, |d| f16::from_f32(total as f32 * d).to_f32()));
+        row.s
+            .push(unrounded.map_or(0.0, |d| f16::from_f32(total as f32 * d).to_f32()));
     }
     row
 }
@@ -281,8 +299,8 @@ trait Simd {
     unsafe fn sub(a: Self::I, s: i32) -> Self::I;
     /// `acc + scales · v`, `scales` 16 bytes (signed or not).
     unsafe fn scaled(acc: Self::I, scales: *const u8, signed: bool, v: Self::I) -> Self::I;
-    /// `acc + mins · s`, `mins` 16 unsigned bytes.
-    unsafe fn scaled_by(acc: Self::I, mins: *const u8, s: i32) -> Self::I;
+    /// `hi · 2^shift + lo`.
+    unsafe fn shl_add(hi: Self::I, shift: u32, lo: Self::I) -> Self::I;
     unsafe fn fzero() -> Self::F;
     /// 16 f16 as f32.
     unsafe fn halves(p: *const u8) -> Self::F;
@@ -339,8 +357,8 @@ impl Simd for Portable {
             acc[l] + sc * v[l]
         })
     }
-    unsafe fn scaled_by(acc: Self::I, mins: *const u8, s: i32) -> Self::I {
-        std::array::from_fn(|l| acc[l] + i32::from(*mins.add(l)) * s)
+    unsafe fn shl_add(hi: Self::I, shift: u32, lo: Self::I) -> Self::I {
+        std::array::from_fn(|l| (hi[l] << shift) + lo[l])
     }
     unsafe fn fzero() -> Self::F {
         [0.0; PANEL]
@@ -419,9 +437,9 @@ mod x86 {
             _mm512_add_epi32(acc, _mm512_mullo_epi32(s, v))
         }
         #[inline(always)]
-        unsafe fn scaled_by(acc: __m512i, mins: *const u8, s: i32) -> __m512i {
-            let m = _mm512_cvtepu8_epi32(_mm_loadu_si128(mins as *const __m128i));
-            _mm512_add_epi32(acc, _mm512_mullo_epi32(m, _mm512_set1_epi32(s)))
+        unsafe fn shl_add(hi: __m512i, shift: u32, lo: __m512i) -> __m512i {
+            let count = _mm_cvtsi32_si128(shift as i32);
+            _mm512_add_epi32(_mm512_sll_epi32(hi, count), lo)
         }
         #[inline(always)]
         unsafe fn fzero() -> __m512 {
@@ -544,11 +562,11 @@ mod x86 {
             )
         }
         #[inline(always)]
-        unsafe fn scaled_by(acc: Self::I, mins: *const u8, s: i32) -> Self::I {
-            let s = _mm256_set1_epi32(s);
+        unsafe fn shl_add(hi: Self::I, shift: u32, lo: Self::I) -> Self::I {
+            let count = _mm_cvtsi32_si128(shift as i32);
             Pair(
-                _mm256_add_epi32(acc.0, _mm256_mullo_epi32(widen(mins, false), s)),
-                _mm256_add_epi32(acc.1, _mm256_mullo_epi32(widen(mins.add(8), false), s)),
+                _mm256_add_epi32(_mm256_sll_epi32(hi.0, count), lo.0),
+                _mm256_add_epi32(_mm256_sll_epi32(hi.1, count), lo.1),
             )
         }
         #[inline(always)]
@@ -623,7 +641,6 @@ unsafe fn panel<S: Simd, const R: usize>(
     for (b, block) in panel.chunks_exact(off.size).enumerate() {
         let p = block.as_ptr();
         let mut total = [S::izero(); R];
-        let mut mins = [S::izero(); R];
         for j in 0..subs {
             let mut sum = [S::izero(); R];
             for g in j * groups_per_sub..(j + 1) * groups_per_sub {
@@ -653,9 +670,7 @@ unsafe fn panel<S: Simd, const R: usize>(
                 match layout.scales {
                     Scales::None => total[r] = sum[r],
                     Scales::WithMins => {
-                        total[r] = S::scaled(total[r], p.add(off.sc + j * PANEL), false, sum[r]);
-                        mins[r] =
-                            S::scaled_by(mins[r], p.add(off.min + j * PANEL), acts[r].sums[sub]);
+                        total[r] = S::scaled(total[r], p.add(off.sc + j * PANEL), false, sum[r])
                     }
                     Scales::Signed => {
                         total[r] = S::scaled(total[r], p.add(off.sc + j * PANEL), true, sum[r])
@@ -676,9 +691,20 @@ unsafe fn panel<S: Simd, const R: usize>(
                 }
             }
             Second::Min => {
+                // `M = Σ_j min_j · Σx_j`, as `64 · Σ_j min_j · hi_j + Σ_j min_j · lo_j` (`ActRow`).
+                let (mut hi, mut lo) = ([S::izero(); R], [S::izero(); R]);
+                for k in 0..subs / 4 {
+                    let w = S::load(p.add(off.min + k * GROUP_BYTES));
+                    for r in 0..R {
+                        let at = b * subs / 4 + k;
+                        hi[r] = S::dot4(hi[r], w, acts[r].mins_hi[at], false);
+                        lo[r] = S::dot4(lo[r], w, acts[r].mins_lo[at], false);
+                    }
+                }
                 let dmin = S::halves(p.add(off.second));
                 for r in 0..R {
-                    acc[r] = S::fnma(S::mul(dmin, acts[r].d[b]), mins[r], acc[r]);
+                    let mins = S::shl_add(hi[r], 6, lo[r]);
+                    acc[r] = S::fnma(S::mul(dmin, acts[r].d[b]), mins, acc[r]);
                 }
             }
         }

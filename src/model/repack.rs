@@ -14,7 +14,9 @@
 //!   and sixth bit a plane per 4 groups (bits `2k, 2k + 1` for group `4i + k`).
 //!
 //! Then come the 16 rows' f16 scales `d`, their second f16 (Q4_1's `m`, a k-quant's `dmin`),
-//! and a k-quant's sub-block scales and mins, sub-block by sub-block, 16 bytes each.
+//! a k-quant's sub-block scales, sub-block by sub-block, 16 bytes each, and Q4_K/Q5_K's mins in
+//! groups of 4 sub-blocks as the values are (row `r`'s mins `4i..4i + 4` at bytes `4r..4r + 4` of
+//! group `i`), so that a `dpbusd` weighs them too.
 //! The only growth over the file is Q4_K/Q5_K's 6-bit scales stored as bytes (3%).
 
 use std::ops::Range;
@@ -260,7 +262,7 @@ fn pack_block(layout: &Layout, off: &Offsets, ints: &[IntBlock], dst: &mut [u8])
             for j in 0..layout.subs() {
                 dst[off.sc + j * PANEL + r] = int.sc[j];
                 if layout.scales == Scales::WithMins {
-                    dst[off.min + j * PANEL + r] = int.min[j];
+                    dst[off.min + j / 4 * GROUP_BYTES + 4 * r + j % 4] = int.min[j];
                 }
             }
         }
@@ -325,7 +327,8 @@ mod tests {
                             assert_eq!(block[off.sc + j * PANEL + r], int.sc[j], "{ty:?}");
                         }
                         if layout.scales == Scales::WithMins {
-                            assert_eq!(block[off.min + j * PANEL + r], int.min[j], "{ty:?}");
+                            let at = off.min + j / 4 * GROUP_BYTES + 4 * r + j % 4;
+                            assert_eq!(block[at], int.min[j], "{ty:?}");
                         }
                     }
                 }

@@ -104,6 +104,23 @@ pub fn model_id(name: &str) -> Id {
     Id::derive(ModelRecord::KIND, name.as_bytes())
 }
 
+/// Builds the DeltaLogic set `name` from generated theories: `per_type` episodes per edit type,
+/// the paper's mix, under `seed`.
+pub fn generated_set(
+    reg: &Store,
+    name: &str,
+    seed: u64,
+    per_type: usize,
+) -> deltalogic::benchmarks::deltalogic::BuildOutcome {
+    let spec = deltalogic::benchmarks::deltalogic::BuildSpec {
+        seed,
+        from: deltalogic::benchmarks::deltalogic::PremiseSource::Generated,
+        per_type: Some(per_type),
+        extended: false,
+    };
+    deltalogic::benchmarks::deltalogic::build(reg, &spec, name).unwrap()
+}
+
 /// A named set.
 pub fn set(reg: &Store, name: &str) -> (Id, StoredSet) {
     reg.set_by_name(name).unwrap().expect("the set exists")

@@ -5,7 +5,6 @@
 
 use crate::common;
 
-use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, PremiseSource};
 use deltalogic::eval::{cache, Normalisation};
 use deltalogic::store::{Names, Store};
 use serde_json::Value;
@@ -174,13 +173,7 @@ fn ingest_build_and_merge_survive_kill_9() {
     let theirs = d.join("theirs.redb");
     {
         let reg = Store::open_write(&theirs).unwrap();
-        let spec = BuildSpec {
-            seed: 5,
-            from: PremiseSource::Generated,
-            per_type: Some(40),
-            extended: false,
-        };
-        episodes::build(&reg, &spec, "shared").unwrap();
+        common::generated_set(&reg, "shared", 5, 40);
         common::score_with(&reg, "m1", "shared", None, Normalisation::Mean);
     }
     let cache_file = d.join("cache.redb");

@@ -5,7 +5,6 @@
 use crate::common;
 
 use common::{dl, score_with};
-use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, PremiseSource};
 use deltalogic::eval::cache::{self, MergeOptions};
 use deltalogic::eval::evaluated::EvaluationRecord;
 use deltalogic::eval::{Normalisation, ResultRecord};
@@ -18,13 +17,7 @@ use std::path::{Path, PathBuf};
 fn scored(dir: &Path) -> PathBuf {
     let path = dir.join("scored.redb");
     let reg = Store::open_write(&path).unwrap();
-    let spec = BuildSpec {
-        seed: 3,
-        from: PremiseSource::Generated,
-        per_type: Some(6),
-        extended: false,
-    };
-    episodes::build(&reg, &spec, "set").unwrap();
+    common::generated_set(&reg, "set", 3, 6);
     for model in ["m1", "m2"] {
         for norm in [Normalisation::Mean, Normalisation::Sum] {
             score_with(&reg, model, "set", None, norm);

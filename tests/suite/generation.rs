@@ -426,16 +426,10 @@ fn audits_and_merges_carry_and_check_generations() {
 
 #[test]
 fn the_dialogue_template_explains_between_the_two_answers() {
-    use deltalogic::benchmarks::deltalogic::{self as dl, BuildSpec, PremiseSource};
+    use deltalogic::benchmarks::deltalogic::{self as dl};
     let dir = tempfile::tempdir().unwrap();
     let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
-    let spec = BuildSpec {
-        seed: 3,
-        from: PremiseSource::Generated,
-        per_type: Some(2),
-        extended: false,
-    };
-    dl::build(&reg, &spec, "set").unwrap();
+    common::generated_set(&reg, "set", 3, 2);
     let plain = common::score_with(&reg, "m1", "set", Some("plain"), eval::Normalisation::Sum);
     let dialogue = common::score_with(
         &reg,

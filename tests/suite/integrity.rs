@@ -5,7 +5,7 @@ use crate::common;
 
 use common::{model_id, score_with, ByteModel};
 use deltalogic::benchmarks;
-use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
+use deltalogic::benchmarks::deltalogic::Episode;
 use deltalogic::datasets::{BaseItem, Origin};
 use deltalogic::eval::cache::{self, MergeOptions};
 use deltalogic::eval::records::kinds;
@@ -118,13 +118,7 @@ fn a_value_moved_under_another_key_is_refused() {
 /// A store with the set `set` scored by the stand-in model `m1`; returns its score keys.
 fn scored_store(path: &Path) -> Vec<Id> {
     let reg = Store::open_write(path).unwrap();
-    let spec = BuildSpec {
-        seed: 9,
-        from: PremiseSource::Generated,
-        per_type: Some(2),
-        extended: false,
-    };
-    episodes::build(&reg, &spec, "set").unwrap();
+    common::generated_set(&reg, "set", 9, 2);
     score_with(&reg, "m1", "set", None, Normalisation::Mean);
     reg.all::<ScoreRecord>()
         .unwrap()

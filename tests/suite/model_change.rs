@@ -6,7 +6,6 @@
 
 use crate::common;
 
-use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, PremiseSource};
 use deltalogic::benchmarks::{self, ModelInfo};
 use deltalogic::eval::{self, models, Normalisation, ScoreRecord};
 use deltalogic::store::{Record, ResultRecord, Store};
@@ -55,13 +54,7 @@ fn a_change_mid_run_stops_scoring(path: &Path, changed: &Path, pristine: &Path) 
     let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
     let backend = models::backend_for(path, None).unwrap();
     let (model, _) = models::add(&reg, path, Some("m"), backend).unwrap();
-    let spec = BuildSpec {
-        seed: 3,
-        from: PremiseSource::Generated,
-        per_type: Some(5),
-        extended: false,
-    };
-    episodes::build(&reg, &spec, "set").unwrap();
+    common::generated_set(&reg, "set", 3, 5);
     let (set_id, set) = reg.set_by_name("set").unwrap().unwrap();
     assert!(
         set.members.len() * 3 > 2 * eval::BATCH,

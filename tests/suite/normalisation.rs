@@ -8,7 +8,7 @@ use crate::common;
 
 use common::{dl, members, model_id, smollm2, ByteModel, NoChat};
 use deltalogic::benchmarks::beliefr;
-use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
+use deltalogic::benchmarks::deltalogic::Episode;
 use deltalogic::benchmarks::question::Question;
 use deltalogic::benchmarks::{self};
 use deltalogic::datasets::Format;
@@ -19,13 +19,7 @@ use deltalogic::store::{Id, Store};
 use std::path::Path;
 
 fn build(reg: &Store, name: &str) -> Vec<(Id, Episode)> {
-    let spec = BuildSpec {
-        seed: 3,
-        from: PremiseSource::Generated,
-        per_type: Some(2),
-        extended: false,
-    };
-    episodes::build(reg, &spec, name).unwrap();
+    common::generated_set(reg, name, 3, 2);
     members(reg, name)
 }
 

@@ -365,13 +365,7 @@ fn the_plain_question_prompt_is_deltalogics_wording() {
 
     // With all three options the prompt is the `plain` step-1 prompt of the same premises and
     // statement: DeltaLogic and the question share every score.
-    let spec = episodes::BuildSpec {
-        seed: 9,
-        from: episodes::PremiseSource::Generated,
-        per_type: Some(2),
-        extended: false,
-    };
-    episodes::build(&reg, &spec, "dl").unwrap();
+    common::generated_set(&reg, "dl", 9, 2);
     let eps: Vec<(Id, Episode)> = members(&reg, "dl");
     for ep in eps.iter().map(|(_, e)| e) {
         let mut q = closed.clone();

@@ -4,9 +4,7 @@
 use crate::common;
 
 use common::{members, model_id, score_with};
-use deltalogic::benchmarks::deltalogic::{
-    self as episodes, prompts, BuildSpec, Episode, PremiseSource,
-};
+use deltalogic::benchmarks::deltalogic::{prompts, Episode};
 use deltalogic::eval::cache;
 use deltalogic::eval::{Normalisation, PromptRecord, ResultRecord, ScoreRecord, ScoreReport};
 use deltalogic::store::{Id, Record, Store, StoredSet};
@@ -14,13 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 fn build(reg: &Store, name: &str, per_type: usize) -> (Id, Vec<(Id, Episode)>) {
-    let spec = BuildSpec {
-        seed: 9,
-        from: PremiseSource::Generated,
-        per_type: Some(per_type),
-        extended: false,
-    };
-    let out = episodes::build(reg, &spec, name).unwrap();
+    let out = common::generated_set(reg, name, 9, per_type);
     (out.set, members(reg, name))
 }
 

@@ -5,7 +5,7 @@
 
 use crate::common::{self, deltalogic, dl, members, model_id, ByteModel, NoChat};
 use crate::fake_server::{Consistent, Fake, Fault};
-use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
+use deltalogic::benchmarks::deltalogic::Episode;
 use deltalogic::benchmarks::{self};
 use deltalogic::eval::{
     self, models, served, Engine, GenerationRecord, Normalisation, PromptRecord, Quiet,
@@ -34,13 +34,7 @@ const WEIGHTS: &str = "served-weights";
 
 fn store(dir: &Path, name: &str) -> Store {
     let reg = Store::open_write(&dir.join(name)).unwrap();
-    let spec = BuildSpec {
-        seed: 5,
-        from: PremiseSource::Generated,
-        per_type: Some(2),
-        extended: false,
-    };
-    episodes::build(&reg, &spec, "small").unwrap();
+    common::generated_set(&reg, "small", 5, 2);
     let _: Vec<(Id, Episode)> = members(&reg, "small");
     reg
 }

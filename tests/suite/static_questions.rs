@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::{members, score_with};
-use deltalogic::benchmarks::deltalogic::{self as episodes, BuildSpec, Episode, PremiseSource};
+use deltalogic::benchmarks::deltalogic::Episode;
 use deltalogic::benchmarks::question::{self as questions, Question, Verdict};
 use deltalogic::benchmarks::r#static as fixed;
 use deltalogic::benchmarks::{self, Benchmark};
@@ -14,13 +14,7 @@ use deltalogic::store::{Id, Store};
 
 fn store_with_episodes(dir: &tempfile::TempDir) -> Store {
     let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
-    let spec = BuildSpec {
-        seed: 5,
-        from: PremiseSource::Generated,
-        per_type: Some(3),
-        extended: false,
-    };
-    episodes::build(&reg, &spec, "dl").unwrap();
+    common::generated_set(&reg, "dl", 5, 3);
     reg
 }
 

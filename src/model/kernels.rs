@@ -45,6 +45,21 @@ pub fn isa() -> Isa {
     *ISA.get_or_init(detect)
 }
 
+/// Whether the portable path runs compiled for the scalar fused multiply-add instruction. Its
+/// `mul_add` rounds once either way; without the instruction it is a call to libm's `fmaf` per
+/// element, which made the portable path some 40 times slower than the vector ones (measured on
+/// SmolLM2's integer mode). With it, the compiler may also put the portable lanes' element-wise
+/// operations in vector registers: the same IEEE operations on each element, so the same bits.
+pub(crate) fn portable_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static FMA: OnceLock<bool> = OnceLock::new();
+        *FMA.get_or_init(|| std::arch::is_x86_feature_detected!("fma"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 fn detect() -> Isa {
     let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0");
     if set("DELTALOGIC_PORTABLE") {
@@ -72,6 +87,10 @@ pub(crate) trait Lanes: Copy {
     /// # Safety
     /// `p` must point to 16 readable f32s.
     unsafe fn load(p: *const f32) -> Self;
+    /// The first `n < 16` lanes from `p`, the others 0 (a partial last block, zero-padded).
+    /// # Safety
+    /// `p` must point to `n` readable f32s; nothing after them is read.
+    unsafe fn load_first(p: *const f32, n: usize) -> Self;
     /// # Safety
     /// `p` must point to 16 writable f32s.
     unsafe fn store(self, p: *mut f32);
@@ -134,10 +153,21 @@ pub fn exp32(x: f32) -> f32 {
 #[derive(Clone, Copy)]
 pub(crate) struct Portable([f32; LANES]);
 
+/// `[f(0), …, f(N − 1)]` by a plain loop: `std::array::from_fn` and `array::map` left their
+/// closures out of line here, a call per lane, which made the portable path several times slower.
+#[inline(always)]
+pub(crate) fn each<T: Copy + Default, const N: usize>(f: impl Fn(usize) -> T) -> [T; N] {
+    let mut out = [T::default(); N];
+    for (l, o) in out.iter_mut().enumerate() {
+        *o = f(l);
+    }
+    out
+}
+
 impl Portable {
     #[inline(always)]
     fn zip(self, a: Self, f: impl Fn(f32, f32) -> f32) -> Self {
-        Portable(std::array::from_fn(|l| f(self.0[l], a.0[l])))
+        Portable(each(|l| f(self.0[l], a.0[l])))
     }
 }
 
@@ -155,12 +185,16 @@ impl Lanes for Portable {
         Portable(std::ptr::read_unaligned(p as *const [f32; LANES]))
     }
     #[inline(always)]
+    unsafe fn load_first(p: *const f32, n: usize) -> Self {
+        Portable(each(|l| if l < n { *p.add(l) } else { 0.0 }))
+    }
+    #[inline(always)]
     unsafe fn store(self, p: *mut f32) {
         std::ptr::write_unaligned(p as *mut [f32; LANES], self.0)
     }
     #[inline(always)]
     unsafe fn fma(self, a: Self, b: Self) -> Self {
-        Portable(std::array::from_fn(|l| a.0[l].mul_add(b.0[l], self.0[l])))
+        Portable(each(|l| a.0[l].mul_add(b.0[l], self.0[l])))
     }
     #[inline(always)]
     unsafe fn add(self, a: Self) -> Self {
@@ -184,7 +218,7 @@ impl Lanes for Portable {
     }
     #[inline(always)]
     unsafe fn exp(self) -> Self {
-        Portable(self.0.map(exp32))
+        Portable(each(|l| exp32(self.0[l])))
     }
     #[inline(always)]
     unsafe fn sum(self) -> f32 {
@@ -234,6 +268,10 @@ pub(crate) mod x86 {
         #[inline(always)]
         unsafe fn load(p: *const f32) -> Self {
             Avx512(_mm512_loadu_ps(p))
+        }
+        #[inline(always)]
+        unsafe fn load_first(p: *const f32, n: usize) -> Self {
+            Avx512(_mm512_maskz_loadu_ps(((1u32 << n) - 1) as u16, p))
         }
         #[inline(always)]
         unsafe fn store(self, p: *mut f32) {
@@ -347,6 +385,16 @@ pub(crate) mod x86 {
             Avx2(_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)))
         }
         #[inline(always)]
+        unsafe fn load_first(p: *const f32, n: usize) -> Self {
+            // Lane l is loaded where l < n; masked lanes read nothing and are 0.
+            let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            let below = |m: usize| _mm256_cmpgt_epi32(_mm256_set1_epi32(m as i32), lane);
+            Avx2(
+                _mm256_maskload_ps(p, below(n)),
+                _mm256_maskload_ps(p.wrapping_add(8), below(n.saturating_sub(8))),
+            )
+        }
+        #[inline(always)]
         unsafe fn store(self, p: *mut f32) {
             _mm256_storeu_ps(p, self.0);
             _mm256_storeu_ps(p.add(8), self.1);
@@ -417,16 +465,11 @@ unsafe fn tile<L: Lanes, const R: usize, const C: usize>(
     }
     if full < k {
         // The partial last block, zero-padded: the same fma on every lane as a full block.
-        let padded = |p: *const f32| {
-            let mut buf = [0f32; LANES];
-            std::ptr::copy_nonoverlapping(p.add(full), buf.as_mut_ptr(), k - full);
-            buf
-        };
+        let rest = k - full;
         for (r, row) in acc.iter_mut().enumerate() {
-            let xv = padded(x.add(r * k));
+            let xv = L::load_first(x.add(r * k + full), rest);
             for (c, a) in row.iter_mut().enumerate() {
-                let wv = padded(w.add(c * k));
-                *a = a.fma(L::load(xv.as_ptr()), L::load(wv.as_ptr()));
+                *a = a.fma(xv, L::load_first(w.add(c * k + full), rest));
             }
         }
     }
@@ -493,6 +536,20 @@ unsafe fn block_avx2(
     cols: Range<usize>,
 ) {
     block::<x86::Avx2>(x, w, k, out, n, rows, cols)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn block_portable_fma(
+    x: &[f32],
+    w: &[f32],
+    k: usize,
+    out: *mut f32,
+    n: usize,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) {
+    block::<Portable>(x, w, k, out, n, rows, cols)
 }
 
 /// A raw output pointer that tasks share; each writes only its own tile.
@@ -607,6 +664,8 @@ unsafe fn block_on(
         Isa::Avx512 => block_avx512(x, w, k, out, n, rows, cols),
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => block_avx2(x, w, k, out, n, rows, cols),
+        #[cfg(target_arch = "x86_64")]
+        _ if portable_fma() => block_portable_fma(x, w, k, out, n, rows, cols),
         _ => block::<Portable>(x, w, k, out, n, rows, cols),
     }
 }
@@ -650,6 +709,11 @@ macro_rules! on_lanes {
         unsafe fn avx2($($arg: $ty),*) -> $ret {
             $f::<$crate::model::kernels::x86::Avx2>($($arg),*)
         }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "fma")]
+        unsafe fn portable_fma($($arg: $ty),*) -> $ret {
+            $f::<$crate::model::kernels::Portable>($($arg),*)
+        }
         // SAFETY: each path runs only where `isa` detected its instructions.
         unsafe {
             match $crate::model::kernels::isa() {
@@ -657,6 +721,8 @@ macro_rules! on_lanes {
                 $crate::model::kernels::Isa::Avx512 => avx512($($arg),*),
                 #[cfg(target_arch = "x86_64")]
                 $crate::model::kernels::Isa::Avx2 => avx2($($arg),*),
+                #[cfg(target_arch = "x86_64")]
+                _ if $crate::model::kernels::portable_fma() => portable_fma($($arg),*),
                 _ => $f::<$crate::model::kernels::Portable>($($arg),*),
             }
         }

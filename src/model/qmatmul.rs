@@ -27,7 +27,8 @@ use rayon::prelude::*;
 
 use super::gguf::BlockBytes;
 use super::kernels::{
-    isa, matmul_t, matmul_t_rows, on_lanes, par_tiles, put_columns, Isa, Lanes, LANES,
+    each, isa, matmul_t, matmul_t_rows, on_lanes, par_tiles, portable_fma, put_columns, Isa, Lanes,
+    LANES,
 };
 use super::quant::{dequantize, GgmlType};
 use super::repack::{self, Layout, Offsets, Scales, Second, GROUP_BYTES, PANEL};
@@ -325,29 +326,42 @@ impl Simd for Portable {
     type F = [f32; PANEL];
     const OFFSET_BYTES: bool = true;
 
+    #[inline(always)]
     unsafe fn load(p: *const u8) -> Self::W {
         std::ptr::read_unaligned(p as *const Self::W)
     }
+    #[inline(always)]
     unsafe fn bits(w: Self::W, shift: u32, mask: u8) -> Self::W {
-        w.map(|b| (b >> shift) & mask)
+        each(|i| (w[i] >> shift) & mask)
     }
+    #[inline(always)]
     unsafe fn join(low: Self::W, high: Self::W) -> Self::W {
-        std::array::from_fn(|i| low[i] | (high[i] << 4))
+        let mut out = low;
+        for (o, h) in out.iter_mut().zip(high) {
+            *o |= h << 4;
+        }
+        out
     }
+    #[inline(always)]
     unsafe fn dot4(acc: Self::I, w: Self::W, x: i32, _bytes: bool) -> Self::I {
         let x = x.to_le_bytes().map(|b| i32::from(b as i8));
-        std::array::from_fn(|l| {
-            acc[l] + (0..4).map(|e| i32::from(w[4 * l + e]) * x[e]).sum::<i32>()
-        })
+        let mut out = acc;
+        for (o, w) in out.iter_mut().zip(w.chunks_exact(4)) {
+            *o += (0..4).fold(0, |s, e| s + i32::from(w[e]) * x[e]);
+        }
+        out
     }
+    #[inline(always)]
     unsafe fn izero() -> Self::I {
         [0; PANEL]
     }
+    #[inline(always)]
     unsafe fn sub(a: Self::I, s: i32) -> Self::I {
-        a.map(|v| v - s)
+        each(|l| a[l] - s)
     }
+    #[inline(always)]
     unsafe fn scaled(acc: Self::I, scales: *const u8, signed: bool, v: Self::I) -> Self::I {
-        std::array::from_fn(|l| {
+        each(|l| {
             let b = *scales.add(l);
             let sc = if signed {
                 i32::from(b as i8)
@@ -357,30 +371,39 @@ impl Simd for Portable {
             acc[l] + sc * v[l]
         })
     }
+    #[inline(always)]
     unsafe fn shl_add(hi: Self::I, shift: u32, lo: Self::I) -> Self::I {
-        std::array::from_fn(|l| (hi[l] << shift) + lo[l])
+        each(|l| (hi[l] << shift) + lo[l])
     }
+    #[inline(always)]
     unsafe fn fzero() -> Self::F {
         [0.0; PANEL]
     }
+    #[inline(always)]
     unsafe fn halves(p: *const u8) -> Self::F {
-        std::array::from_fn(|l| f16::from_le_bytes([*p.add(2 * l), *p.add(2 * l + 1)]).to_f32())
+        each(|l| f16::from_le_bytes([*p.add(2 * l), *p.add(2 * l + 1)]).to_f32())
     }
+    #[inline(always)]
     unsafe fn mul(a: Self::F, s: f32) -> Self::F {
-        a.map(|v| v * s)
+        each(|l| a[l] * s)
     }
+    #[inline(always)]
     unsafe fn fma(a: Self::F, i: Self::I, acc: Self::F) -> Self::F {
-        std::array::from_fn(|l| a[l].mul_add(i[l] as f32, acc[l]))
+        each(|l| a[l].mul_add(i[l] as f32, acc[l]))
     }
+    #[inline(always)]
     unsafe fn fnma(a: Self::F, i: Self::I, acc: Self::F) -> Self::F {
-        std::array::from_fn(|l| (-a[l]).mul_add(i[l] as f32, acc[l]))
+        each(|l| (-a[l]).mul_add(i[l] as f32, acc[l]))
     }
+    #[inline(always)]
     unsafe fn fma_by(a: Self::F, s: f32, acc: Self::F) -> Self::F {
-        std::array::from_fn(|l| a[l].mul_add(s, acc[l]))
+        each(|l| a[l].mul_add(s, acc[l]))
     }
+    #[inline(always)]
     unsafe fn store(a: Self::F) -> [f32; PANEL] {
         a
     }
+    #[inline(always)]
     unsafe fn store_at(a: Self::F, p: *mut f32) {
         p.cast::<[f32; PANEL]>().write_unaligned(a)
     }
@@ -828,6 +851,20 @@ unsafe fn tile_avx2(
     tile::<x86::Avx2>(w, acts, out, n, rows, cols)
 }
 
+/// The portable path with the scalar FMA instruction (`kernels::portable_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn tile_portable_fma(
+    w: &QMatrix,
+    acts: &[ActRow],
+    out: *mut f32,
+    n: usize,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) {
+    tile::<Portable>(w, acts, out, n, rows, cols)
+}
+
 /// The integer kernels' multiply-add peak on this CPU, for `deltalogic bench`: the inner step
 /// of `panel` (`Simd::dot4`: 4 values of 16 weight rows against 4 broadcast activation bytes) on
 /// independent sums, as many as `panel`'s widest call holds, on each of `threads` threads at
@@ -1020,6 +1057,8 @@ fn product(acts: &[ActRow], w: &QMatrix, path: Path, out: &mut [f32], n: usize, 
                     Path::Vnni => tile_vnni(w, acts, out, n, rows, cols),
                     #[cfg(target_arch = "x86_64")]
                     Path::Avx2 => tile_avx2(w, acts, out, n, rows, cols),
+                    #[cfg(target_arch = "x86_64")]
+                    _ if portable_fma() => tile_portable_fma(w, acts, out, n, rows, cols),
                     _ => tile::<Portable>(w, acts, out, n, rows, cols),
                 }
             }

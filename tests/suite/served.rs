@@ -1,7 +1,7 @@
 //! Served models through an OpenAI-shaped endpoint (`fake_server`, answering with the stand-in
 //! model): the same scores and generations as the model computed here, a rerun that sends no
 //! request, a server that dies mid-run, and answers a client must refuse. The real engines are
-//! tested in `served_engines`.
+//! tested in `engines`.
 
 use crate::common::{self, deltalogic, dl, members, model_id, ByteModel, NoChat};
 use crate::fake_server::{Consistent, Fake, Fault};

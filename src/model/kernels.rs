@@ -448,30 +448,30 @@ unsafe fn tile<L: Lanes, const R: usize, const C: usize>(
     ldo: usize,
 ) {
     let mut acc = [[L::zero(); C]; R];
-    let full = k / LANES * LANES;
+    // One loop over every block, the partial last one zero-padded: the same fma on every lane
+    // as a full block. (A separate step for that block after the loop made the compiler keep
+    // an accumulator on the stack through the loop.)
     let mut off = 0;
-    while off < full {
+    while off < k {
+        let rest = k - off;
+        let load = |p: *const f32| {
+            if rest >= LANES {
+                L::load(p)
+            } else {
+                L::load_first(p, rest)
+            }
+        };
         let mut wv = [L::zero(); C];
         for (c, v) in wv.iter_mut().enumerate() {
-            *v = L::load(w.add(c * k + off));
+            *v = load(w.add(c * k + off));
         }
         for (r, row) in acc.iter_mut().enumerate() {
-            let xv = L::load(x.add(r * k + off));
+            let xv = load(x.add(r * k + off));
             for (a, &wc) in row.iter_mut().zip(&wv) {
                 *a = a.fma(xv, wc);
             }
         }
         off += LANES;
-    }
-    if full < k {
-        // The partial last block, zero-padded: the same fma on every lane as a full block.
-        let rest = k - full;
-        for (r, row) in acc.iter_mut().enumerate() {
-            let xv = L::load_first(x.add(r * k + full), rest);
-            for (c, a) in row.iter_mut().enumerate() {
-                *a = a.fma(xv, L::load_first(w.add(c * k + full), rest));
-            }
-        }
     }
     for (r, row) in acc.iter().enumerate() {
         for (c, a) in row.iter().enumerate() {

@@ -80,6 +80,9 @@ fn detect() -> Isa {
 
 /// 16 f32 lanes and the operations the kernels need; every implementation rounds the same way.
 pub(crate) trait Lanes: Copy {
+    /// Whether the f32 product's tiles are 4 × 4 outputs, or 2 × 2: AVX2 holds 16 lanes in two
+    /// of its 16 registers, and 4 × 4 accumulators would live on the stack.
+    const WIDE_TILES: bool = true;
     /// # Safety
     /// The CPU must support the implementation's instructions (as for every method).
     unsafe fn zero() -> Self;
@@ -372,6 +375,8 @@ pub(crate) mod x86 {
     pub struct Avx2(__m256, __m256);
 
     impl Lanes for Avx2 {
+        const WIDE_TILES: bool = false;
+
         #[inline(always)]
         unsafe fn zero() -> Self {
             Avx2(_mm256_setzero_ps(), _mm256_setzero_ps())
@@ -492,21 +497,26 @@ unsafe fn block<L: Lanes>(
     cols: Range<usize>,
 ) {
     let (x, w) = (x.as_ptr(), w.as_ptr());
+    let side = if L::WIDE_TILES { 4 } else { 2 };
     let mut r = rows.start;
     while r < rows.end {
-        let four_rows = r + 4 <= rows.end;
+        let whole_rows = r + side <= rows.end;
         let mut c = cols.start;
         while c < cols.end {
             let (xp, wp, op) = (x.add(r * k), w.add(c * k), out.add(r * n + c));
-            match (four_rows, c + 4 <= cols.end) {
-                (true, true) => tile::<L, 4, 4>(xp, wp, k, op, n),
-                (true, false) => tile::<L, 4, 1>(xp, wp, k, op, n),
-                (false, true) => tile::<L, 1, 4>(xp, wp, k, op, n),
-                (false, false) => tile::<L, 1, 1>(xp, wp, k, op, n),
+            let whole_cols = c + side <= cols.end;
+            match (whole_rows, whole_cols, L::WIDE_TILES) {
+                (true, true, true) => tile::<L, 4, 4>(xp, wp, k, op, n),
+                (true, false, true) => tile::<L, 4, 1>(xp, wp, k, op, n),
+                (false, true, true) => tile::<L, 1, 4>(xp, wp, k, op, n),
+                (true, true, false) => tile::<L, 2, 2>(xp, wp, k, op, n),
+                (true, false, false) => tile::<L, 2, 1>(xp, wp, k, op, n),
+                (false, true, false) => tile::<L, 1, 2>(xp, wp, k, op, n),
+                (false, false, _) => tile::<L, 1, 1>(xp, wp, k, op, n),
             }
-            c += if c + 4 <= cols.end { 4 } else { 1 };
+            c += if whole_cols { side } else { 1 };
         }
-        r += if four_rows { 4 } else { 1 };
+        r += if whole_rows { side } else { 1 };
     }
 }
 

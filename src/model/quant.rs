@@ -135,7 +135,7 @@ unsafe fn dequantize_avx2(ty: GgmlType, data: &[u8], out: &mut [f32]) {
 
 #[inline(always)]
 fn dequantize_portable(ty: GgmlType, data: &[u8], out: &mut [f32]) {
-    debug_assert_eq!(Some(data.len()), ty.bytes_for(out.len()));
+    assert_eq!(Some(data.len()), ty.bytes_for(out.len()));
     // Plain `for` loops: an iterator's `for_each` may be compiled out of line, without the
     // caller's vector features.
     macro_rules! each {

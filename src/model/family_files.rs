@@ -14,7 +14,9 @@
 use std::path::{Path, PathBuf};
 
 use super::config::{Activation, Config, LongRope, Rope, RopeLayout};
-use super::gguf_write::{config_metadata, tokenizer_from_json, GgufWriter, Meta, Store};
+use super::gguf_write::{
+    config_metadata, rope_factor_tensors, tokenizer_from_json, GgufWriter, Meta, Store,
+};
 use super::transformer::{Part, Transformer};
 use super::{gemma2, llama, phi3, ModelError};
 use crate::rng::Rng;
@@ -228,20 +230,7 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
         };
         w.tensor(name.clone(), shape, data, s);
     }
-    if let Some(l) = &cfg.rope.longrope {
-        let n = l.short_factor.len();
-        w.tensor("rope_factors_long.weight", &[n], &l.long_factor, Store::F32);
-        w.tensor(
-            "rope_factors_short.weight",
-            &[n],
-            &l.short_factor,
-            Store::F32,
-        );
-    }
-    if cfg.rope.scaling.as_deref() == Some("llama3") {
-        let f = cfg.rope.freq_factors.as_ref().expect("llama3 sets factors");
-        w.tensor("rope_freqs.weight", &[f.len()], f, Store::F32);
-    }
+    rope_factor_tensors(&mut w, &cfg);
     w.write(&path)?;
     Ok(path)
 }

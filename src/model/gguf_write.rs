@@ -325,6 +325,25 @@ pub fn tokenizer_from_json(w: &mut GgufWriter, path: &Path) -> Result<(), ModelE
     Ok(())
 }
 
+/// The rope factor tensors llama.cpp's converter writes: phi3's long and short factors, Llama 3's
+/// frequency factors.
+pub fn rope_factor_tensors(w: &mut GgufWriter, cfg: &Config) {
+    if let Some(l) = &cfg.rope.longrope {
+        let n = l.short_factor.len();
+        w.tensor("rope_factors_long.weight", &[n], &l.long_factor, Store::F32);
+        w.tensor(
+            "rope_factors_short.weight",
+            &[n],
+            &l.short_factor,
+            Store::F32,
+        );
+    }
+    if cfg.rope.scaling.as_deref() == Some("llama3") {
+        let f = cfg.rope.freq_factors.as_ref().expect("llama3 sets factors");
+        w.tensor("rope_freqs.weight", &[f.len()], f, Store::F32);
+    }
+}
+
 /// The `{arch}.` hyperparameters of `cfg` as convert_hf_to_gguf writes them.
 pub fn config_metadata(w: &mut GgufWriter, cfg: &Config) {
     let a = cfg.arch.clone();
@@ -436,19 +455,7 @@ pub fn hf_to_gguf(
     for (name, shape, data) in &stacked {
         w.tensor(name.clone(), shape, data, store);
     }
-    if let Some(l) = &cfg.rope.longrope {
-        let n = l.short_factor.len();
-        w.tensor("rope_factors_long.weight", &[n], &l.long_factor, Store::F32);
-        w.tensor(
-            "rope_factors_short.weight",
-            &[n],
-            &l.short_factor,
-            Store::F32,
-        );
-    } else if cfg.rope.scaling.as_deref() == Some("llama3") {
-        let f = cfg.rope.freq_factors.as_ref().expect("llama3 sets factors");
-        w.tensor("rope_freqs.weight", &[f.len()], f, Store::F32);
-    }
+    rope_factor_tensors(&mut w, &cfg);
     w.write(out)?;
     Ok(cfg)
 }

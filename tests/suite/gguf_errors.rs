@@ -4,108 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use deltalogic::model::gguf::Gguf;
+use deltalogic::model::gguf_write::{GgufWriter, Meta};
 use deltalogic::model::scorer::{Backend, Scorer};
 use deltalogic::model::tokenizer::Tokenizer;
 use deltalogic::model::ModelError;
-
-enum Val {
-    U32(u32),
-    F32(f32),
-    Bool(bool),
-    Str(&'static str),
-    Strs(Vec<&'static str>),
-    I32s(Vec<i32>),
-}
-
-struct Tensor {
-    name: &'static str,
-    ne: Vec<u64>,
-    ty: u32,
-    data: Vec<u8>,
-}
-
-/// A minimal GGUF v3 writer (little-endian, 32-byte alignment).
-#[derive(Default)]
-struct Writer {
-    kv: Vec<(&'static str, Val)>,
-    tensors: Vec<Tensor>,
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    out.extend((s.len() as u64).to_le_bytes());
-    out.extend(s.as_bytes());
-}
-
-impl Writer {
-    fn kv(mut self, key: &'static str, v: Val) -> Self {
-        self.kv.push((key, v));
-        self
-    }
-
-    fn tensor(mut self, name: &'static str, ne: &[u64], ty: u32, data: Vec<u8>) -> Self {
-        self.tensors.push(Tensor {
-            name,
-            ne: ne.to_vec(),
-            ty,
-            data,
-        });
-        self
-    }
-
-    fn bytes(&self) -> Vec<u8> {
-        let mut out = b"GGUF".to_vec();
-        out.extend(3u32.to_le_bytes());
-        out.extend((self.tensors.len() as u64).to_le_bytes());
-        out.extend((self.kv.len() as u64).to_le_bytes());
-        for (key, v) in &self.kv {
-            put_str(&mut out, key);
-            match v {
-                Val::U32(x) => {
-                    out.extend(4u32.to_le_bytes());
-                    out.extend(x.to_le_bytes());
-                }
-                Val::F32(x) => {
-                    out.extend(6u32.to_le_bytes());
-                    out.extend(x.to_le_bytes());
-                }
-                Val::Bool(b) => {
-                    out.extend(7u32.to_le_bytes());
-                    out.push(*b as u8);
-                }
-                Val::Str(s) => {
-                    out.extend(8u32.to_le_bytes());
-                    put_str(&mut out, s);
-                }
-                Val::Strs(items) => {
-                    out.extend(9u32.to_le_bytes());
-                    out.extend(8u32.to_le_bytes());
-                    out.extend((items.len() as u64).to_le_bytes());
-                    items.iter().for_each(|s| put_str(&mut out, s));
-                }
-                Val::I32s(items) => {
-                    out.extend(9u32.to_le_bytes());
-                    out.extend(5u32.to_le_bytes());
-                    out.extend((items.len() as u64).to_le_bytes());
-                    items.iter().for_each(|i| out.extend(i.to_le_bytes()));
-                }
-            }
-        }
-        let mut offset = 0u64;
-        for t in &self.tensors {
-            put_str(&mut out, t.name);
-            out.extend((t.ne.len() as u32).to_le_bytes());
-            t.ne.iter().for_each(|d| out.extend(d.to_le_bytes()));
-            out.extend(t.ty.to_le_bytes());
-            out.extend(offset.to_le_bytes());
-            offset += (t.data.len() as u64).div_ceil(32) * 32;
-        }
-        for t in &self.tensors {
-            out.resize(out.len().div_ceil(32) * 32, 0);
-            out.extend(&t.data);
-        }
-        out
-    }
-}
 
 const F32: u32 = 0;
 const Q8_0: u32 = 8;
@@ -123,30 +25,32 @@ fn q8_block() -> Vec<u8> {
 }
 
 /// A well-formed little model file: llama architecture, a 4-token BPE vocabulary, two tensors.
-fn good() -> Writer {
-    Writer::default()
-        .kv("general.architecture", Val::Str("llama"))
-        .kv("llama.block_count", Val::U32(1))
-        .kv("tokenizer.ggml.model", Val::Str("gpt2"))
-        .kv("tokenizer.ggml.pre", Val::Str("smollm"))
+fn good() -> GgufWriter {
+    let strs = |v: &[&str]| Meta::Strs(v.iter().map(|s| s.to_string()).collect());
+    let mut w = GgufWriter::default();
+    w.kv("general.architecture", Meta::Str("llama".into()))
+        .kv("llama.block_count", Meta::U32(1))
+        .kv("tokenizer.ggml.model", Meta::Str("gpt2".into()))
+        .kv("tokenizer.ggml.pre", Meta::Str("smollm".into()))
         .kv(
             "tokenizer.ggml.tokens",
-            Val::Strs(vec!["<|endoftext|>", "a", "b", "ab", "Ġ", "Ġab", "1"]),
+            strs(&["<|endoftext|>", "a", "b", "ab", "Ġ", "Ġab", "1"]),
         )
         .kv(
             "tokenizer.ggml.token_type",
-            Val::I32s(vec![3, 1, 1, 1, 1, 1, 1]),
+            Meta::I32s(vec![3, 1, 1, 1, 1, 1, 1]),
         )
-        .kv("tokenizer.ggml.merges", Val::Strs(vec!["a b", "Ġ ab"]))
-        .kv("tokenizer.ggml.bos_token_id", Val::U32(0))
-        .kv("tokenizer.ggml.add_bos_token", Val::Bool(false))
-        .tensor(
-            "w",
-            &[3, 2],
-            F32,
-            f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
-        )
-        .tensor("q", &[32, 1], Q8_0, q8_block())
+        .kv("tokenizer.ggml.merges", strs(&["a b", "Ġ ab"]))
+        .kv("tokenizer.ggml.bos_token_id", Meta::U32(0))
+        .kv("tokenizer.ggml.add_bos_token", Meta::Bool(false));
+    w.raw_tensor(
+        "w",
+        &[2, 3],
+        F32,
+        f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+    );
+    w.raw_tensor("q", &[1, 32], Q8_0, q8_block());
+    w
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
@@ -201,12 +105,14 @@ fn good_file_reads_back() {
 fn truncated_file() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = good().bytes();
-    for cut in [0, 3, 10, 30, 200, bytes.len() - 40, bytes.len() - 1] {
+    // The last tensor's 34 bytes end 30 bytes of alignment before the end of the file.
+    let data_end = bytes.len() - 30;
+    for cut in [0, 3, 10, 30, 200, data_end - 10, data_end - 1] {
         let path = write(dir.path(), &format!("cut{cut}.gguf"), &bytes[..cut]);
         message(open_err(&path), &path, "truncated");
     }
     // Cut inside the last tensor's data: the message names the tensor.
-    let path = write(dir.path(), "cut-data.gguf", &bytes[..bytes.len() - 1]);
+    let path = write(dir.path(), "cut-data.gguf", &bytes[..data_end - 1]);
     message(open_err(&path), &path, "tensor q");
 }
 
@@ -244,7 +150,9 @@ fn corrupt_counts_and_values() {
 #[test]
 fn unsupported_tensor_type() {
     let dir = tempfile::tempdir().unwrap();
-    let bytes = good().tensor("k", &[256], Q2_K, vec![0; 84]).bytes();
+    let mut w = good();
+    w.raw_tensor("k", &[256], Q2_K, vec![0; 84]);
+    let bytes = w.bytes();
     let path = write(dir.path(), "q2k.gguf", &bytes);
     let g = Gguf::open(&path).unwrap();
     let msg = message(
@@ -258,7 +166,9 @@ fn unsupported_tensor_type() {
 #[test]
 fn shape_not_whole_blocks() {
     let dir = tempfile::tempdir().unwrap();
-    let bytes = good().tensor("odd", &[33], Q8_0, vec![0; 68]).bytes();
+    let mut w = good();
+    w.raw_tensor("odd", &[33], Q8_0, vec![0; 68]);
+    let bytes = w.bytes();
     let path = write(dir.path(), "odd.gguf", &bytes);
     message(
         open_err(&path),
@@ -293,7 +203,7 @@ fn missing_tensor_and_key() {
 fn missing_or_unsupported_tokenizer() {
     let dir = tempfile::tempdir().unwrap();
     let mut w = good();
-    w.kv.retain(|(k, _)| *k != "tokenizer.ggml.tokens");
+    w.remove_kv("tokenizer.ggml.tokens");
     let path = write(dir.path(), "notok.gguf", &w.bytes());
     let g = Gguf::open(&path).unwrap();
     message(
@@ -303,8 +213,7 @@ fn missing_or_unsupported_tokenizer() {
     );
 
     let mut w = good();
-    w.kv.retain(|(k, _)| *k != "tokenizer.ggml.pre");
-    let w = w.kv("tokenizer.ggml.pre", Val::Str("mystery"));
+    w.kv("tokenizer.ggml.pre", Meta::Str("mystery".into()));
     let path = write(dir.path(), "pre.gguf", &w.bytes());
     let g = Gguf::open(&path).unwrap();
     message(
@@ -325,8 +234,7 @@ fn missing_or_unsupported_tokenizer() {
 fn unknown_architecture() {
     let dir = tempfile::tempdir().unwrap();
     let mut w = good();
-    w.kv.retain(|(k, _)| *k != "general.architecture");
-    let w = w.kv("general.architecture", Val::Str("mamba"));
+    w.kv("general.architecture", Meta::Str("mamba".into()));
     let path = write(dir.path(), "mamba.gguf", &w.bytes());
     let Err(err) = Scorer::open(&path, Backend::Flex) else {
         panic!("opened an unknown architecture");
@@ -345,8 +253,8 @@ const F16_INF: [u8; 2] = [0x00, 0x7C];
 /// `good()` made a whole one-layer llama (hidden size 32, two heads, vocabulary of 7) that loads
 /// and scores; every tensor is F32 except `blk.0.ffn_down.weight`, which is Q8_0. The final
 /// norm's weights and the output matrix's values are multiplied by `head_scale`.
-fn tiny_llama(head_scale: f32) -> Writer {
-    let d = 32u64;
+fn tiny_llama(head_scale: f32) -> GgufWriter {
+    let d = 32;
     let filled = |n: usize, v: f32| f32_bytes(&vec![v; n]);
     let varied = |n: usize, scale: f32| {
         f32_bytes(
@@ -356,40 +264,40 @@ fn tiny_llama(head_scale: f32) -> Writer {
         )
     };
     let mut w = good();
-    w.tensors.clear();
-    w.kv("llama.embedding_length", Val::U32(32))
-        .kv("llama.feed_forward_length", Val::U32(32))
-        .kv("llama.attention.head_count", Val::U32(2))
-        .kv("llama.context_length", Val::U32(64))
-        .kv("llama.attention.layer_norm_rms_epsilon", Val::F32(1e-5))
-        .tensor("token_embd.weight", &[d, 7], F32, varied(7 * 32, 1.0))
-        .tensor("output_norm.weight", &[d], F32, filled(32, head_scale))
-        .tensor("output.weight", &[d, 7], F32, varied(7 * 32, head_scale))
-        .tensor("blk.0.attn_norm.weight", &[d], F32, filled(32, 1.0))
-        .tensor("blk.0.attn_q.weight", &[d, d], F32, varied(32 * 32, 1.0))
-        .tensor("blk.0.attn_k.weight", &[d, d], F32, varied(32 * 32, 1.0))
-        .tensor("blk.0.attn_v.weight", &[d, d], F32, varied(32 * 32, 1.0))
-        .tensor(
-            "blk.0.attn_output.weight",
-            &[d, d],
-            F32,
-            varied(32 * 32, 1.0),
-        )
-        .tensor("blk.0.ffn_norm.weight", &[d], F32, filled(32, 1.0))
-        .tensor("blk.0.ffn_gate.weight", &[d, d], F32, varied(32 * 32, 1.0))
-        .tensor("blk.0.ffn_up.weight", &[d, d], F32, varied(32 * 32, 1.0))
-        .tensor(
-            "blk.0.ffn_down.weight",
-            &[d, d],
-            Q8_0,
-            q8_block().repeat(32),
-        )
+    w.remove_tensor("w").remove_tensor("q");
+    w.kv("llama.embedding_length", Meta::U32(32))
+        .kv("llama.feed_forward_length", Meta::U32(32))
+        .kv("llama.attention.head_count", Meta::U32(2))
+        .kv("llama.context_length", Meta::U32(64))
+        .kv("llama.attention.layer_norm_rms_epsilon", Meta::F32(1e-5));
+    w.raw_tensor("token_embd.weight", &[7, d], F32, varied(7 * 32, 1.0));
+    w.raw_tensor("output_norm.weight", &[d], F32, filled(32, head_scale));
+    w.raw_tensor("output.weight", &[7, d], F32, varied(7 * 32, head_scale));
+    w.raw_tensor("blk.0.attn_norm.weight", &[d], F32, filled(32, 1.0));
+    for name in ["attn_q", "attn_k", "attn_v", "attn_output"] {
+        let name = format!("blk.0.{name}.weight");
+        w.raw_tensor(name, &[d, d], F32, varied(32 * 32, 1.0));
+    }
+    w.raw_tensor("blk.0.ffn_norm.weight", &[d], F32, filled(32, 1.0));
+    for name in ["ffn_gate", "ffn_up"] {
+        let name = format!("blk.0.{name}.weight");
+        w.raw_tensor(name, &[d, d], F32, varied(32 * 32, 1.0));
+    }
+    w.raw_tensor(
+        "blk.0.ffn_down.weight",
+        &[d, d],
+        Q8_0,
+        q8_block().repeat(32),
+    );
+    w
 }
 
-fn replace_tensor(mut w: Writer, name: &str, data: Vec<u8>) -> Writer {
-    let t = w.tensors.iter_mut().find(|t| t.name == name).unwrap();
-    assert_eq!(t.data.len(), data.len());
-    t.data = data;
+/// `tiny_llama`'s square matrix `name` replaced by one of type `ty` (it moves to the end of the
+/// file).
+fn replace_matrix(mut w: GgufWriter, name: &str, ty: u32, data: Vec<u8>) -> GgufWriter {
+    assert!(w.has_tensor(name));
+    w.remove_tensor(name);
+    w.raw_tensor(name, &[32, 32], ty, data);
     w
 }
 
@@ -412,7 +320,7 @@ fn non_finite_weights_are_refused_by_tensor_name() {
     // A NaN in a float tensor.
     let mut q = f32_bytes(&[0.25; 32 * 32]);
     q[4 * 100..4 * 101].copy_from_slice(&f32::NAN.to_le_bytes());
-    let w = replace_tensor(tiny_llama(1.0), "blk.0.attn_q.weight", q);
+    let w = replace_matrix(tiny_llama(1.0), "blk.0.attn_q.weight", F32, q);
     let path = write(dir.path(), "nan.gguf", &w.bytes());
     let Err(err) = Scorer::open(&path, Backend::Flex) else {
         panic!("loaded a NaN weight");
@@ -426,7 +334,7 @@ fn non_finite_weights_are_refused_by_tensor_name() {
     // An infinite block scale in a quantised tensor: block 3 of Q8_0.
     let mut blocks = q8_block().repeat(32);
     blocks[3 * 34..3 * 34 + 2].copy_from_slice(&F16_INF);
-    let w = replace_tensor(tiny_llama(1.0), "blk.0.ffn_down.weight", blocks);
+    let w = replace_matrix(tiny_llama(1.0), "blk.0.ffn_down.weight", Q8_0, blocks);
     let path = write(dir.path(), "inf.gguf", &w.bytes());
     let Err(err) = Scorer::open(&path, Backend::Flex) else {
         panic!("loaded an infinite block scale");
@@ -464,13 +372,12 @@ fn the_default_numerics_follow_the_file() {
         backend_for(&quantised, Some(Backend::Flex)).unwrap(),
         Backend::Flex
     );
-    let mut float = tiny_llama(1.0);
-    let down = float
-        .tensors
-        .iter_mut()
-        .find(|t| t.name == "blk.0.ffn_down.weight")
-        .unwrap();
-    (down.ty, down.data) = (F32, f32_bytes(&[0.125; 32 * 32]));
+    let float = replace_matrix(
+        tiny_llama(1.0),
+        "blk.0.ffn_down.weight",
+        F32,
+        f32_bytes(&[0.125; 32 * 32]),
+    );
     let float = write(dir.path(), "f.gguf", &float.bytes());
     assert_eq!(backend_for(&float, None).unwrap(), Backend::Flex);
     let hf = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hf/llama");

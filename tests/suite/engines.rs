@@ -4,9 +4,8 @@
 //! the conformance probe. `.ci/run` installs both engines; elsewhere the tests are ignored unless
 //! `DELTALOGIC_VLLM` / `DELTALOGIC_LLAMACPP_SERVER` name their venvs.
 //!
-//! libtest starts tests in name order. The vLLM test is one of the suite's longest (its server
-//! starts in about half a minute on quiet cores, several beside the other tests), so its module's
-//! name sorts early: named after what it ran beside (`served_engines`), it started last and ended
+//! libtest starts tests in name order. The vLLM test is one of the suite's longest (about 3 min
+//! beside the other tests), so its module's name sorts early: named after what it ran beside (`served_engines`), it started last and ended
 //! the suite minutes after the rest.
 
 use crate::common::{self, dl};
@@ -138,9 +137,9 @@ fn vllm_scores_a_set_as_our_f32_engine_does_on_the_same_weights() {
             hf.to_str().unwrap(),
         ],
     );
-    // The serve line of ../shared/recipes/vllm-cpu.sh plus `--enforce-eager`: torch.compile took
-    // 55 s of the server's 82 s start on two quiet cores (27 s without it), and the test compares
-    // log-probs, not vLLM's speed.
+    // The serve line of ../shared/recipes/vllm-cpu.sh plus `--enforce-eager`: with torch.compile
+    // the server answered after 82 s on two quiet cores, without it after 27 s, and the test
+    // compares log-probs, not vLLM's speed.
     let port = free_port();
     let mut command = Command::new(venv("DELTALOGIC_VLLM").join("bin/vllm"));
     command

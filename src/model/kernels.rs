@@ -48,8 +48,9 @@ pub fn isa() -> Isa {
 /// Whether the portable path runs compiled for the scalar fused multiply-add instruction. Its
 /// `mul_add` rounds once either way; without the instruction it is a call to libm's `fmaf` per
 /// element (on SmolLM2's integer bit test, the portable run took 55.5 s with the call and 45.7 s
-/// with the instruction; inlining, below, did the rest). With it, the compiler may also put the portable lanes' element-wise
-/// operations in vector registers: the same IEEE operations on each element, so the same bits.
+/// with the instruction; inlining, below, did the rest). With it, the compiler may also put the
+/// portable lanes' element-wise operations in vector registers: the same IEEE operations on each
+/// element, so the same bits.
 pub(crate) fn portable_fma() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -496,27 +497,41 @@ unsafe fn block<L: Lanes>(
     rows: Range<usize>,
     cols: Range<usize>,
 ) {
+    if L::WIDE_TILES {
+        tiles::<L, 4>(x, w, k, out, n, rows, cols)
+    } else {
+        tiles::<L, 2>(x, w, k, out, n, rows, cols)
+    }
+}
+
+/// `block` in tiles of `S` × `S` outputs, and of `S` × 1, 1 × `S` or 1 × 1 at the edges.
+#[inline(always)]
+unsafe fn tiles<L: Lanes, const S: usize>(
+    x: &[f32],
+    w: &[f32],
+    k: usize,
+    out: *mut f32,
+    n: usize,
+    rows: Range<usize>,
+    cols: Range<usize>,
+) {
     let (x, w) = (x.as_ptr(), w.as_ptr());
-    let side = if L::WIDE_TILES { 4 } else { 2 };
     let mut r = rows.start;
     while r < rows.end {
-        let whole_rows = r + side <= rows.end;
+        let whole_rows = r + S <= rows.end;
         let mut c = cols.start;
         while c < cols.end {
             let (xp, wp, op) = (x.add(r * k), w.add(c * k), out.add(r * n + c));
-            let whole_cols = c + side <= cols.end;
-            match (whole_rows, whole_cols, L::WIDE_TILES) {
-                (true, true, true) => tile::<L, 4, 4>(xp, wp, k, op, n),
-                (true, false, true) => tile::<L, 4, 1>(xp, wp, k, op, n),
-                (false, true, true) => tile::<L, 1, 4>(xp, wp, k, op, n),
-                (true, true, false) => tile::<L, 2, 2>(xp, wp, k, op, n),
-                (true, false, false) => tile::<L, 2, 1>(xp, wp, k, op, n),
-                (false, true, false) => tile::<L, 1, 2>(xp, wp, k, op, n),
-                (false, false, _) => tile::<L, 1, 1>(xp, wp, k, op, n),
+            let whole_cols = c + S <= cols.end;
+            match (whole_rows, whole_cols) {
+                (true, true) => tile::<L, S, S>(xp, wp, k, op, n),
+                (true, false) => tile::<L, S, 1>(xp, wp, k, op, n),
+                (false, true) => tile::<L, 1, S>(xp, wp, k, op, n),
+                (false, false) => tile::<L, 1, 1>(xp, wp, k, op, n),
             }
-            c += if whole_cols { side } else { 1 };
+            c += if whole_cols { S } else { 1 };
         }
-        r += if whole_rows { side } else { 1 };
+        r += if whole_rows { S } else { 1 };
     }
 }
 

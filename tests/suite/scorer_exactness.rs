@@ -99,16 +99,16 @@ fn tiny_fixtures_match_reference() {
 }
 
 /// Prefix reuse (context once, each label from a fork) against one pass over context+label from
-/// a one-token state: the same bits, and the same bits again on a second run. `first` holds the
-/// scores `check_against` computed for the golden's cases.
+/// a one-token state: the same bits, and the same bits again on a second run. `scored` holds the
+/// scores already computed for the golden's cases (by `score_all`).
 fn check_reuse_and_determinism(
     scorer: &Scorer,
     golden: &Golden,
-    first: &[Vec<LabelScore>],
+    scored: &[Vec<LabelScore>],
     what: &str,
 ) {
     let bits = |s: &[f32]| s.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    for (case, reused) in golden.cases.iter().zip(first).take(8) {
+    for (case, reused) in golden.cases.iter().zip(scored).take(8) {
         let labels: Vec<String> = case.labels.iter().map(|l| l.label.clone()).collect();
         let again = scorer.score(&case.context, &labels).unwrap();
         let (ctx, label_tokens) = scorer.split_tokens(&case.context, &labels).unwrap();
@@ -137,8 +137,8 @@ fn prefix_reuse_and_full_recompute_and_reruns_are_bit_identical() {
     for arch in fixtures::ARCHS {
         let scorer = open(&fixture(arch));
         let golden = golden(&format!("hf-{arch}.json"));
-        let first = score_all(&scorer, &golden, arch);
-        check_reuse_and_determinism(&scorer, &golden, &first, arch);
+        let scored = score_all(&scorer, &golden, arch);
+        check_reuse_and_determinism(&scorer, &golden, &scored, arch);
     }
 }
 

@@ -48,6 +48,11 @@ const LLAMA3_REGEX: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|
 /// Qwen2's split: as Llama 3's, but every digit alone.
 const QWEN2_REGEX: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
+/// GPT-4o's split (`o200k`: Phi-4-mini), as llama.cpp rewrites tokenizer.json's: upper and
+/// lower case by lookahead and ASCII ranges rather than `\p{Lu}`/`\p{Ll}`, so that a non-ASCII
+/// letter counts as both (as in llama.cpp's collapsed matching), contractions spelled out.
+const GPT4O_REGEX: &str = r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
 /// The `tokenizer.ggml.pre` values understood, and llama.cpp's regex sequence for each.
 /// `ignore_merges`: a piece that is itself a vocabulary entry is taken whole (Llama 3).
 /// `add_bos`: llama.cpp's default when the file has no `tokenizer.ggml.add_bos_token`.
@@ -63,6 +68,7 @@ fn pre_tokenizer(pre: &str) -> Option<PreTokenizer> {
         "qwen2" | "deepseek-r1-qwen" | "megrez" => (&[QWEN2_REGEX], false),
         "smollm" | "starcoder" | "refact" => (&[r"\p{N}", GPT2_REGEX], false),
         "gpt-2" => (&[GPT2_REGEX], false),
+        "gpt-4o" => (&[GPT4O_REGEX], false),
         _ => return None,
     };
     // Llama 3 is the family among these that llama.cpp gives a BOS by default.
@@ -73,7 +79,7 @@ fn pre_tokenizer(pre: &str) -> Option<PreTokenizer> {
     })
 }
 
-const SUPPORTED_PRE: &str = "llama3, llama-v3, llama-bpe, qwen2, deepseek-r1-qwen, megrez, smollm, starcoder, refact, gpt-2";
+const SUPPORTED_PRE: &str = "llama3, llama-v3, llama-bpe, qwen2, deepseek-r1-qwen, megrez, smollm, starcoder, refact, gpt-2, gpt-4o";
 
 /// `tokenizer.ggml.merges` as pairs. Byte-level tokens never contain a space, so the first space
 /// after the first character separates the pair (as in llama.cpp).

@@ -211,17 +211,17 @@ pub fn fetched_model(file: &str) -> std::path::PathBuf {
     p
 }
 
-/// A copy in `dir` of the fetched Llama 2 SentencePiece vocabulary (`ggml-vocab-llama-spm.gguf`)
-/// with the metadata `key` set to `value`, opened: the tokenizer tests' way to make the settings
-/// and the malformed vocabularies no fetched file has.
-pub fn llama_spm_vocab_with(
+/// A copy in `dir` of a fetched vocabulary file (llama.cpp's `ggml-vocab-*.gguf`) with the
+/// metadata `key` set to `value`, opened: the tokenizer tests' way to make the settings and the
+/// malformed vocabularies no fetched file has.
+pub fn vocab_with(
+    file: &str,
     dir: &std::path::Path,
     key: &str,
     value: deltalogic::model::gguf_write::Meta,
 ) -> deltalogic::model::gguf::Gguf {
     use deltalogic::model::gguf::Gguf;
-    let src =
-        Gguf::open(fetched_model("ggml-vocab-llama-spm.gguf")).unwrap_or_else(|e| panic!("{e}"));
+    let src = Gguf::open(fetched_model(file)).unwrap_or_else(|e| panic!("{e}"));
     let mut w = deltalogic::model::gguf_write::GgufWriter::from_gguf(&src)
         .unwrap_or_else(|e| panic!("{e}"));
     w.kv(key, value);

@@ -1,6 +1,7 @@
 //! Our GGUF tokenizers must give exactly llama.cpp's ids (`llama-tokenize`) on every string of
 //! fixtures/tokens/<model>.jsonl, made by scripts/make_token_goldens.py (byte-level BPE) and
-//! scripts/llamacpp_spm_goldens.py (SentencePiece: the same strings).
+//! scripts/llamacpp_vocab_goldens.py (SentencePiece, and the settings written into copies of
+//! the fetched vocabularies: the same strings).
 //!
 //! Models are looked up in $DELTALOGIC_MODELS or models/ (scripts/fetch_models.sh); without them
 //! these tests are ignored (build.rs), and under CI=true a missing model fails.
@@ -146,13 +147,40 @@ fn phi3_vocab_matches_llama_cpp() {
 )]
 fn spm_without_space_prefix_matches_llama_cpp() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let gguf = crate::common::llama_spm_vocab_with(
+    let gguf = crate::common::vocab_with(
+        "ggml-vocab-llama-spm.gguf",
         dir.path(),
         "tokenizer.ggml.add_space_prefix",
         deltalogic::model::gguf_write::Meta::Bool(false),
     );
     let tok = Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"));
     check_tokenizer("llama-spm-vocab-no-space-prefix", &tok);
+}
+
+/// GPT-4o's split (`tokenizer.ggml.pre = "gpt-4o"`, Phi-4-mini's): no o200k vocabulary is
+/// fetched, so the key is written into copies of Qwen2's and Llama 3's vocabularies (llama.cpp's
+/// goldens set it by a key override). The split decides the pieces, the merges inside them are
+/// each vocabulary's; Llama 3's has the 2- and 3-digit tokens that show the digit runs.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn gpt4o_split_matches_llama_cpp() {
+    for (golden, file) in [
+        ("gpt-4o-vocab", "ggml-vocab-qwen2.gguf"),
+        ("gpt-4o-llama3-vocab", "ggml-vocab-llama-bpe.gguf"),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let gguf = crate::common::vocab_with(
+            file,
+            dir.path(),
+            "tokenizer.ggml.pre",
+            deltalogic::model::gguf_write::Meta::Str("gpt-4o".into()),
+        );
+        let tok = Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"));
+        check_tokenizer(golden, &tok);
+    }
 }
 
 /// Byte-level BPE loses nothing: decoding gives back the text.

@@ -225,7 +225,7 @@ fn spm_refusals() {
         ),
     ] {
         let dir = tempfile::tempdir().expect("temp dir");
-        let gguf = crate::common::llama_spm_vocab_with(dir.path(), key, value);
+        let gguf = crate::common::vocab_with("ggml-vocab-llama-spm.gguf", dir.path(), key, value);
         let e = Tokenizer::from_gguf(&gguf).unwrap_err().to_string();
         assert!(
             e.contains(&gguf.path().display().to_string()) && e.contains(message),

@@ -670,8 +670,9 @@ unsafe fn panel<S: Simd, const R: usize>(
             // interleaved the unrolled sub-blocks out of order (seen in the disassembly: the
             // sub-blocks' lines read downwards, block after block), and decode, which reads every
             // weight once, ran slower: Qwen2.5-1.5B Q4_K_M 13.0–13.4 tok/s without, 16.5–18.0
-            // with (2 threads, `bench --only int8`). The instruction changes no value. Not for
-            // one-sub-block types (Q4_0 … Q8_0): SmolLM2 Q4_1 decoded slower with it.
+            // with (2 threads, `bench --only int8`). The instruction changes no value. Only
+            // k-quants get it: for the one-sub-block types (Q4_0 … Q8_0) it showed no gain
+            // (SmolLM2 Q4_1 decode, if anything, slower).
             #[cfg(target_arch = "x86_64")]
             if subs > 1 {
                 std::arch::asm!("", options(nomem, nostack, preserves_flags));

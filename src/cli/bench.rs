@@ -47,22 +47,13 @@ pub struct BenchArgs {
     /// scripts/llamacpp.sh under the current directory, when present).
     #[arg(long)]
     pub llama_bench: Option<PathBuf>,
-    /// The numerics modes to measure (repeat for several; default: every mode). A 4B model's f32
-    /// mode needs 16 GB, so the largest files are measured with `--backend int8` alone.
-    #[arg(long = "backend", value_enum)]
+    /// The numerics modes to measure (repeat for several). A 4B model's f32 mode needs 16 GB, so
+    /// the largest files are measured with `--backend int8` alone.
+    #[arg(long = "backend", value_enum, default_values_t = [Backend::Flex, Backend::Int8])]
     pub backends: Vec<Backend>,
     /// Measure one backend in this process and print one JSON line (used by the driver).
     #[arg(long, value_enum)]
     pub only: Option<Backend>,
-}
-
-/// The numerics modes asked for, every mode when none was.
-fn backends(args: &BenchArgs) -> Vec<Backend> {
-    if args.backends.is_empty() {
-        vec![Backend::Flex, Backend::Int8]
-    } else {
-        args.backends.clone()
-    }
 }
 
 /// Plain English, repeated until the prompt is long enough.
@@ -357,7 +348,7 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
             None => None,
         };
         let file_mib = mib(model_bytes(model)?);
-        for backend in backends(args) {
+        for &backend in &args.backends {
             let backend_name = format!("{backend:?}").to_lowercase();
             let tokens = args.tokens.iter().map(usize::to_string);
             let out = Command::new(&exe)

@@ -13,11 +13,16 @@
 //! - a fifth bit takes a plane of 64 bytes per 8 groups (bit `k` for group `8i + k`), a fifth
 //!   and sixth bit a plane per 4 groups (bits `2k, 2k + 1` for group `4i + k`).
 //!
-//! Then come the 16 rows' f16 scales `d`, their second f16 (Q4_1's `m`, a k-quant's `dmin`),
-//! a k-quant's sub-block scales, sub-block by sub-block, 16 bytes each, and Q4_K/Q5_K's mins in
-//! groups of 4 sub-blocks as the values are (row `r`'s mins `4i..4i + 4` at bytes `4r..4r + 4` of
-//! group `i`), so that a `dpbusd` weighs them too.
-//! The only growth over the file is Q4_K/Q5_K's 6-bit scales stored as bytes (3%).
+//! Each packed block starts with its *header*: the 16 rows' f16 scales `d`, their second f16
+//! (Q4_1's `m`, a k-quant's `dmin`), a k-quant's sub-block scales, sub-block by sub-block, 16
+//! bytes each, and Q4_K/Q5_K's mins in groups of 4 sub-blocks as the values are (row `r`'s mins
+//! `4i..4i + 4` at bytes `4r..4r + 4` of group `i`), so that a `dpbusd` weighs them too. The
+//! header is padded to whole 64-byte lines, then the values follow in the order the kernel
+//! reads them: a plane right after the lower bits of its groups. Blocks are whole lines and
+//! the buffer starts on a line (`Packed`), so that no 64-byte load straddles two lines, and
+//! decode, which reads every weight once from memory, reads each block front to back.
+//! The growth over the file is Q4_K/Q5_K's 6-bit scales stored as bytes and the padding to
+//! whole lines (`Layout::offsets`).
 
 use std::ops::Range;
 
@@ -121,7 +126,7 @@ impl Layout {
     }
 
     /// Bytes of the values' lower bits (all 8, or the nibbles) of one block of a panel.
-    pub const fn low_bytes(&self) -> usize {
+    const fn low_bytes(&self) -> usize {
         if self.bits == 8 {
             self.groups() * GROUP_BYTES
         } else {
@@ -138,19 +143,35 @@ impl Layout {
         }
     }
 
-    pub const fn plane_bytes(&self) -> usize {
+    const fn plane_bytes(&self) -> usize {
         match self.groups_per_plane() {
             0 => 0,
             n => self.groups() / n * GROUP_BYTES,
         }
     }
 
-    /// Offsets within a packed block of a panel: the planes, `d`, the second f16, the scales
-    /// and the mins, then the size.
+    /// Where group `g`'s lower bits are, from the start of its block's values: a pair of
+    /// groups per line for nibbles, and with planes, each plane's groups then the plane.
+    pub const fn low_at(&self, g: usize) -> usize {
+        if self.bits == 8 {
+            return g * GROUP_BYTES;
+        }
+        match self.groups_per_plane() {
+            0 => g / 2 * GROUP_BYTES,
+            n => (g / n * (n / 2 + 1) + g % n / 2) * GROUP_BYTES,
+        }
+    }
+
+    /// Where the plane of group `g`'s high bits is, from the start of its block's values
+    /// (layouts with planes).
+    pub const fn plane_at(&self, g: usize) -> usize {
+        let n = self.groups_per_plane();
+        (g / n * (n / 2 + 1) + n / 2) * GROUP_BYTES
+    }
+
+    /// Offsets of a packed block's header fields and of its blocks within a panel.
     pub const fn offsets(&self) -> Offsets {
-        let planes = self.low_bytes();
-        let d = planes + self.plane_bytes();
-        let second = d + 2 * PANEL;
+        let second = 2 * PANEL;
         let sc = second
             + match self.second {
                 Second::None => 0,
@@ -161,31 +182,88 @@ impl Layout {
                 Scales::None => 0,
                 _ => self.subs() * PANEL,
             };
-        let size = min
+        let header = min
             + match self.scales {
                 Scales::WithMins => self.subs() * PANEL,
                 _ => 0,
             };
+        // Every header is whole 32-byte halves of a line: two blocks share their header lines
+        // where one would leave half a line (Q4_0, Q5_0, Q8_0 and Q6_K).
+        let per_unit = if header.is_multiple_of(LINE) { 1 } else { 2 };
+        let values = self.low_bytes() + self.plane_bytes();
         Offsets {
-            planes,
-            d,
             second,
             sc,
             min,
-            size,
+            header,
+            values,
+            per_unit,
+            unit: (per_unit * header).next_multiple_of(LINE) + per_unit * values,
         }
     }
 }
 
-/// Byte offsets within one packed block of a panel (`Layout::offsets`).
+/// A cache line: blocks and their values start on one.
+const LINE: usize = 64;
+
+/// Where things are in a panel (`Layout::offsets`). A panel is units of `per_unit` blocks: their
+/// headers, then each block's values. In a header: the rows' `d` first, then the fields below.
 #[derive(Clone, Copy, Debug)]
 pub struct Offsets {
-    pub planes: usize,
-    pub d: usize,
     pub second: usize,
     pub sc: usize,
     pub min: usize,
-    pub size: usize,
+    header: usize,
+    values: usize,
+    per_unit: usize,
+    unit: usize,
+}
+
+impl Offsets {
+    /// Block `b`'s header, from the start of its panel.
+    pub const fn header(&self, b: usize) -> usize {
+        b / self.per_unit * self.unit + b % self.per_unit * self.header
+    }
+
+    /// Block `b`'s values, from the start of its panel.
+    pub const fn values(&self, b: usize) -> usize {
+        let headers = (self.per_unit * self.header).next_multiple_of(LINE);
+        b / self.per_unit * self.unit + headers + b % self.per_unit * self.values
+    }
+
+    /// Bytes of a panel of `blocks` blocks.
+    pub const fn panel(&self, blocks: usize) -> usize {
+        blocks.div_ceil(self.per_unit) * self.unit
+    }
+}
+
+/// Packed panels, in memory that starts on a cache line.
+pub struct Packed {
+    lines: Vec<Line>,
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; LINE]);
+
+impl Packed {
+    fn zeroed(len: usize) -> Packed {
+        Packed {
+            lines: vec![Line([0; LINE]); len.div_ceil(LINE)],
+            len,
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `Line` is 64 bytes without padding; `len` lies within the lines.
+        unsafe { std::slice::from_raw_parts(self.lines.as_ptr().cast(), self.len) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as `bytes`, borrowed uniquely.
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast(), self.len) }
+    }
 }
 
 /// Panels repacked between two calls of `pack`'s `done` (1,024 rows).
@@ -200,13 +278,17 @@ pub fn pack(
     rows: usize,
     bytes: &[u8],
     done: impl Fn(Range<usize>),
-) -> Vec<u8> {
+) -> Packed {
     let nb = cols / layout.block;
     let bb = layout.ty.block_bytes();
     let off = layout.offsets();
-    let panel_bytes = nb * off.size;
-    let mut out = vec![0u8; rows.div_ceil(PANEL) * panel_bytes];
-    for (chunk, panels) in out.chunks_mut(CHUNK_PANELS * panel_bytes).enumerate() {
+    let panel_bytes = off.panel(nb);
+    let mut out = Packed::zeroed(rows.div_ceil(PANEL) * panel_bytes);
+    for (chunk, panels) in out
+        .bytes_mut()
+        .chunks_mut(CHUNK_PANELS * panel_bytes)
+        .enumerate()
+    {
         let first = chunk * CHUNK_PANELS;
         panels
             .par_chunks_exact_mut(panel_bytes)
@@ -214,7 +296,7 @@ pub fn pack(
             .for_each(|(i, panel)| {
                 let p = first + i;
                 let mut ints: Vec<IntBlock> = (0..PANEL).map(|_| IntBlock::default()).collect();
-                for (b, dst) in panel.chunks_exact_mut(off.size).enumerate() {
+                for b in 0..nb {
                     for (r, int) in ints.iter_mut().enumerate() {
                         let row = p * PANEL + r;
                         if row < rows {
@@ -224,7 +306,7 @@ pub fn pack(
                             *int = IntBlock::default();
                         }
                     }
-                    pack_block(layout, &off, &ints, dst);
+                    pack_block(layout, &off, &ints, panel, b);
                 }
             });
         let row_bytes = nb * bb;
@@ -234,35 +316,38 @@ pub fn pack(
     out
 }
 
-fn pack_block(layout: &Layout, off: &Offsets, ints: &[IntBlock], dst: &mut [u8]) {
+/// Block `b` of 16 rows into its panel.
+fn pack_block(layout: &Layout, off: &Offsets, ints: &[IntBlock], panel: &mut [u8], b: usize) {
+    let (header, values) = (off.header(b), off.values(b));
     for (r, int) in ints.iter().enumerate() {
         for g in 0..layout.groups() {
             for e in 0..4 {
                 let u = int.u[4 * g + e];
-                let at = 4 * r + e;
+                let at = values + 4 * r + e;
+                let low = at + layout.low_at(g);
                 if layout.bits == 8 {
-                    dst[g * GROUP_BYTES + at] = u;
+                    panel[low] = u;
                 } else {
-                    dst[g / 2 * GROUP_BYTES + at] |= (u & 0xF) << (4 * (g % 2));
+                    panel[low] |= (u & 0xF) << (4 * (g % 2));
                 }
                 let per_plane = layout.groups_per_plane();
                 if per_plane > 0 {
                     let high = u32::from(u >> 4);
                     let width = layout.bits - 4;
                     let shift = width * (g % per_plane) as u32;
-                    dst[off.planes + g / per_plane * GROUP_BYTES + at] |= (high << shift) as u8;
+                    panel[at + layout.plane_at(g)] |= (high << shift) as u8;
                 }
             }
         }
-        dst[off.d + 2 * r..][..2].copy_from_slice(&int.d);
+        panel[header + 2 * r..][..2].copy_from_slice(&int.d);
         if layout.second != Second::None {
-            dst[off.second + 2 * r..][..2].copy_from_slice(&int.second);
+            panel[header + off.second + 2 * r..][..2].copy_from_slice(&int.second);
         }
         if layout.scales != Scales::None {
             for j in 0..layout.subs() {
-                dst[off.sc + j * PANEL + r] = int.sc[j];
+                panel[header + off.sc + j * PANEL + r] = int.sc[j];
                 if layout.scales == Scales::WithMins {
-                    dst[off.min + j / 4 * GROUP_BYTES + 4 * r + j % 4] = int.min[j];
+                    panel[header + off.min + j / 4 * GROUP_BYTES + 4 * r + j % 4] = int.min[j];
                 }
             }
         }
@@ -273,62 +358,72 @@ fn pack_block(layout: &Layout, off: &Offsets, ints: &[IntBlock], dst: &mut [u8])
 mod tests {
     use super::*;
 
-    /// Value `e` (0..block) of row `r` (0..16) of a packed block: the unsigned integer.
-    fn value(layout: &Layout, off: &Offsets, block: &[u8], r: usize, e: usize) -> u8 {
+    /// Value `e` (0..block) of row `r` (0..16) of a packed block whose values start at
+    /// `values`: the unsigned integer.
+    fn value(layout: &Layout, values: &[u8], r: usize, e: usize) -> u8 {
         let (g, at) = (e / 4, 4 * r + e % 4);
+        let low = values[layout.low_at(g) + at];
         let low = if layout.bits == 8 {
-            block[g * GROUP_BYTES + at]
+            low
         } else {
-            (block[g / 2 * GROUP_BYTES + at] >> (4 * (g % 2))) & 0xF
+            (low >> (4 * (g % 2))) & 0xF
         };
         let per_plane = layout.groups_per_plane();
         if per_plane == 0 {
             return low;
         }
         let width = layout.bits - 4;
-        let plane = block[off.planes + g / per_plane * GROUP_BYTES + at];
+        let plane = values[layout.plane_at(g) + at];
         let high = (plane >> (width * (g % per_plane) as u32)) & ((1 << width) - 1);
         low | (high << 4)
     }
 
-    /// Every value, scale and min of every row comes back from the packed form.
+    /// Every value, scale and min of every row comes back from the packed form, and every
+    /// block's values start on a cache line (odd and even numbers of blocks).
     #[test]
     fn packing_keeps_every_integer() {
         let mut s = 7u32;
         for ty in GgmlType::QUANTISED {
-            let layout = Layout::of(ty).unwrap();
-            let (rows, cols) = (21, 2 * layout.block);
-            let bytes: Vec<u8> = (0..rows * cols / ty.block_len() * ty.block_bytes())
-                .map(|_| {
-                    s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
-                    (s >> 16) as u8
-                })
-                .collect();
-            let packed = pack(&layout, cols, rows, &bytes, |_| {});
-            let off = layout.offsets();
-            let nb = cols / layout.block;
-            assert_eq!(packed.len(), rows.div_ceil(PANEL) * nb * off.size);
-            let mut int = IntBlock::default();
-            for row in 0..rows {
-                for b in 0..nb {
-                    let bb = ty.block_bytes();
-                    integers(ty, &bytes[(row * nb + b) * bb..][..bb], &mut int);
-                    let block = &packed[((row / PANEL) * nb + b) * off.size..][..off.size];
-                    let r = row % PANEL;
-                    for e in 0..layout.block {
-                        assert_eq!(value(&layout, &off, block, r, e), int.u[e], "{ty:?}");
-                    }
-                    assert_eq!(block[off.d + 2 * r..][..2], int.d);
-                    if layout.second != Second::None {
-                        assert_eq!(block[off.second + 2 * r..][..2], int.second);
-                    }
-                    for j in 0..layout.subs() {
-                        if layout.scales != Scales::None {
-                            assert_eq!(block[off.sc + j * PANEL + r], int.sc[j], "{ty:?}");
+            for nb in [2, 3] {
+                let layout = Layout::of(ty).unwrap();
+                let (rows, cols) = (21, nb * layout.block);
+                let bytes: Vec<u8> = (0..rows * cols / ty.block_len() * ty.block_bytes())
+                    .map(|_| {
+                        s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                        (s >> 16) as u8
+                    })
+                    .collect();
+                let packed = pack(&layout, cols, rows, &bytes, |_| {});
+                let packed = packed.bytes();
+                assert!((packed.as_ptr() as usize).is_multiple_of(LINE));
+                let off = layout.offsets();
+                let panel_bytes = off.panel(nb);
+                assert!(panel_bytes.is_multiple_of(LINE), "{ty:?}");
+                assert_eq!(packed.len(), rows.div_ceil(PANEL) * panel_bytes);
+                let mut int = IntBlock::default();
+                for row in 0..rows {
+                    let panel = &packed[(row / PANEL) * panel_bytes..][..panel_bytes];
+                    for b in 0..nb {
+                        let bb = ty.block_bytes();
+                        integers(ty, &bytes[(row * nb + b) * bb..][..bb], &mut int);
+                        assert!(off.values(b).is_multiple_of(LINE), "{ty:?}");
+                        let (header, values) = (&panel[off.header(b)..], &panel[off.values(b)..]);
+                        let r = row % PANEL;
+                        for e in 0..layout.block {
+                            assert_eq!(value(&layout, values, r, e), int.u[e], "{ty:?}");
                         }
-                        if layout.scales == Scales::WithMins {
-                            let at = off.min + j / 4 * GROUP_BYTES + 4 * r + j % 4;
-                            assert_eq!(block[at], int.min[j], "{ty:?}");
+                        assert_eq!(header[2 * r..][..2], int.d);
+                        if layout.second != Second::None {
+                            assert_eq!(header[off.second + 2 * r..][..2], int.second);
+                        }
+                        for j in 0..layout.subs() {
+                            if layout.scales != Scales::None {
+                                assert_eq!(header[off.sc + j * PANEL + r], int.sc[j], "{ty:?}");
+                            }
+                            if layout.scales == Scales::WithMins {
+                                let at = off.min + j / 4 * GROUP_BYTES + 4 * r + j % 4;
+                                assert_eq!(header[at], int.min[j], "{ty:?}");
+                            }
                         }
                     }
                 }

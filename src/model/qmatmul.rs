@@ -764,12 +764,13 @@ unsafe fn panel<S: Simd, const R: usize>(
     acc
 }
 
-/// How far ahead of its reads a one-row product asks for weight lines, in bytes. Measured on
-/// 40 matrices of 9728 × 2560 (more than the caches hold), one row, 1 thread, GB/s of file
-/// bytes: Q6_K 8.7–9.8 without, 15.5–16.4 at 256, 18.7–19.8 at 384, 14.7–18.2 at 512,
-/// 10.1–10.6 at 768; Q4_K 16.4–19.6 without, 18.1–21.6 at 384. With 2 threads, 384 took Q6_K
-/// from 16.2–17.0 to 24.3–33.0 and left Q4_K where it was (24–28); Q4_1, Q5_0 and Q8_0 (4864 ×
-/// 896) gained 0–15%.
+/// How far ahead of its reads a one-row product asks for weight lines, in bytes. Measured with
+/// `examples/kernel_bandwidth` (40 matrices of 9728 × 2560, more than the caches hold; one row,
+/// 1 thread; GB/s of file bytes): Q6_K 8.7–9.8 without, 15.5–16.4 at 256, 18.7–19.8 at 384,
+/// 14.7–18.2 at 512, 10.1–10.6 at 768; Q4_K 16.4–19.6 without, 18.1–21.6 at 384. With 2
+/// threads, 384 took Q6_K from 16.2–17.0 to 24.3–33.0 and left Q4_K where it was (24–28). The
+/// legacy types (4864 × 896, 2 threads) need it too: without it, the header-first layout read
+/// Q5_0 at 16.0–20.4 where the layout before had 22.8–29.7; with it, 22.9–27.1.
 const PREFETCH: usize = 384;
 
 /// A hint to bring the line of `p` into the cache; no effect on any value, and no fault

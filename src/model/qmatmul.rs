@@ -850,48 +850,20 @@ unsafe fn tile_of<S: Simd>(
                     _ => std::ptr::copy_nonoverlapping(S::store(*v).as_ptr(), to, lanes),
                 }
             };
-            let take = if left >= ROWS {
-                panel::<S, ROWS>(
-                    layout,
-                    &off,
-                    bytes,
-                    blocks,
-                    std::array::from_fn(|i| &acts[r + i]),
-                )
-                .iter()
-                .enumerate()
-                .for_each(|(i, v)| put(i, v));
-                ROWS
-            } else if left >= 4 {
-                panel::<S, 4>(
-                    layout,
-                    &off,
-                    bytes,
-                    blocks,
-                    std::array::from_fn(|i| &acts[r + i]),
-                )
-                .iter()
-                .enumerate()
-                .for_each(|(i, v)| put(i, v));
-                4
-            } else if left >= 2 {
-                panel::<S, 2>(
-                    layout,
-                    &off,
-                    bytes,
-                    blocks,
-                    std::array::from_fn(|i| &acts[r + i]),
-                )
-                .iter()
-                .enumerate()
-                .for_each(|(i, v)| put(i, v));
-                2
-            } else {
-                put(
-                    0,
-                    &panel::<S, 1>(layout, &off, bytes, blocks, [&acts[r]])[0],
-                );
-                1
+            // `panel` over the next `$n` rows, each output row put in place.
+            macro_rules! rows {
+                ($n:expr) => {{
+                    let acts = std::array::from_fn(|i| &acts[r + i]);
+                    let outs = panel::<S, { $n }>(layout, &off, bytes, blocks, acts);
+                    outs.iter().enumerate().for_each(|(i, v)| put(i, v));
+                    $n
+                }};
+            }
+            let take = match left {
+                ROWS.. => rows!(ROWS),
+                4.. => rows!(4),
+                2.. => rows!(2),
+                _ => rows!(1),
             };
             r += take;
         }

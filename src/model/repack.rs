@@ -13,16 +13,17 @@
 //! - a fifth bit takes a plane of 64 bytes per 8 groups (bit `k` for group `8i + k`), a fifth
 //!   and sixth bit a plane per 4 groups (bits `2k, 2k + 1` for group `4i + k`).
 //!
-//! Each packed block starts with its *header*: the 16 rows' f16 scales `d`, their second f16
+//! A packed block has a *header*, before its values: the 16 rows' f16 scales `d`, their second f16
 //! (Q4_1's `m`, a k-quant's `dmin`), a k-quant's sub-block scales, sub-block by sub-block, 16
 //! bytes each, and Q4_K/Q5_K's mins in groups of 4 sub-blocks as the values are (row `r`'s mins
-//! `4i..4i + 4` at bytes `4r..4r + 4` of group `i`), so that a `dpbusd` weighs them too. The
-//! header is padded to whole 64-byte lines, then the values follow in the order the kernel
-//! reads them: a plane right after the lower bits of its groups. Blocks are whole lines and
-//! the buffer starts on a line (`Packed`), so that no 64-byte load straddles two lines, and
-//! decode, which reads every weight once from memory, reads each block front to back.
-//! The growth over the file is Q4_K/Q5_K's 6-bit scales stored as bytes and the padding to
-//! whole lines (`Layout::offsets`).
+//! `4i..4i + 4` at bytes `4r..4r + 4` of group `i`), so that a `dpbusd` weighs them too.
+//! Headers fill whole 64-byte lines: where one is half a line short (Q4_0, Q5_0, Q8_0, Q6_K),
+//! two blocks keep theirs side by side before both blocks' values. The values follow in the
+//! order the kernel reads them, a plane right after the lower bits of its groups. With the
+//! buffer starting on a line (`Packed`), no 64-byte load straddles two lines, and the lines a
+//! product reads run in order through memory (decode reads each of them once, from memory).
+//! The growth over the file is Q4_K/Q5_K's 6-bit scales stored as bytes (3%), and for a row
+//! with an odd number of blocks that share header lines, the unused half of its last unit.
 
 use std::ops::Range;
 

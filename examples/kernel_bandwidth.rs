@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use deltalogic::model::gguf::BlockBytes;
 use deltalogic::model::qmatmul::{qmatmul_t_into, Activations, QMatrix};
-use deltalogic::model::quant::GgmlType;
+use deltalogic::model::quant::{type_name, GgmlType};
 
 const MATRICES: usize = 40;
 const ROUNDS: usize = 5;
@@ -21,17 +21,21 @@ const ROUNDS: usize = 5;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = "usage: kernel_bandwidth TYPE ROWS COLS [ACTIVATION_ROWS]";
-    let ty = match args.first().map(String::as_str) {
-        Some("q4_0") => GgmlType::Q4_0,
-        Some("q4_1") => GgmlType::Q4_1,
-        Some("q5_0") => GgmlType::Q5_0,
-        Some("q5_1") => GgmlType::Q5_1,
-        Some("q8_0") => GgmlType::Q8_0,
-        Some("q4_k") => GgmlType::Q4K,
-        Some("q5_k") => GgmlType::Q5K,
-        Some("q6_k") => GgmlType::Q6K,
-        _ => panic!("{usage}"),
-    };
+    // ggml's names of the types with integer kernels.
+    let ty = args
+        .first()
+        .and_then(|name| {
+            (0..=u32::from(u8::MAX)).find_map(|id| {
+                let ty = GgmlType::from_id(id).filter(|t| GgmlType::QUANTISED.contains(t))?;
+                let known = type_name(id);
+                known
+                    .split(' ')
+                    .next()?
+                    .eq_ignore_ascii_case(name)
+                    .then_some(ty)
+            })
+        })
+        .expect(usage);
     let number = |i: usize, default: Option<usize>| -> usize {
         match args.get(i) {
             Some(s) => s.parse().expect(usage),
@@ -53,16 +57,10 @@ fn main() {
                     (seed >> 16) as u8
                 })
                 .collect();
-            // Finite f16 scales: random bytes could make infinities, which only slow nothing
-            // down but make the products meaningless.
-            let scales: &[usize] = match ty {
-                GgmlType::Q6K => &[209],
-                GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[1],
-                _ => &[1, 3],
-            };
+            // Finite f16 scales, as a model's are: random bytes can make infinities.
             for block in bytes.chunks_exact_mut(ty.block_bytes()) {
-                for &at in scales {
-                    block[at] = 0x20 | (block[at] & 0x07);
+                for &at in ty.half_fields() {
+                    block[at + 1] = 0x20 | (block[at + 1] & 0x07);
                 }
             }
             QMatrix::new(ty, cols, BlockBytes::Owned(bytes), true)

@@ -99,11 +99,7 @@ impl QMatrix {
     pub fn first_non_finite(&self) -> Option<(usize, f32)> {
         let ty = self.layout.ty;
         let bb = ty.block_bytes();
-        let fields: &[usize] = match ty {
-            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
-            GgmlType::Q6K => &[208],
-            _ => &[0, 2],
-        };
+        let fields = ty.half_fields();
         let finite = |b: &[u8]| {
             fields
                 .iter()

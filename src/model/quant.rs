@@ -84,6 +84,16 @@ impl GgmlType {
         }
     }
 
+    /// Where a block keeps its f16 scales: `d`, and Q4_1/Q5_1's `m` or a k-quant's `dmin`.
+    pub fn half_fields(self) -> &'static [usize] {
+        match self {
+            GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => &[],
+            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+            GgmlType::Q6K => &[208],
+            GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4K | GgmlType::Q5K => &[0, 2],
+        }
+    }
+
     /// Bytes taken by `n` values, or `None` when `n` is not a whole number of blocks.
     pub fn bytes_for(self, n: usize) -> Option<usize> {
         n.is_multiple_of(self.block_len())

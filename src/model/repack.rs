@@ -192,14 +192,16 @@ impl Layout {
         // where one would leave half a line (Q4_0, Q5_0, Q8_0 and Q6_K).
         let per_unit = if header.is_multiple_of(LINE) { 1 } else { 2 };
         let values = self.low_bytes() + self.plane_bytes();
+        let headers = (per_unit * header).next_multiple_of(LINE);
         Offsets {
             second,
             sc,
             min,
             header,
+            headers,
             values,
             per_unit,
-            unit: (per_unit * header).next_multiple_of(LINE) + per_unit * values,
+            unit: headers + per_unit * values,
         }
     }
 }
@@ -215,6 +217,8 @@ pub struct Offsets {
     pub sc: usize,
     pub min: usize,
     header: usize,
+    /// A unit's header lines.
+    headers: usize,
     values: usize,
     per_unit: usize,
     unit: usize,
@@ -228,8 +232,7 @@ impl Offsets {
 
     /// Block `b`'s values, from the start of its panel.
     pub const fn values(&self, b: usize) -> usize {
-        let headers = (self.per_unit * self.header).next_multiple_of(LINE);
-        b / self.per_unit * self.unit + headers + b % self.per_unit * self.values
+        b / self.per_unit * self.unit + self.headers + b % self.per_unit * self.values
     }
 
     /// Bytes of a panel of `blocks` blocks.

@@ -253,10 +253,10 @@ struct Line([u8; LINE]);
 
 impl Packed {
     fn zeroed(len: usize) -> Packed {
-        Packed {
-            lines: vec![Line([0; LINE]); len.div_ceil(LINE)],
-            len,
-        }
+        let mut lines = Vec::with_capacity(len.div_ceil(LINE));
+        huge_pages(lines.spare_capacity_mut());
+        lines.resize(len.div_ceil(LINE), Line([0; LINE]));
+        Packed { lines, len }
     }
 
     pub fn bytes(&self) -> &[u8] {
@@ -267,6 +267,31 @@ impl Packed {
     fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as `bytes`, borrowed uniquely.
         unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast(), self.len) }
+    }
+}
+
+/// Asks the kernel to back the whole 2 MiB pages inside `memory` (not yet touched) with huge
+/// pages, where it only does so when asked (`transparent_hugepage` set to `madvise`). A product
+/// streams its matrix once per token in decode; on 4 KiB pages that is a page walk every 4 KiB.
+fn huge_pages<T>(memory: &mut [T]) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = memory.as_mut_ptr() as usize;
+        let end = start + std::mem::size_of_val(memory);
+        let (first, last) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
+        if first < last {
+            // SAFETY: the range lies inside `memory`, which this process owns; the advice
+            // changes how its pages are backed, never their contents. A refusal (an older
+            // kernel, huge pages off) leaves 4 KiB pages, as before.
+            unsafe {
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_HUGEPAGE,
+                )
+            };
+        }
     }
 }
 

@@ -40,7 +40,8 @@ pub struct BenchArgs {
     pub decode: usize,
     #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
     pub threads: usize,
-    /// Timed repetitions of each figure after one short warm-up; the best is reported.
+    /// Timed repetitions of each figure after one short warm-up, ours and llama-bench's; the
+    /// best of each side is reported.
     #[arg(long, default_value_t = 3, value_parser = super::bounds::count(1, super::bounds::MAX_REPS))]
     pub reps: usize,
     /// llama.cpp's llama-bench, for the side-by-side figures (default: the build of
@@ -411,7 +412,7 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
 
 fn print_table(r: &Report) {
     println!(
-        "{} threads, best of {}; decode: {} tokens after a 1-token prompt; llama.cpp: {}",
+        "{} threads, best of {} on both sides; decode: {} tokens after a 1-token prompt; llama.cpp: {}",
         r.threads,
         r.reps,
         r.decode_tokens,
@@ -506,10 +507,27 @@ fn llama_bench(exe: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<Ref
             note: None,
         };
         for r in &rows {
-            let ts = r["avg_ts"].as_f64();
+            // The best of its timed runs, as ours is the best of ours: its mean beside our best
+            // favoured us by the machine's noise (on a busy machine one llama-bench figure's
+            // runs spanned 61–127 tok/s).
+            let samples = r["samples_ts"].as_array().with_context(|| {
+                format!(
+                    "{}: no `samples_ts` in its JSON (an older build?): the best of its runs is \
+                     needed to compare with the best of ours",
+                    exe.display()
+                )
+            })?;
+            let best = samples
+                .iter()
+                .map(|v| v.as_f64().filter(|t| t.is_finite() && *t > 0.0))
+                .collect::<Option<Vec<f64>>>()
+                .filter(|ts| !ts.is_empty())
+                .with_context(|| format!("{}: `samples_ts` is not a list of rates", exe.display()))?
+                .into_iter()
+                .fold(0.0, f64::max);
             match (field(r, "n_prompt"), field(r, "n_gen")) {
-                (p, 0) if p > 0 => reference.pp.extend(ts.map(|t| (p, t))),
-                (0, g) if g == args.decode => reference.tg = ts,
+                (p, 0) if p > 0 => reference.pp.push((p, best)),
+                (0, g) if g == args.decode => reference.tg = Some(best),
                 _ => {}
             }
         }

@@ -433,3 +433,61 @@ fn build_help_is_the_benchmarks_own_and_no_help_makes_a_store() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "help and argument errors left {left:?}");
 }
+
+/// `bench` sets the best of llama-bench's runs beside the best of ours (not its mean), and
+/// refuses a llama-bench whose JSON lacks the runs: a stand-in script prints llama-bench's JSON.
+#[test]
+#[cfg_attr(models_missing, ignore = "needs scripts/fetch_models.sh")]
+fn bench_compares_the_best_runs_of_both_sides() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let model = crate::common::smollm2();
+    let fake = |name: &str, rows: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\ncat <<'END'\n{rows}\nEND\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    };
+    let bench = |llama: &Path| {
+        run(
+            &dir.path().join("store.redb"),
+            &[
+                "--json",
+                "bench",
+                "--model",
+                model.to_str().unwrap(),
+                "--tokens",
+                "8",
+                "--decode",
+                "2",
+                "--reps",
+                "1",
+                "--backend",
+                "int8",
+                "--llama-bench",
+                llama.to_str().unwrap(),
+            ],
+        )
+    };
+    let runs = fake(
+        "runs",
+        r#"[{"n_prompt": 8, "n_gen": 0, "avg_ts": 10.0, "samples_ts": [5.0, 20.0, 5.0]},
+            {"n_prompt": 0, "n_gen": 2, "avg_ts": 3.0, "samples_ts": [1.0, 6.0, 2.0]}]"#,
+    );
+    let report = json(&bench(&runs));
+    let row = &report["rows"][0];
+    assert_eq!(row["prefill_tok_s"][0]["llama_cpp"], 20.0);
+    assert_eq!(row["decode_tok_s"]["llama_cpp"], 6.0);
+    let means = fake(
+        "means",
+        r#"[{"n_prompt": 8, "n_gen": 0, "avg_ts": 10.0},
+            {"n_prompt": 0, "n_gen": 2, "avg_ts": 3.0}]"#,
+    );
+    let out = bench(&means);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("samples_ts"), "{err}");
+    assert!(
+        err.contains(means.to_str().unwrap()),
+        "names the program: {err}"
+    );
+}

@@ -20,7 +20,6 @@
 //! `DELTALOGIC_NO_AVX512=1` selects the AVX2 path and `DELTALOGIC_PORTABLE=1` the portable one,
 //! for tests and for checking that a machine without them gives the same bits.
 
-use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::sync::OnceLock;
 
@@ -587,11 +586,10 @@ unsafe impl Sync for Out {}
 
 /// Splits the columns `part` of a `[t, n]` output into tiles of up to `rows x cols` and calls
 /// `tile(out, rows, cols)` for each in parallel: threads divide outputs, never a sum. `out` points
-/// to column `part.start` and `cols` counts from there; `tile` must write `out[r * n + c]` for
-/// every `r` in its rows and `c` in its columns, and nothing else (`out` may not have been
-/// written before: `filled`).
+/// to column `part.start` and `cols` counts from there; `tile` must write only `out[r * n + c]`
+/// for `r` in its rows and `c` in its columns.
 pub(crate) fn par_tiles(
-    out: &mut [MaybeUninit<f32>],
+    out: &mut [f32],
     n: usize,
     part: Range<usize>,
     (rows, cols): (usize, usize),
@@ -600,7 +598,7 @@ pub(crate) fn par_tiles(
     assert!(part.end <= n);
     let (t, width) = (out.len() / n.max(1), part.len());
     // SAFETY: `part.start < n` or the part is empty (no task runs).
-    let ptr = Out(unsafe { out.as_mut_ptr().add(part.start.min(out.len())).cast() });
+    let ptr = Out(unsafe { out.as_mut_ptr().add(part.start.min(out.len())) });
     let (row_tasks, col_tasks) = (t.div_ceil(rows), width.div_ceil(cols));
     (0..row_tasks * col_tasks).into_par_iter().for_each(|task| {
         let (rt, ct) = (task / col_tasks, task % col_tasks);
@@ -614,33 +612,10 @@ pub(crate) fn par_tiles(
 }
 
 /// Writes `part: [t, m]` into the columns `first..first + m` of `out: [t, n]`.
-pub(crate) fn put_columns(
-    part: &[f32],
-    m: usize,
-    out: &mut [MaybeUninit<f32>],
-    n: usize,
-    first: usize,
-) {
+pub(crate) fn put_columns(part: &[f32], m: usize, out: &mut [f32], n: usize, first: usize) {
     for (o, p) in out.chunks_exact_mut(n).zip(part.chunks_exact(m)) {
-        o[first..first + m]
-            .iter_mut()
-            .zip(p)
-            .for_each(|(o, &p)| _ = o.write(p));
+        o[first..first + m].copy_from_slice(p);
     }
-}
-
-/// `len` floats written by `fill`, in memory not zeroed first: a product's output is written
-/// whole by its tiles, and zeroing it beforehand was 3% of a prefill (`memset` in a profile of
-/// the main job).
-///
-/// # Safety
-/// `fill` must write every element of the slice it is given.
-pub(crate) unsafe fn filled(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) -> Vec<f32> {
-    let mut out = Vec::with_capacity(len);
-    fill(&mut out.spare_capacity_mut()[..len]);
-    // SAFETY: the first `len` elements were written (the caller's promise).
-    unsafe { out.set_len(len) };
-    out
 }
 
 /// `x · wᵀ`: `x` is `[t, k]`, `w` is `[n, k]`, the result `[t, n]`. Each output is the canonical
@@ -648,17 +623,20 @@ pub(crate) unsafe fn filled(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>
 pub fn matmul_t(x: &[f32], w: &[f32], k: usize) -> Vec<f32> {
     assert!(k > 0 && x.len().is_multiple_of(k) && w.len().is_multiple_of(k));
     let (t, n) = (x.len() / k, w.len() / k);
+    let mut out = vec![0f32; t * n];
     let isa = isa();
-    let fill = |out: &mut [MaybeUninit<f32>]| {
-        par_tiles(out, n, 0..n, (TASK_ROWS, TASK_COLS), |out, rows, cols| {
+    par_tiles(
+        &mut out,
+        n,
+        0..n,
+        (TASK_ROWS, TASK_COLS),
+        |out, rows, cols| {
             // SAFETY: `rows`/`cols` lie inside `x`, `w` and `out` (shapes checked above), tiles
             // are disjoint.
             unsafe { block_on(isa, x, w, k, out, n, rows, cols) }
-        })
-    };
-    // SAFETY: the tiles cover every row and column of the output, and `block` writes each of
-    // its outputs.
-    unsafe { filled(t * n, fill) }
+        },
+    );
+    out
 }
 
 /// `x · wᵀ` for a weight `w: [n, k]` kept in another form (quantised blocks, say):
@@ -673,18 +651,22 @@ pub fn matmul_t_rows(
 ) -> Vec<f32> {
     assert!(k > 0 && x.len().is_multiple_of(k));
     let t = x.len() / k;
+    let mut out = vec![0f32; t * n];
     let isa = isa();
-    let fill = |out: &mut [MaybeUninit<f32>]| {
-        par_tiles(out, n, 0..n, (TASK_ROWS, TASK_COLS), |out, rows, cols| {
+    par_tiles(
+        &mut out,
+        n,
+        0..n,
+        (TASK_ROWS, TASK_COLS),
+        |out, rows, cols| {
             let mut w = vec![0f32; cols.len() * k];
             rows_of(cols.clone(), &mut w);
             // SAFETY: `w` holds this tile's `cols.len()` rows; `out` is shifted to the tile's
             // first column and written with stride `n` as in `matmul_t`.
             unsafe { block_on(isa, x, &w, k, out.add(cols.start), n, rows, 0..cols.len()) }
-        })
-    };
-    // SAFETY: as in `matmul_t`.
-    unsafe { filled(t * n, fill) }
+        },
+    );
+    out
 }
 
 /// `block` on the path `isa`.

@@ -19,7 +19,6 @@
 //! so the width of the vector unit changes how many outputs run at once, never an output's own
 //! operations.
 
-use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::sync::OnceLock;
 
@@ -28,8 +27,8 @@ use rayon::prelude::*;
 
 use super::gguf::BlockBytes;
 use super::kernels::{
-    each, filled, isa, matmul_t, matmul_t_rows, on_lanes, par_tiles, portable_fma, put_columns,
-    Isa, Lanes, LANES,
+    each, isa, matmul_t, matmul_t_rows, on_lanes, par_tiles, portable_fma, put_columns, Isa, Lanes,
+    LANES,
 };
 use super::quant::{dequantize, GgmlType};
 use super::repack::{self, Layout, Offsets, Scales, Second, GROUP_BYTES, PANEL};
@@ -1043,19 +1042,6 @@ pub fn qmatmul_t_into(
     n: usize,
     first: usize,
 ) {
-    // SAFETY: an f32 is a written `MaybeUninit<f32>`, and only f32s are written to it.
-    let out = unsafe { &mut *(out as *mut [f32] as *mut [MaybeUninit<f32>]) };
-    qmatmul_t_fill(acts, w, out, n, first)
-}
-
-/// `qmatmul_t_into` into memory not yet written: it writes every element of those columns.
-pub(crate) fn qmatmul_t_fill(
-    acts: &mut Activations,
-    w: &QMatrix,
-    out: &mut [MaybeUninit<f32>],
-    n: usize,
-    first: usize,
-) {
     assert!(acts.x.len().is_multiple_of(w.cols) && out.len() == acts.x.len() / w.cols * n);
     if !w.integer {
         let part = f32_product(acts.x, w);
@@ -1080,33 +1066,23 @@ fn f32_product(x: &[f32], w: &QMatrix) -> Vec<f32> {
     if t <= TASK_ROWS {
         return matmul_t_rows(x, n, k, rows_of);
     }
+    let mut out = vec![0f32; t * n];
     let mut buf = vec![0f32; F32_CHUNK * k];
-    // SAFETY: the chunks' columns cover `0..n`, every row written by `put_columns`.
-    unsafe {
-        filled(t * n, |out| {
-            for first in (0..n).step_by(F32_CHUNK) {
-                let m = F32_CHUNK.min(n - first);
-                buf[..m * k]
-                    .par_chunks_mut(k)
-                    .enumerate()
-                    .for_each(|(i, row)| rows_of(first + i..first + i + 1, row));
-                let part = matmul_t(x, &buf[..m * k], k);
-                put_columns(&part, m, out, n, first);
-            }
-        })
+    for first in (0..n).step_by(F32_CHUNK) {
+        let m = F32_CHUNK.min(n - first);
+        buf[..m * k]
+            .par_chunks_mut(k)
+            .enumerate()
+            .for_each(|(i, row)| rows_of(first + i..first + i + 1, row));
+        let part = matmul_t(x, &buf[..m * k], k);
+        put_columns(&part, m, &mut out, n, first);
     }
+    out
 }
 
 /// The integer product of `acts` (quantised for `w`'s layout) and `w` on `path`, into the
 /// columns from `first` of `out: [t, n]`.
-fn product(
-    acts: &[ActRow],
-    w: &QMatrix,
-    path: Path,
-    out: &mut [MaybeUninit<f32>],
-    n: usize,
-    first: usize,
-) {
+fn product(acts: &[ActRow], w: &QMatrix, path: Path, out: &mut [f32], n: usize, first: usize) {
     w.packed();
     par_tiles(
         out,
@@ -1220,12 +1196,9 @@ mod tests {
             let mut deq = vec![0f32; rows * cols];
             dequantize(ty, &bytes, &mut deq);
             for path in paths() {
-                // NaN-filled: an output the product failed to write would stay NaN.
-                let mut out = vec![MaybeUninit::new(f32::NAN); t * rows];
+                let mut got = vec![0f32; t * rows];
                 let acts: Vec<ActRow> = x.chunks(cols).map(|r| quantize(r, &w.layout)).collect();
-                product(&acts, &w, path, &mut out, rows, 0);
-                // SAFETY: every element was initialised (NaN, then written).
-                let got: Vec<f32> = out.iter().map(|v| unsafe { v.assume_init() }).collect();
+                product(&acts, &w, path, &mut got, rows, 0);
                 for r in 0..t {
                     let xr = &x[r * cols..][..cols];
                     for c in 0..rows {

@@ -117,24 +117,21 @@ impl Matrix {
         }
         let t = x.len() / self.cols;
         let n: usize = self.parts.iter().map(|p| self.part_rows(p)).sum();
+        let mut out = vec![0f32; t * n];
         let mut acts = qmatmul::Activations::new(x);
-        // SAFETY: the parts' columns are `0..n` side by side, each written whole.
-        unsafe {
-            kernels::filled(t * n, |out| {
-                let mut first = 0;
-                for part in &self.parts {
-                    let m = self.part_rows(part);
-                    match part {
-                        Rows::F32(data) => {
-                            let p = kernels::matmul_t(x, data, self.cols);
-                            kernels::put_columns(&p, m, out, n, first);
-                        }
-                        Rows::Quant(q) => qmatmul::qmatmul_t_fill(&mut acts, q, out, n, first),
-                    }
-                    first += m;
+        let mut first = 0;
+        for part in &self.parts {
+            let m = self.part_rows(part);
+            match part {
+                Rows::F32(data) => {
+                    let p = kernels::matmul_t(x, data, self.cols);
+                    kernels::put_columns(&p, m, &mut out, n, first);
                 }
-            })
+                Rows::Quant(q) => qmatmul::qmatmul_t_into(&mut acts, q, &mut out, n, first),
+            }
+            first += m;
         }
+        out
     }
 
     /// Multiply-adds of one row through the matrix, and the bytes of its weights as held.

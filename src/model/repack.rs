@@ -272,7 +272,10 @@ impl Packed {
 
 /// Asks the kernel to back the whole 2 MiB pages inside `memory` (not yet touched) with huge
 /// pages, where it only does so when asked (`transparent_hugepage` set to `madvise`). A product
-/// streams its matrix once per token in decode; on 4 KiB pages that is a page walk every 4 KiB.
+/// streams its matrix once per token in decode, a new 4 KiB page every 64 lines. Measured with
+/// `examples/kernel_bandwidth` (2 threads, 9728 × 2560, interleaved rounds on a noisy machine):
+/// Q6_K 23.1 → 27.2 GB/s, the mean of 6 rounds; Q4_K no difference over 3.
+#[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
 fn huge_pages<T>(memory: &mut [T]) {
     #[cfg(target_os = "linux")]
     {

@@ -1126,15 +1126,10 @@ mod tests {
         let mut out = Vec::new();
         for _ in 0..rows * cols / ty.block_len() {
             let mut b: Vec<u8> = (0..ty.block_bytes()).map(|_| next()).collect();
-            match ty {
-                GgmlType::Q6K => b[209] = 0x20 | (b[209] & 0x07),
-                _ => b[1] = 0x20 | (b[1] & 0x07),
-            }
-            if matches!(
-                ty,
-                GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4K | GgmlType::Q5K
-            ) {
-                b[3] = 0xA0 | (b[3] & 0x07);
+            // The high byte of each f16 scale: `d` small and positive, a second scale (`m`,
+            // `dmin`) small and negative.
+            for (&at, high) in ty.half_fields().iter().zip([0x20, 0xA0]) {
+                b[at + 1] = high | (b[at + 1] & 0x07);
             }
             out.extend(b);
         }

@@ -34,9 +34,10 @@ fn main() -> std::process::ExitCode {
 /// those pages back only to fault them in again in the next layer. `bench --only int8 --tokens
 /// 256 --decode 1 --reps 3` (load and four prefills), trim threshold 32 → 64 MiB: Qwen2.5-1.5B
 /// Q4_K_M 814 k → 129 k minor faults and 226 → 320 tok/s, the Qwen3-4B shape 1.21 M → 314 k and
-/// 95 → 113 tok/s, peak RSS the same. 128 MiB saved more faults on 1024-token prompts of the 4B
-/// shapes but kept 28–120 MB more resident on the smaller models, SmolLM2's ratio to its file
-/// and cache going from 1.26 to 1.48 (`bench`'s memory target is 1.3).
+/// 95 → 113 tok/s, their peak RSS the same (Qwen2.5-0.5B's rose 463 → 526 MB, 1.07 times its
+/// file and cache). 128 MiB saved more faults on 1024-token prompts of the 4B shapes but kept
+/// 28–120 MB more resident on the smaller models, SmolLM2's ratio to its file and cache going
+/// from 1.26 to 1.48 (`bench`'s memory target is 1.3).
 fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

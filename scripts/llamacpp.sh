@@ -23,7 +23,7 @@ if [[ "${1:-}" == "--avx2" ]]; then
 fi
 VENV="$TOOLS/venv"
 JOBS="${JOBS:-2}"
-TARGETS=(llama-tokenize llama-bench llama-perplexity llama-quantize)
+TARGETS=(llama-tokenize llama-bench llama-batched-bench llama-perplexity llama-quantize)
 
 mkdir -p "$TOOLS"
 if [[ ! -x "$VENV/bin/cmake" ]]; then

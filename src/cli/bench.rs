@@ -11,7 +11,12 @@
 //!
 //! Each (model, backend) runs in a child process so that its peak RSS (VmHWM) is its own.
 //! Decode is what greedy generation runs: from a one-token state, `next_logits` then `prefill`
-//! of the chosen token, step after step, as llama-bench's `tg` decodes from an empty cache.
+//! of the chosen token, step after step, as llama-bench's `tg` decodes from an empty cache. The
+//! second decode figure is what the runner does with a run's generations: `--parallel` of them
+//! stepped together (`next_logits_each` then `step`), each after its own one-token prompt,
+//! beside llama-batched-bench decoding as many sequences together (`-npp 1 -npl`). A step of
+//! several reads the weights once for all of them, so it is a short prefill, and its share is
+//! of the multiply-add peak.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::qmatmul;
 use crate::model::scorer::{set_threads, Backend, Scorer};
+use crate::model::transformer::State;
 
 /// Where `scripts/llamacpp.sh` builds llama-bench, relative to the repository root.
 const LLAMA_BENCH: &str = ".tools/llama.cpp-build/bin/llama-bench";
@@ -38,6 +44,10 @@ pub struct BenchArgs {
     /// Tokens generated one at a time after a one-token prompt (the decode figure).
     #[arg(long, default_value_t = 64, value_parser = super::bounds::count(1, super::bounds::MAX_TOKENS))]
     pub decode: usize,
+    /// Generations stepped together for the second decode figure, each after its own one-token
+    /// prompt (what the runner's lockstep does with a run's generations).
+    #[arg(long, default_value_t = crate::eval::LOCKSTEP, value_parser = super::bounds::count(1, 256))]
+    pub parallel: usize,
     #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
     pub threads: usize,
     /// Timed repetitions of each figure after one short warm-up, ours and llama-bench's; the
@@ -85,10 +95,16 @@ struct Measurement {
     /// Prefill tokens/s per prompt length, in `--tokens` order.
     prefill_tok_s: Vec<f64>,
     decode_tok_s: f64,
+    /// Tokens/s of all `--parallel` generations together.
+    parallel_decode_tok_s: f64,
     load_s: f64,
     peak_rss_mib: f64,
     /// The KV cache of the longest run (prompt or decode), f32 keys and values.
     kv_mib: f64,
+    /// The peak resident set of the parallel decode, measured from the end of the rest, and the
+    /// KV cache of its generations.
+    parallel_peak_rss_mib: f64,
+    parallel_kv_mib: f64,
     /// Multiply-adds of the weight matrices per prefill token.
     macs_per_token: f64,
     /// Bytes of weights read per decode step.
@@ -139,17 +155,39 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
         Ok(())
     })?;
     let cfg = scorer.model().config();
+    let kv_per_position = cfg.layers * 2 * cfg.kv_heads * cfg.head_dim * 4;
+    let peak_rss_mib = peak_rss_kib()? / 1024.0;
+    reset_peak_rss()?;
+    // Different one-token prompts, as llama-batched-bench's sequences have (not shared).
+    let starts = (0..args.parallel)
+        .map(|i| scorer.prefill(&empty, &tokens[i % tokens.len()..][..1]))
+        .collect::<Result<Vec<_>, _>>()?;
+    let parallel = best_of(&mut || {
+        let mut states = starts.clone();
+        for _ in 0..args.decode {
+            let refs: Vec<&State> = states.iter().collect();
+            let next: Vec<u32> = scorer
+                .next_logits_each(&refs)?
+                .iter()
+                .map(|l| argmax(l))
+                .collect();
+            states = scorer.step(&refs, &next)?;
+        }
+        Ok(())
+    })?;
     let positions = longest.max(args.decode + 1);
-    let kv_bytes = positions * cfg.layers * 2 * cfg.kv_heads * cfg.head_dim * 4;
     let cost = scorer.model().weight_cost();
     Ok(Measurement {
         macs_per_token: cost.macs_per_token as f64,
         decode_bytes: cost.decode_bytes as f64,
         prefill_tok_s,
         decode_tok_s: args.decode as f64 / s,
+        parallel_decode_tok_s: (args.parallel * args.decode) as f64 / parallel,
         load_s,
-        peak_rss_mib: peak_rss_kib()? / 1024.0,
-        kv_mib: mib(kv_bytes as u64),
+        peak_rss_mib,
+        kv_mib: mib((positions * kv_per_position) as u64),
+        parallel_peak_rss_mib: peak_rss_kib()? / 1024.0,
+        parallel_kv_mib: mib((args.parallel * (args.decode + 1) * kv_per_position) as u64),
     })
 }
 
@@ -178,6 +216,18 @@ fn peak_rss_kib() -> anyhow::Result<f64> {
         .context("no VmHWM in /proc/self/status")?;
     let kib = line.split_whitespace().nth(1).and_then(|v| v.parse().ok());
     kib.context("unreadable VmHWM line")
+}
+
+/// Starts VmHWM again from the memory in use (`clear_refs` 5), so that the next phase's peak is
+/// its own: the heap that earlier phases freed and the allocator kept is handed back first.
+fn reset_peak_rss() -> anyhow::Result<()> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    std::fs::write("/proc/self/clear_refs", "5")
+        .context("resetting the peak RSS through /proc/self/clear_refs")
 }
 
 /// Bytes of the model: the GGUF file, or every file of a model directory.
@@ -292,12 +342,18 @@ struct Row {
     backend: String,
     prefill_tok_s: Vec<Prefill>,
     decode_tok_s: Figure,
+    /// All `--parallel` generations together, against llama-batched-bench.
+    parallel_decode_tok_s: Figure,
     load_s: f64,
     peak_rss_mib: f64,
     file_mib: f64,
     kv_mib: f64,
     /// Peak RSS over (file + KV cache): the memory target is at most 1.3.
     rss_over_file_and_kv: f64,
+    /// The same of the parallel decode alone.
+    parallel_peak_rss_mib: f64,
+    parallel_kv_mib: f64,
+    parallel_rss_over_file_and_kv: f64,
 }
 
 #[derive(Serialize)]
@@ -306,6 +362,8 @@ struct Report {
     limits: Limits,
     reps: usize,
     decode_tokens: usize,
+    /// Generations stepped together in the second decode figure.
+    parallel: usize,
     llama_bench: Option<String>,
     /// How llama-bench ran, per model (`--repack 0` when repacking crashed).
     llama_bench_notes: Vec<String>,
@@ -328,6 +386,7 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
         reps: args.reps,
         limits,
         decode_tokens: args.decode,
+        parallel: args.parallel,
         llama_bench: llama.as_ref().map(|p| p.display().to_string()),
         llama_bench_notes: Vec::new(),
         rows: Vec::new(),
@@ -357,6 +416,7 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
                 .args(["--model".as_ref(), model.as_os_str()])
                 .args(["--tokens", &tokens.collect::<Vec<_>>().join(",")])
                 .args(["--decode", &args.decode.to_string()])
+                .args(["--parallel", &args.parallel.to_string()])
                 .args(["--threads", &args.threads.to_string()])
                 .args(["--reps", &args.reps.to_string(), "--only", &backend_name])
                 .output()
@@ -394,11 +454,24 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
                     reference.as_ref().and_then(|r| r.tg),
                     Some(decode_share),
                 ),
+                // A step reads the weights once for every generation: a short prefill, whose
+                // share is of the multiply-add peak.
+                parallel_decode_tok_s: Figure::new(
+                    m.parallel_decode_tok_s,
+                    reference.as_ref().and_then(|r| r.parallel_tg),
+                    integer.then(|| {
+                        m.parallel_decode_tok_s * m.macs_per_token / limits.int8_macs_per_s
+                    }),
+                ),
                 load_s: m.load_s,
                 peak_rss_mib: m.peak_rss_mib,
                 file_mib,
                 kv_mib: m.kv_mib,
                 rss_over_file_and_kv: m.peak_rss_mib / (file_mib + m.kv_mib),
+                parallel_peak_rss_mib: m.parallel_peak_rss_mib,
+                parallel_kv_mib: m.parallel_kv_mib,
+                parallel_rss_over_file_and_kv: m.parallel_peak_rss_mib
+                    / (file_mib + m.parallel_kv_mib),
             });
         }
     }
@@ -422,7 +495,8 @@ fn print_table(r: &Report) {
     );
     println!(
         "this machine: integer multiply-add peak {:.1} G/s, streaming read {:.1} GB/s; share: \
-         the weight matrices' work at our rate over that limit (prefill in int8, decode)",
+         the weight matrices' work at our rate over that limit (prefill and parallel decode in \
+         int8, decode)",
         r.limits.int8_macs_per_s / 1e9,
         r.limits.read_bytes_per_s / 1e9
     );
@@ -444,18 +518,31 @@ fn print_table(r: &Report) {
             .prefill_tok_s
             .iter()
             .map(|p| (format!("pp{}", p.tokens), &p.tok_s))
-            .chain([(format!("tg{}", r.decode_tokens), &row.decode_tok_s)]);
+            .chain([
+                (format!("tg{}", r.decode_tokens), &row.decode_tok_s),
+                (
+                    format!("tg{}x{}", r.decode_tokens, r.parallel),
+                    &row.parallel_decode_tok_s,
+                ),
+            ]);
+        let last = row.prefill_tok_s.len() + 1;
         for (i, (figure, f)) in figures.enumerate() {
             let [ours, lc, ratio, share] = f.cells();
-            let memory = if i == 0 {
-                format!(
+            // The parallel decode's memory is its own (`reset_peak_rss`), on its line.
+            let memory = match i {
+                0 => format!(
                     "{:>9.0} {:>9.0} {:>9.2}",
                     row.peak_rss_mib,
                     row.file_mib + row.kv_mib,
                     row.rss_over_file_and_kv
-                )
-            } else {
-                String::new()
+                ),
+                i if i == last => format!(
+                    "{:>9.0} {:>9.0} {:>9.2}",
+                    row.parallel_peak_rss_mib,
+                    row.file_mib + row.parallel_kv_mib,
+                    row.parallel_rss_over_file_and_kv
+                ),
+                _ => String::new(),
             };
             println!(
                 "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {:>6} {memory}",
@@ -472,6 +559,8 @@ fn print_table(r: &Report) {
 struct Reference {
     pp: Vec<(usize, f64)>,
     tg: Option<f64>,
+    /// llama-batched-bench's generation rate of `--parallel` sequences together.
+    parallel_tg: Option<f64>,
     note: Option<String>,
 }
 
@@ -504,6 +593,7 @@ fn llama_bench(exe: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<Ref
         let mut reference = Reference {
             pp: Vec::new(),
             tg: None,
+            parallel_tg: None,
             note: None,
         };
         for r in &rows {
@@ -533,14 +623,62 @@ fn llama_bench(exe: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<Ref
         }
         Ok(Some(reference))
     };
-    if let Some(r) = run(&[])? {
-        return Ok(r);
+    let (mut reference, repack) = match run(&[])? {
+        Some(r) => (r, true),
+        None => match run(&["--repack", "0"])? {
+            Some(mut r) => {
+                r.note = Some("llama-bench ran with --repack 0 (it crashed with repacking)".into());
+                (r, false)
+            }
+            None => bail!("{} failed on {}", exe.display(), model.display()),
+        },
+    };
+    let batched = exe.with_file_name("llama-batched-bench");
+    if batched.is_file() {
+        reference.parallel_tg = Some(llama_batched_bench(&batched, model, args, repack)?);
     }
-    match run(&["--repack", "0"])? {
-        Some(mut r) => {
-            r.note = Some("llama-bench ran with --repack 0 (it crashed with repacking)".into());
-            Ok(r)
+    Ok(reference)
+}
+
+/// llama-batched-bench's rate of `--parallel` sequences decoded together, each after its own
+/// one-token prompt (`-npp 1 -ntg` the decode count), best of `--reps` runs (it times one run).
+fn llama_batched_bench(
+    exe: &Path,
+    model: &Path,
+    args: &BenchArgs,
+    repack: bool,
+) -> anyhow::Result<f64> {
+    let context = args.parallel * (args.decode + 1);
+    let mut best = 0f64;
+    for _ in 0..args.reps {
+        let out = Command::new(exe)
+            .args(["-m".as_ref(), model.as_os_str()])
+            .args(["-npp", "1", "-ntg", &args.decode.to_string()])
+            .args(["-npl", &args.parallel.to_string()])
+            .args(["-c", &context.to_string(), "-t", &args.threads.to_string()])
+            .args(["--output-format", "jsonl"])
+            .args(if repack {
+                &[][..]
+            } else {
+                &["--no-repack"][..]
+            })
+            .output()
+            .with_context(|| format!("running {}", exe.display()))?;
+        if !out.status.success() {
+            bail!(
+                "{} failed on {}: {}",
+                exe.display(),
+                model.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
-        None => bail!("{} failed on {}", exe.display(), model.display()),
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let rate = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find_map(|r| r["speed_tg"].as_f64().filter(|t| t.is_finite() && *t > 0.0))
+            .with_context(|| format!("{}: no `speed_tg` in its output", exe.display()))?;
+        best = best.max(rate);
     }
+    Ok(best)
 }

@@ -499,6 +499,14 @@ impl Generation for Loaded {
         Ok(self.scorer.next_logits(state)?)
     }
 
+    fn next_logits_each(&self, states: &[&State]) -> Result<Vec<Vec<f32>>> {
+        Ok(self.scorer.next_logits_each(states)?)
+    }
+
+    fn step(&self, states: &[&State], tokens: &[u32]) -> Result<Vec<State>> {
+        Ok(self.scorer.step(states, tokens)?)
+    }
+
     fn decode(&self, tokens: &[u32]) -> Result<String> {
         Ok(self.scorer.decode(tokens)?)
     }

@@ -1,7 +1,8 @@
 //! Runs jobs as a prefix tree: jobs sorted by their context tokens, every shared prefix computed
 //! once, and the tree's branches run side by side. At each job's context the caller's work runs
-//! from the context's state (scoring label continuations, or greedy generation). The forward
-//! tokens computed equal the distinct tokens of the tree: its lower bound.
+//! from the context's state (scoring label continuations, or handing the state to the calling
+//! thread, where generations run stepped together). The forward tokens computed equal the
+//! distinct tokens of the tree: its lower bound.
 //!
 //! # Why branches run side by side
 //! A prompt's prefill alternates wide products, which the kernels split over the rayon pool, with
@@ -53,8 +54,8 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 /// Runs every job. `work(tag, state)` runs on a lane for each tag, with the state of its job's
 /// context, and returns its output and the tokens it ran through the model itself;
 /// `done(tag, output, forward tokens so far)` receives each output on the calling thread, in the
-/// order they finish. The first error (from `work`, `done` or the model) stops the run and is
-/// returned.
+/// order they finish; at most one output per lane waits for it. The first error (from `work`,
+/// `done` or the model) stops the run and is returned.
 pub fn run<M, T, W, D>(model: &M, mut jobs: Vec<Job>, work: W, mut done: D) -> Result<TreeStats>
 where
     M: Prefill,
@@ -72,7 +73,9 @@ where
     }
     let threads = rayon::current_num_threads();
     let lanes = threads.clamp(1, jobs.len());
-    let (tx, rx) = mpsc::channel();
+    // Bounded: a lane waits while the caller is busy with earlier outputs, so outputs that hold
+    // much (a generation's prompt state, for one) do not pile up unread.
+    let (tx, rx) = mpsc::sync_channel(lanes);
     let walk = Walk {
         model,
         work: &work,
@@ -155,7 +158,7 @@ struct Walk<'a, M: Prefill, W> {
     wake: Condvar,
 }
 
-type Sent<T> = mpsc::Sender<(usize, T, u64)>;
+type Sent<T> = mpsc::SyncSender<(usize, T, u64)>;
 
 impl<'a, M, T, W> Walk<'a, M, W>
 where

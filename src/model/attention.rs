@@ -111,12 +111,19 @@ impl Kv {
         Rows::Blocks { keys, values }
     }
 
-    fn is_short(&self) -> bool {
+    /// Positions held.
+    pub fn positions(&self) -> usize {
+        self.len
+    }
+
+    /// Fewer positions than make a block: kept as computed, joined at each call.
+    pub fn is_short(&self) -> bool {
         matches!(self.rows, Rows::Short { .. })
     }
 
-    /// Short spans joined into one in the block layout.
-    fn join(spans: &[&Kv]) -> Kv {
+    /// Short spans joined into one in the block layout: what `attention` does with a run of them
+    /// at each call, done once.
+    pub fn join(spans: &[&Kv]) -> Kv {
         let (mut k, mut v) = (Vec::new(), Vec::new());
         for s in spans {
             if let Rows::Short { k: sk, v: sv } = &s.rows {

@@ -202,6 +202,17 @@ impl Scorer {
     pub fn next_logits(&self, state: &State) -> Result<Vec<f32>, ModelError> {
         self.model.next_logits(state)
     }
+
+    /// `next_logits` after each of `states`, with the LM head read once for all of them.
+    pub fn next_logits_each(&self, states: &[&State]) -> Result<Vec<Vec<f32>>, ModelError> {
+        self.model.next_logits_each(states)
+    }
+
+    /// Each of `states` extended by its one of `tokens` in one pass, the weights read once for
+    /// all of them (the bits of `prefill` one at a time).
+    pub fn step(&self, states: &[&State], tokens: &[u32]) -> Result<Vec<State>, ModelError> {
+        self.model.step(states, tokens)
+    }
 }
 
 /// The Hugging Face architectures understood, as `architectures[0]` names them.

@@ -199,6 +199,35 @@ struct KvChunk {
     layers: Vec<Kv>,
 }
 
+/// Joins the trailing run of short chunks (decode steps, short labels) into one chunk in the
+/// block layout once it holds a block's worth of positions. `attention` joins such a run at every
+/// call, so without this each generated token would copy all the tokens generated before it, in
+/// every layer (SmolLM2 spent 16% of a CLoMo run in that copy). Only the layout changes: the
+/// joined chunk is what `attention` would have built from the run, so no result moves a bit.
+fn compact(chunks: &mut Vec<Arc<KvChunk>>) {
+    let short = |c: &Arc<KvChunk>| c.layers.first().is_some_and(Kv::is_short);
+    let run = chunks.iter().rev().take_while(|c| short(c)).count();
+    let from = chunks.len() - run;
+    let positions: usize = chunks[from..].iter().map(|c| c.layers[0].positions()).sum();
+    if positions < kernels::LANES {
+        return;
+    }
+    let layers = (0..chunks[from].layers.len())
+        .map(|l| {
+            let spans: Vec<&Kv> = chunks[from..].iter().map(|c| &c.layers[l]).collect();
+            Kv::join(&spans)
+        })
+        .collect();
+    chunks.truncate(from);
+    chunks.push(Arc::new(KvChunk { layers }));
+}
+
+/// Tokens to run after a state: one sequence's share of a run of the blocks.
+struct Continuation<'a> {
+    state: &'a State,
+    tokens: &'a [u32],
+}
+
 /// Everything the model has seen so far. Cloning is cheap (the cache is a list of shared
 /// chunks, one per prefill) and is how a prefix is reused: continue from a clone, the original
 /// stays valid. How the positions are split into chunks does not change any result.
@@ -453,27 +482,74 @@ impl Transformer {
         if tokens.is_empty() {
             return Ok(state.clone());
         }
-        let (chunk, hidden) = self.run(state, tokens)?;
+        let (mut chunks, hidden) = self.run(&[Continuation { state, tokens }])?;
+        let chunk = chunks.pop().expect("one chunk per continuation");
+        Ok(self.extended(state, chunk, tokens.len(), &hidden))
+    }
+
+    /// Each of `states` extended by its own one of `tokens`, all in one pass: a lockstep step of
+    /// several generations, which reads the weights once for all of them. Each state's bits are
+    /// those of `prefill(state, &[token])`, since every kernel works row by row.
+    pub fn step(&self, states: &[&State], tokens: &[u32]) -> Result<Vec<State>, ModelError> {
+        assert_eq!(states.len(), tokens.len(), "one token per state");
+        let runs: Vec<Continuation> = states
+            .iter()
+            .zip(tokens)
+            .map(|(&state, token)| Continuation {
+                state,
+                tokens: std::slice::from_ref(token),
+            })
+            .collect();
+        let (chunks, hidden) = on_pool(|| self.run(&runs))?;
+        let d = self.cfg.hidden;
+        Ok(states
+            .iter()
+            .zip(chunks)
+            .zip(hidden.chunks_exact(d))
+            .map(|((state, chunk), row)| self.extended(state, chunk, 1, row))
+            .collect())
+    }
+
+    /// `state` followed by the `n` positions of `chunk`, whose last hidden row ends `hidden`.
+    fn extended(&self, state: &State, chunk: KvChunk, n: usize, hidden: &[f32]) -> State {
         let d = self.cfg.hidden;
         let last = self.final_norm(&hidden[hidden.len() - d..]);
         let mut chunks = state.chunks.clone();
         chunks.push(Arc::new(chunk));
-        Ok(State {
+        compact(&mut chunks);
+        State {
             chunks,
-            len: state.len + tokens.len(),
+            len: state.len + n,
             last: Some(last.into()),
-        })
+        }
     }
 
     /// The logits of the token that would follow `state` (one decode step is `prefill` of the
     /// chosen token, then this).
     pub fn next_logits(&self, state: &State) -> Result<Vec<f32>, ModelError> {
-        let last = Self::last(state)?;
-        let logits = on_pool(|| self.logits(last));
-        match logits.iter().position(|l| !l.is_finite()) {
-            Some(i) => Err(non_finite(format!("logit of token {i}"), logits[i])),
-            None => Ok(logits),
+        let mut each = self.next_logits_each(&[state])?;
+        Ok(each.pop().expect("one row of logits per state"))
+    }
+
+    /// The logits after each of `states`, from one product of the LM head over all their rows
+    /// (the bits of one state at a time).
+    pub fn next_logits_each(&self, states: &[&State]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let mut rows = Vec::with_capacity(states.len() * self.cfg.hidden);
+        for state in states {
+            rows.extend_from_slice(Self::last(state)?);
         }
+        let logits = on_pool(|| self.logits(&rows));
+        if let Some(i) = logits.iter().position(|l| !l.is_finite()) {
+            let vocab = self.cfg.vocab_size;
+            return Err(non_finite(
+                format!("logit of token {}", i % vocab),
+                logits[i],
+            ));
+        }
+        Ok(logits
+            .chunks_exact(self.cfg.vocab_size)
+            .map(<[f32]>::to_vec)
+            .collect())
     }
 
     /// Log-probability of each of `tokens` in turn, following `state`. Runs only `tokens[..n-1]`
@@ -495,7 +571,10 @@ impl Transformer {
         self.check_ids(tokens)?;
         let mut rows = last.to_vec();
         if !inner.is_empty() {
-            let (_, hidden) = self.run(state, inner)?;
+            let (_, hidden) = self.run(&[Continuation {
+                state,
+                tokens: inner,
+            }])?;
             rows.extend(self.final_norm(&hidden));
         }
         let vocab = self.cfg.vocab_size;
@@ -553,42 +632,50 @@ impl Transformer {
         }
     }
 
-    /// The blocks over `tokens` at positions `state.len..`: their keys and values and the final
-    /// hidden states `[t, d]` (before the final norm).
-    fn run(&self, state: &State, tokens: &[u32]) -> Result<(KvChunk, Vec<f32>), ModelError> {
-        let (p0, t) = (state.len, tokens.len());
+    /// The blocks over each continuation's tokens at its positions `state.len..`: per
+    /// continuation its keys and values, and the final hidden states of all their tokens in
+    /// order, `[t, d]` (before the final norm).
+    fn run(&self, runs: &[Continuation]) -> Result<(Vec<KvChunk>, Vec<f32>), ModelError> {
         let limit = self.cfg.position_limit();
-        if p0 + t > limit {
-            return Err(ModelError::Scoring(format!(
-                "sequence of {} tokens exceeds the model's limit of {limit} positions",
-                p0 + t
-            )));
+        for r in runs {
+            let end = r.state.len + r.tokens.len();
+            if end > limit {
+                return Err(ModelError::Scoring(format!(
+                    "sequence of {end} tokens exceeds the model's limit of {limit} positions"
+                )));
+            }
+            self.check_ids(r.tokens)?;
         }
-        self.check_ids(tokens)?;
+        let t: usize = runs.iter().map(|r| r.tokens.len()).sum();
         let mut x = Vec::with_capacity(t * self.cfg.hidden);
-        for &tok in tokens {
+        for &tok in runs.iter().flat_map(|r| r.tokens) {
             x.extend(self.embed.row(tok as usize));
         }
         if let Some(s) = self.cfg.embed_scale {
             x.iter_mut().for_each(|v| *v *= s);
         }
-        let (cos, sin) = self.rope_tables(&self.inv_freq, self.cfg.rope.scale(), p0, t);
+        let (cos, sin) = self.rope_tables(&self.inv_freq, self.cfg.rope.scale(), runs);
         let local = self.inv_freq_local.as_ref().map(|f| {
             let scale = self.cfg.rope_local.as_ref().map_or(1.0, Rope::scale);
-            self.rope_tables(f, scale, p0, t)
+            self.rope_tables(f, scale, runs)
         });
-        let mut chunk = KvChunk {
-            layers: Vec::with_capacity(self.layers.len()),
-        };
+        let mut chunks: Vec<KvChunk> = runs
+            .iter()
+            .map(|_| KvChunk {
+                layers: Vec::with_capacity(self.layers.len()),
+            })
+            .collect();
         for (l, layer) in self.layers.iter().enumerate() {
             let (cos, sin) = match (&local, self.is_local(l)) {
                 (Some((c, s)), true) => (c.as_slice(), s.as_slice()),
                 _ => (cos.as_slice(), sin.as_slice()),
             };
-            let kv = self.block(layer, &state.chunks, l, &mut x, p0, cos, sin);
-            chunk.layers.push(kv);
+            let kvs = self.block(layer, runs, l, &mut x, cos, sin);
+            for (chunk, kv) in chunks.iter_mut().zip(kvs) {
+                chunk.layers.push(kv);
+            }
         }
-        Ok((chunk, x))
+        Ok((chunks, x))
     }
 
     /// Whether layer `l` attends within the sliding window.
@@ -596,18 +683,18 @@ impl Transformer {
         self.cfg.local_layers.get(l).copied().unwrap_or(false)
     }
 
-    /// One decoder block over `x: [t, d]` in place; returns this run's keys and values.
-    #[allow(clippy::too_many_arguments)]
+    /// One decoder block over `x: [t, d]` (the continuations' tokens in order) in place;
+    /// returns each continuation's keys and values. Only attention looks across rows, each
+    /// continuation's over its own past.
     fn block(
         &self,
         w: &Layer,
-        past: &[Arc<KvChunk>],
+        runs: &[Continuation],
         layer: usize,
         x: &mut [f32],
-        p0: usize,
         cos: &[f32],
         sin: &[f32],
-    ) -> Kv {
+    ) -> Vec<Kv> {
         let c = &self.cfg;
         let (hd, h, kvh) = (c.head_dim, c.heads, c.kv_heads);
         let (q_cols, kv_cols) = (h * hd, kvh * hd);
@@ -639,8 +726,22 @@ impl Transformer {
         self.rope(&mut q, cos, sin);
         self.rope(&mut k, cos, sin);
 
-        let kv = Kv::new(k, v, kvh, hd);
-        let attn = self.attention(past, layer, &q, &kv, p0);
+        let mut attn = Vec::with_capacity(q.len());
+        let mut kvs = Vec::with_capacity(runs.len());
+        let mut row = 0;
+        for r in runs {
+            let n = r.tokens.len();
+            let kv = Kv::new(
+                k[row * kv_cols..][..n * kv_cols].to_vec(),
+                v[row * kv_cols..][..n * kv_cols].to_vec(),
+                kvh,
+                hd,
+            );
+            let q = &q[row * q_cols..][..n * q_cols];
+            attn.extend(self.attention(&r.state.chunks, layer, q, &kv, r.state.len));
+            kvs.push(kv);
+            row += n;
+        }
         let mut out = w.wo.matmul(&attn);
         if let Some(norm) = &w.post_attn_norm {
             out = kernels::rms_norm(&out, norm, c.norm_eps);
@@ -668,7 +769,7 @@ impl Transformer {
             }
             x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
         }
-        kv
+        kvs
     }
 
     /// Causal grouped-query attention of `q: [t, h, hd]` (positions `p0..`) over the past
@@ -702,20 +803,23 @@ impl Transformer {
         attention::attention(&spans, q, shape, p0)
     }
 
-    /// cos and sin `[t, rotary/2]` for positions `p0..p0+t` at frequencies `inv_freq`, times
-    /// the longrope factor `scale`.
+    /// cos and sin `[t, rotary/2]` for each continuation's positions in turn at frequencies
+    /// `inv_freq`, times the longrope factor `scale`.
     fn rope_tables(
         &self,
         inv_freq: &[f32],
         scale: f32,
-        p0: usize,
-        t: usize,
+        runs: &[Continuation],
     ) -> (Vec<f32>, Vec<f32>) {
         let half = inv_freq.len();
         let scale = scale as f64;
+        let t: usize = runs.iter().map(|r| r.tokens.len()).sum();
         let mut cos = Vec::with_capacity(t * half);
         let mut sin = Vec::with_capacity(t * half);
-        for p in p0..p0 + t {
+        let positions = runs
+            .iter()
+            .flat_map(|r| r.state.len..r.state.len + r.tokens.len());
+        for p in positions {
             for &f in inv_freq {
                 // The angle in f64: positions times frequencies lose digits in f32.
                 let a = p as f64 * f as f64;

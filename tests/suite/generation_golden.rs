@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 
 use deltalogic::benchmarks::Decoding;
-use deltalogic::eval::generate::greedy;
+use deltalogic::eval::generate::{greedy, Lockstep};
 use deltalogic::eval::models::Loaded;
 use deltalogic::eval::{Generation, Prefill};
 use deltalogic::model::scorer::{set_threads, Backend, Scorer};
@@ -89,6 +89,58 @@ fn generate_all(model: &Loaded, golden: &Golden) -> Vec<(Vec<u32>, Vec<f32>)> {
         .collect()
 }
 
+/// The same decodings stepped together (`Lockstep`), the prompts joining a few steps apart and
+/// every third one also stopping at a string, must give each prompt's bits alone.
+fn check_stepped_together(model: &Loaded, golden: &Golden, alone: &[(Vec<u32>, Vec<f32>)]) {
+    let plain = Decoding {
+        max_tokens: golden.max_tokens,
+        stop: Vec::new(),
+    };
+    let stopping = Decoding {
+        max_tokens: golden.max_tokens,
+        stop: vec![".".to_string()],
+    };
+    let mut lockstep = Lockstep::new(model);
+    let mut ended = Vec::new();
+    for (i, case) in golden.cases.iter().enumerate() {
+        let tokens = model
+            .tokenize(&deltalogic::model::tokenizer::markup(&case.prompt))
+            .unwrap();
+        let state = model.prefill(&model.empty_state(), &tokens).unwrap();
+        let decoding = if i % 3 == 2 { &stopping } else { &plain };
+        lockstep.join(i, state, decoding).unwrap();
+        for _ in 0..i % 4 {
+            ended.extend(lockstep.step().unwrap());
+        }
+    }
+    while !lockstep.is_empty() {
+        ended.extend(lockstep.step().unwrap());
+    }
+    assert_eq!(ended.len(), golden.cases.len());
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for (i, g) in ended {
+        let (tokens, logprobs) = &alone[i];
+        let n = g.tokens.len();
+        if i % 3 != 2 {
+            assert_eq!(
+                n,
+                tokens.len(),
+                "prompt {i}: tokens stepped together vs alone"
+            );
+        }
+        assert_eq!(
+            g.tokens[..],
+            tokens[..n],
+            "prompt {i}: tokens stepped together vs alone"
+        );
+        assert_eq!(
+            bits(&g.logprobs),
+            bits(&logprobs[..n]),
+            "prompt {i}: log-prob bits"
+        );
+    }
+}
+
 fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
@@ -105,8 +157,10 @@ fn f32_generation_equals_llama_cpp_on_f32_weights() {
         golden.cases.len() >= 20,
         "the golden needs at least 20 prompts"
     );
+    let alone = generate_all(&model, &golden);
+    check_stepped_together(&model, &golden, &alone);
     let mut max = 0f32;
-    for (case, (tokens, logprobs)) in golden.cases.iter().zip(generate_all(&model, &golden)) {
+    for (case, (tokens, logprobs)) in golden.cases.iter().zip(alone) {
         assert_eq!(
             tokens,
             case.tokens,
@@ -131,6 +185,7 @@ fn int8_generation_follows_llama_cpp_on_the_q4_1_file() {
     let model = smollm2(Backend::Int8);
     let golden = golden("generation_smollm2_q4_1.json");
     let ours = generate_all(&model, &golden);
+    check_stepped_together(&model, &golden, &ours);
     let prefixes: Vec<usize> = golden
         .cases
         .iter()

@@ -66,15 +66,20 @@ fn report(scorer: &Scorer, requests: &[(String, Vec<String>)]) -> Vec<Vec<u32>> 
     let other = scorer
         .tokenize("An unrelated prompt of some length, said twice.")
         .unwrap();
+    // States of several lengths and the token each goes on with, for the lockstep check below.
+    let mut stepping: Vec<(State, u32)> = Vec::new();
     for (context, labels) in requests {
         let (ctx, label_tokens) = scorer.split_tokens(context, labels).unwrap();
         let n = ctx.len();
         let whole = scorer.prefill(&empty, &ctx).unwrap();
+        stepping.push((whole.clone(), label_tokens[0][0]));
+        stepping.push((scorer.prefill(&empty, &ctx[..n / 2]).unwrap(), ctx[n / 2]));
         // A tree that branches at other depths: a shared head, then the rest in uneven pieces.
         let head = scorer.prefill(&empty, &ctx[..n / 3]).unwrap();
         let branched = prefill_in(scorer, &head, &ctx[n / 3..], &[1, 5, 2]);
         let _ = prefill_in(scorer, &head, &other, &[3]);
-        let single_steps = prefill_in(scorer, &empty, &ctx, &vec![1; n.min(12)]);
+        // Past 16 single steps, the steps' chunks are joined into one (`compact`).
+        let single_steps = prefill_in(scorer, &empty, &ctx, &vec![1; n.min(40)]);
         let first = scorer.prefill(&empty, &ctx[..1]).unwrap();
         for (l, toks) in label_tokens.iter().enumerate() {
             let want = scorer.score_continuation(&whole, toks).unwrap();
@@ -103,6 +108,24 @@ fn report(scorer: &Scorer, requests: &[(String, Vec<String>)]) -> Vec<Vec<u32>> 
                 "full recompute vs reuse: {context:?}"
             );
         }
+    }
+    // Generations stepped together (`eval::generate::Lockstep`): each extended state, and the
+    // logits after each, have the bits of one state at a time.
+    let states: Vec<&State> = stepping.iter().map(|(s, _)| s).collect();
+    let tokens: Vec<u32> = stepping.iter().map(|&(_, t)| t).collect();
+    let stepped = scorer.step(&states, &tokens).unwrap();
+    let stepped_refs: Vec<&State> = stepped.iter().collect();
+    let together = scorer.next_logits_each(&stepped_refs).unwrap();
+    assert_eq!(together.len(), stepping.len());
+    for ((state, token), logits) in stepping.iter().zip(&together) {
+        let alone = scorer.prefill(state, &[*token]).unwrap();
+        assert_eq!(
+            bits(logits),
+            bits(&scorer.next_logits(&alone).unwrap()),
+            "stepped with {} others vs alone, after {} tokens",
+            stepping.len() - 1,
+            state.len()
+        );
     }
     let k = 100;
     let x: Vec<f32> = (0..7 * k)

@@ -726,21 +726,26 @@ impl Transformer {
         self.rope(&mut q, cos, sin);
         self.rope(&mut k, cos, sin);
 
-        let mut attn = Vec::with_capacity(q.len());
-        let mut kvs = Vec::with_capacity(runs.len());
-        let mut row = 0;
-        for r in runs {
-            let n = r.tokens.len();
-            let kv = Kv::new(
-                k[row * kv_cols..][..n * kv_cols].to_vec(),
-                v[row * kv_cols..][..n * kv_cols].to_vec(),
-                kvh,
-                hd,
-            );
-            let q = &q[row * q_cols..][..n * q_cols];
-            attn.extend(self.attention(&r.state.chunks, layer, q, &kv, r.state.len));
-            kvs.push(kv);
-            row += n;
+        // Each continuation's keys and values split off the end in turn, so a prefill (one
+        // continuation) keeps the whole buffers without a copy; likewise its attention output.
+        let (mut k, mut v) = (k, v);
+        let mut kvs: Vec<Kv> = Vec::with_capacity(runs.len());
+        let mut row = k.len() / kv_cols;
+        for r in runs.iter().rev() {
+            row -= r.tokens.len();
+            let (rk, rv) = (k.split_off(row * kv_cols), v.split_off(row * kv_cols));
+            kvs.push(Kv::new(rk, rv, kvh, hd));
+        }
+        kvs.reverse();
+        let mut attn: Vec<f32> = Vec::new();
+        for (r, kv) in runs.iter().zip(&kvs) {
+            let q = &q[row * q_cols..][..r.tokens.len() * q_cols];
+            let out = self.attention(&r.state.chunks, layer, q, kv, r.state.len);
+            match attn.is_empty() {
+                true => attn = out,
+                false => attn.extend(out),
+            }
+            row += r.tokens.len();
         }
         let mut out = w.wo.matmul(&attn);
         if let Some(norm) = &w.post_attn_norm {

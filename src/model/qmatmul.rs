@@ -760,14 +760,17 @@ unsafe fn panel<S: Simd, const R: usize>(
     acc
 }
 
-/// How far ahead of its reads a one-row product asks for weight lines, in bytes. Measured with
-/// `examples/kernel_bandwidth` (40 matrices of 9728 × 2560, more than the caches hold; one row,
-/// 1 thread; GB/s of file bytes): Q6_K 8.7–9.8 without, 15.5–16.4 at 256, 18.7–19.8 at 384,
-/// 14.7–18.2 at 512, 10.1–10.6 at 768; Q4_K 16.4–19.6 without, 18.1–21.6 at 384. With 2
-/// threads, 384 took Q6_K from 16.2–17.0 to 24.3–33.0 and left Q4_K where it was (24–28). The
-/// legacy types (4864 × 896, 2 threads) need it too: without it, the header-first layout read
-/// Q5_0 at 16.0–20.4 where the layout before had 22.8–29.7; with it, 22.9–27.1.
-const PREFETCH: usize = 384;
+/// How far ahead of its reads a one-row product asks for weight lines, in bytes: about what one
+/// core must have in flight to stream at this machine's rate (~20 GB/s a core times a memory
+/// latency of ~200 ns in this VM). Measured in whole decodes (`bench --only int8 --tokens 16
+/// --decode 64 --reps 3`, 2 threads), the distance set at run time in a scratch build and the
+/// settings interleaved round by round, tok/s averaged over the rounds (3–5), 384 → 4096:
+/// Qwen2.5-Coder-1.5B Q4_K_M 33.0 → 37.2 (5 rounds), 34.5 → 41.8 (4), 37.5 → 42.9 (4); the
+/// Qwen3-4B shape 15.8 → 18.7; the Phi-4-mini shape 15.2 → 17.4; SmolLM2 Q4_1 298 → 364;
+/// Qwen2.5-0.5B 99 → 105. 6144 and 8192 were no better than 4096, 2048 in between. The 384 it
+/// replaces had been chosen with `examples/kernel_bandwidth` on 4 KiB pages, before the packed
+/// weights were given huge pages: there, 512 and 768 were slower than 384.
+const PREFETCH: usize = 4096;
 
 /// A hint to bring the line of `p` into the cache; no effect on any value, and no fault
 /// whatever `p` is.

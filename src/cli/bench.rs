@@ -3,11 +3,15 @@
 //! against the model file plus the KV cache. A benchmark, not a test: it prints numbers and
 //! checks nothing.
 //!
-//! Each figure is also given as a share of this machine's limit, measured in the same run:
-//! prefill in the integer mode against the integer kernels' multiply-add peak (their inner step
-//! in a loop, `qmatmul::peak_macs`), decode against a streaming read of memory (every weight is
-//! read once per generated token). Only the weight matrices' work counts: attention and the
-//! rest are the gap between a share and 1, with the kernels' own overhead.
+//! Each figure is also given as a share of this machine's limit, ours and llama.cpp's: prefill in
+//! the integer mode against the integer kernels' multiply-add peak (their inner step in a loop,
+//! `qmatmul::peak_macs`, once per run), decode against a streaming read of memory (every weight
+//! is read once per generated token). This machine's read rate moves from minute to minute (on
+//! the 2-core VM of issue 28, between about 30 and 65 GB/s), so a rate measured once per run
+//! gave decode shares above 1. The read is measured beside each decode instead, just before and
+//! just after it (ours in the child around its decode loop, llama-bench's around its `tg` run),
+//! and each side's share is against the mean of its two. Only the weight matrices' work counts:
+//! attention and the rest are the gap between a share and 1, with the kernels' own overhead.
 //!
 //! Each (model, backend) runs in a child process so that its peak RSS (VmHWM) is its own.
 //! Decode is what greedy generation runs: from a one-token state, `next_logits` then `prefill`
@@ -109,6 +113,8 @@ struct Measurement {
     macs_per_token: f64,
     /// Bytes of weights read per decode step.
     decode_bytes: f64,
+    /// The streaming read measured around the decode.
+    decode_read: Read,
 }
 
 fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<Measurement> {
@@ -146,6 +152,12 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
         prefill_tok_s.push(n as f64 / s);
     }
     let start = scorer.prefill(&empty, &tokens[..1])?;
+    // The read's buffer is not the model's memory: the peak so far is kept, and the peak is
+    // measured again from after the read (its buffer is above the mmap threshold, so freeing
+    // it hands it back).
+    let prefill_peak = peak_rss_kib()?;
+    let before = read_bandwidth(args.threads);
+    reset_peak_rss()?;
     let s = best_of(&mut || {
         let mut state = start.clone();
         for _ in 0..args.decode {
@@ -154,9 +166,13 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
         }
         Ok(())
     })?;
+    let peak_rss_mib = prefill_peak.max(peak_rss_kib()?) / 1024.0;
+    let decode_read = Read {
+        before,
+        after: read_bandwidth(args.threads),
+    };
     let cfg = scorer.model().config();
     let kv_per_position = cfg.layers * 2 * cfg.kv_heads * cfg.head_dim * 4;
-    let peak_rss_mib = peak_rss_kib()? / 1024.0;
     reset_peak_rss()?;
     // Different one-token prompts, as llama-batched-bench's sequences have (not shared).
     let starts = (0..args.parallel)
@@ -180,6 +196,7 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
     Ok(Measurement {
         macs_per_token: cost.macs_per_token as f64,
         decode_bytes: cost.decode_bytes as f64,
+        decode_read,
         prefill_tok_s,
         decode_tok_s: args.decode as f64 / s,
         parallel_decode_tok_s: (args.parallel * args.decode) as f64 / parallel,
@@ -257,38 +274,76 @@ struct Figure {
     llama_cpp: Option<f64>,
     /// ours / llama.cpp (higher is faster for us).
     ratio: Option<f64>,
-    /// The weight matrices' work at this rate over the machine's limit (module docs).
+    /// The weight matrices' work at our rate over the machine's limit (module docs).
     share_of_limit: Option<f64>,
+    /// The same at llama.cpp's rate, over the limit measured beside it.
+    llama_cpp_share_of_limit: Option<f64>,
+}
+
+/// A token's weight work over the machine's limit as measured beside each side: a rate times it
+/// is that side's share of the limit.
+#[derive(Clone, Copy)]
+struct PerToken {
+    ours: f64,
+    /// None where nothing was measured beside llama.cpp.
+    llama_cpp: Option<f64>,
+}
+
+impl PerToken {
+    /// Both sides against the same limit.
+    fn same(work: f64, limit: f64) -> PerToken {
+        PerToken {
+            ours: work / limit,
+            llama_cpp: Some(work / limit),
+        }
+    }
 }
 
 impl Figure {
-    fn new(ours: f64, llama_cpp: Option<f64>, share_of_limit: Option<f64>) -> Figure {
+    fn new(ours: f64, llama_cpp: Option<f64>, per_token: Option<PerToken>) -> Figure {
         Figure {
             ours,
             llama_cpp,
             ratio: llama_cpp.map(|l| ours / l),
-            share_of_limit,
+            share_of_limit: per_token.map(|p| ours * p.ours),
+            llama_cpp_share_of_limit: llama_cpp
+                .zip(per_token.and_then(|p| p.llama_cpp))
+                .map(|(l, p)| l * p),
         }
     }
 
-    fn cells(&self) -> [String; 4] {
+    fn cells(&self) -> [String; 5] {
         let opt = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
         [
             format!("{:.1}", self.ours),
             opt(self.llama_cpp, 1),
             opt(self.ratio, 2),
             opt(self.share_of_limit, 2),
+            opt(self.llama_cpp_share_of_limit, 2),
         ]
     }
 }
 
-/// This machine's limits, measured once per run.
+/// This machine's compute limit, measured once per run (the read is measured beside each
+/// decode: `Read`).
 #[derive(Serialize)]
 struct Limits {
     /// The integer kernels' multiply-add peak, on all threads.
     int8_macs_per_s: f64,
-    /// A streaming read of memory, on all threads.
-    read_bytes_per_s: f64,
+}
+
+/// A streaming read of memory on all threads, bytes per second, just before and just after a
+/// decode.
+#[derive(Clone, Copy, Serialize, Deserialize)]
+struct Read {
+    before: f64,
+    after: f64,
+}
+
+impl Read {
+    fn mean(&self) -> f64 {
+        (self.before + self.after) / 2.0
+    }
 }
 
 /// A streaming read: the threads each sum their part of a buffer far larger than the caches,
@@ -342,6 +397,9 @@ struct Row {
     backend: String,
     prefill_tok_s: Vec<Prefill>,
     decode_tok_s: Figure,
+    /// The streaming read around our decode and around llama-bench's.
+    decode_read: Read,
+    llama_cpp_decode_read: Option<Read>,
     /// All `--parallel` generations together, against llama-batched-bench.
     parallel_decode_tok_s: Figure,
     load_s: f64,
@@ -379,7 +437,6 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
     };
     let limits = Limits {
         int8_macs_per_s: qmatmul::peak_macs(args.threads),
-        read_bytes_per_s: read_bandwidth(args.threads),
     };
     let mut report = Report {
         threads: args.threads,
@@ -430,21 +487,22 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
             }
             let m: Measurement = serde_json::from_slice(&out.stdout).context("child output")?;
             let integer = backend == Backend::Int8;
-            let limits = &report.limits;
+            let compute =
+                integer.then(|| PerToken::same(m.macs_per_token, report.limits.int8_macs_per_s));
+            let llama_read = reference.as_ref().map(|r| r.tg_read);
             let prefill = args
                 .tokens
                 .iter()
                 .zip(&m.prefill_tok_s)
                 .map(|(&n, &ours)| Prefill {
                     tokens: n,
-                    tok_s: Figure::new(
-                        ours,
-                        reference.as_ref().and_then(|r| r.pp(n)),
-                        integer.then(|| ours * m.macs_per_token / limits.int8_macs_per_s),
-                    ),
+                    tok_s: Figure::new(ours, reference.as_ref().and_then(|r| r.pp(n)), compute),
                 })
                 .collect();
-            let decode_share = m.decode_tok_s * m.decode_bytes / limits.read_bytes_per_s;
+            let memory = PerToken {
+                ours: m.decode_bytes / m.decode_read.mean(),
+                llama_cpp: llama_read.map(|r| m.decode_bytes / r.mean()),
+            };
             report.rows.push(Row {
                 model: name.clone(),
                 backend: backend_name,
@@ -452,16 +510,16 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
                 decode_tok_s: Figure::new(
                     m.decode_tok_s,
                     reference.as_ref().and_then(|r| r.tg),
-                    Some(decode_share),
+                    Some(memory),
                 ),
+                decode_read: m.decode_read,
+                llama_cpp_decode_read: llama_read,
                 // A step reads the weights once for every generation: a short prefill, whose
                 // share is of the multiply-add peak.
                 parallel_decode_tok_s: Figure::new(
                     m.parallel_decode_tok_s,
                     reference.as_ref().and_then(|r| r.parallel_tg),
-                    integer.then(|| {
-                        m.parallel_decode_tok_s * m.macs_per_token / limits.int8_macs_per_s
-                    }),
+                    compute,
                 ),
                 load_s: m.load_s,
                 peak_rss_mib: m.peak_rss_mib,
@@ -494,14 +552,13 @@ fn print_table(r: &Report) {
             .unwrap_or("not measured (no --llama-bench)")
     );
     println!(
-        "this machine: integer multiply-add peak {:.1} G/s, streaming read {:.1} GB/s; share: \
-         the weight matrices' work at our rate over that limit (prefill and parallel decode in \
-         int8, decode)",
+        "this machine: integer multiply-add peak {:.1} G/s; a streaming read measured around \
+         each decode (GB/s, ours / llama.cpp's). share, l.share: the weight matrices' work at our \
+         rate, at llama.cpp's, over that limit (prefill and parallel decode in int8, decode)",
         r.limits.int8_macs_per_s / 1e9,
-        r.limits.read_bytes_per_s / 1e9
     );
     println!(
-        "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {:>6} {:>9} {:>9} {:>9}",
+        "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {:>6} {:>7} {:>11} {:>9} {:>9} {:>9}",
         "model",
         "backend",
         "figure",
@@ -509,6 +566,8 @@ fn print_table(r: &Report) {
         "llama.cpp",
         "ratio",
         "share",
+        "l.share",
+        "read GB/s",
         "RSS MiB",
         "file+KV",
         "RSS/(f+KV)"
@@ -527,7 +586,16 @@ fn print_table(r: &Report) {
             ]);
         let last = row.prefill_tok_s.len() + 1;
         for (i, (figure, f)) in figures.enumerate() {
-            let [ours, lc, ratio, share] = f.cells();
+            let [ours, lc, ratio, share, lc_share] = f.cells();
+            let read = match i {
+                i if i == last - 1 => format!(
+                    "{:.1} / {}",
+                    row.decode_read.mean() / 1e9,
+                    row.llama_cpp_decode_read
+                        .map_or("-".into(), |r| format!("{:.1}", r.mean() / 1e9))
+                ),
+                _ => String::new(),
+            };
             // The parallel decode's memory is its own (`reset_peak_rss`), on its line.
             let memory = match i {
                 0 => format!(
@@ -545,8 +613,8 @@ fn print_table(r: &Report) {
                 _ => String::new(),
             };
             println!(
-                "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {:>6} {memory}",
-                row.model, row.backend, figure, ours, lc, ratio, share
+                "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {:>6} {:>7} {:>11} {memory}",
+                row.model, row.backend, figure, ours, lc, ratio, share, lc_share, read
             );
         }
     }
@@ -559,6 +627,8 @@ fn print_table(r: &Report) {
 struct Reference {
     pp: Vec<(usize, f64)>,
     tg: Option<f64>,
+    /// The streaming read around its `tg` run.
+    tg_read: Read,
     /// llama-batched-bench's generation rate of `--parallel` sequences together.
     parallel_tg: Option<f64>,
     note: Option<String>,
@@ -570,15 +640,22 @@ impl Reference {
     }
 }
 
-/// llama-bench on the same file and thread count (`-p` each length, `-n` the decode count).
-/// Weight repacking is llama.cpp's default; where its repacked (AMX) kernels crash, as on some
-/// CPUs, the run is repeated without, and the note says so.
+/// llama-bench on the same file and thread count: one run of the prompt lengths (`-p`), then
+/// one of the decode (`-n`) between two streaming reads. Weight repacking is llama.cpp's default;
+/// where its repacked (AMX) kernels crash, as on some CPUs, the runs are repeated without, and
+/// the note says so.
 fn llama_bench(exe: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<Reference> {
     let lengths: Vec<String> = args.tokens.iter().map(usize::to_string).collect();
-    let run = |extra: &[&str]| -> anyhow::Result<Option<Reference>> {
+    let (prompts, decode) = (lengths.join(","), args.decode.to_string());
+    // Each timed test's best run, as (prompt tokens, generated tokens, tok/s); None when
+    // llama-bench failed.
+    let run = |prompt: &str,
+               generate: &str,
+               extra: &[&str]|
+     -> anyhow::Result<Option<Vec<(usize, usize, f64)>>> {
         let out = Command::new(exe)
             .args(["-m".as_ref(), model.as_os_str()])
-            .args(["-p", &lengths.join(","), "-n", &args.decode.to_string()])
+            .args(["-p", prompt, "-n", generate])
             .args(["-t", &args.threads.to_string()])
             .args(["-r", &args.reps.to_string(), "-o", "json"])
             .args(extra)
@@ -590,12 +667,7 @@ fn llama_bench(exe: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<Ref
         let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout)
             .with_context(|| format!("{}: unreadable JSON output", exe.display()))?;
         let field = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap_or(0) as usize;
-        let mut reference = Reference {
-            pp: Vec::new(),
-            tg: None,
-            parallel_tg: None,
-            note: None,
-        };
+        let mut tests = Vec::new();
         for r in &rows {
             // The best of its timed runs, as ours is the best of ours: its mean beside our best
             // favoured us by the machine's noise (on a busy machine one llama-bench figure's
@@ -615,29 +687,47 @@ fn llama_bench(exe: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<Ref
                 .with_context(|| format!("{}: `samples_ts` is not a list of rates", exe.display()))?
                 .into_iter()
                 .fold(0.0, f64::max);
-            match (field(r, "n_prompt"), field(r, "n_gen")) {
-                (p, 0) if p > 0 => reference.pp.push((p, best)),
-                (0, g) if g == args.decode => reference.tg = Some(best),
-                _ => {}
-            }
+            tests.push((field(r, "n_prompt"), field(r, "n_gen"), best));
         }
-        Ok(Some(reference))
+        Ok(Some(tests))
     };
-    let (mut reference, repack) = match run(&[])? {
-        Some(r) => (r, true),
-        None => match run(&["--repack", "0"])? {
-            Some(mut r) => {
-                r.note = Some("llama-bench ran with --repack 0 (it crashed with repacking)".into());
-                (r, false)
-            }
+    const NO_REPACK: [&str; 2] = ["--repack", "0"];
+    let (pp, repack, note) = match run(&prompts, "0", &[])? {
+        Some(t) => (t, true, None),
+        None => match run(&prompts, "0", &NO_REPACK)? {
+            Some(t) => (
+                t,
+                false,
+                Some("llama-bench ran with --repack 0 (it crashed with repacking)".to_string()),
+            ),
             None => bail!("{} failed on {}", exe.display(), model.display()),
         },
     };
+    let before = read_bandwidth(args.threads);
+    let tg = run("0", &decode, if repack { &[] } else { &NO_REPACK })?
+        .with_context(|| format!("{} failed to decode {}", exe.display(), model.display()))?;
+    let tg_read = Read {
+        before,
+        after: read_bandwidth(args.threads),
+    };
     let batched = exe.with_file_name("llama-batched-bench");
-    if batched.is_file() {
-        reference.parallel_tg = Some(llama_batched_bench(&batched, model, args, repack)?);
-    }
-    Ok(reference)
+    Ok(Reference {
+        pp: pp
+            .iter()
+            .filter(|t| t.0 > 0 && t.1 == 0)
+            .map(|t| (t.0, t.2))
+            .collect(),
+        tg: tg
+            .iter()
+            .find(|t| t.0 == 0 && t.1 == args.decode)
+            .map(|t| t.2),
+        tg_read,
+        parallel_tg: match batched.is_file() {
+            true => Some(llama_batched_bench(&batched, model, args, repack)?),
+            false => None,
+        },
+        note,
+    })
 }
 
 /// llama-batched-bench's rate of `--parallel` sequences decoded together, each after its own

@@ -478,6 +478,26 @@ fn bench_compares_the_best_runs_of_both_sides() {
     let row = &report["rows"][0];
     assert_eq!(row["prefill_tok_s"][0]["llama_cpp"], 20.0);
     assert_eq!(row["decode_tok_s"]["llama_cpp"], 6.0);
+    // Each side's share is against the limit measured beside it: the same multiply-add peak for
+    // prefill, its own streaming read for decode.
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+    let f = |v: &serde_json::Value| v.as_f64().unwrap();
+    let pp = &row["prefill_tok_s"][0];
+    assert!(close(
+        f(&pp["llama_cpp_share_of_limit"]) / f(&pp["share_of_limit"]),
+        20.0 / f(&pp["ours"])
+    ));
+    let tg = &row["decode_tok_s"];
+    let mean = |r: &serde_json::Value| (f(&r["before"]) + f(&r["after"])) / 2.0;
+    let (ours_read, llama_read) = (
+        mean(&row["decode_read"]),
+        mean(&row["llama_cpp_decode_read"]),
+    );
+    assert!(ours_read > 0.0 && llama_read > 0.0, "{row}");
+    assert!(close(
+        f(&tg["llama_cpp_share_of_limit"]) / f(&tg["share_of_limit"]),
+        6.0 / f(&tg["ours"]) * ours_read / llama_read
+    ));
     let means = fake(
         "means",
         r#"[{"n_prompt": 8, "n_gen": 0, "avg_ts": 10.0},

@@ -760,14 +760,15 @@ unsafe fn panel<S: Simd, const R: usize>(
     acc
 }
 
-/// How far ahead of its reads a one-row product asks for weight lines, in bytes: about what one
-/// core must have in flight to stream at this machine's rate (~20 GB/s a core times a memory
-/// latency of ~200 ns in this VM). Measured in whole decodes (`bench --only int8 --tokens 16
+/// How far ahead of its reads a one-row product asks for weight lines, in bytes. Measured in whole
+/// decodes (`bench --only int8 --tokens 16
 /// --decode 64 --reps 3`, 2 threads), the distance set at run time in a scratch build and the
-/// settings interleaved round by round, tok/s averaged over the rounds (3–5), 384 → 4096:
-/// Qwen2.5-Coder-1.5B Q4_K_M 33.0 → 37.2 (5 rounds), 34.5 → 41.8 (4), 37.5 → 42.9 (4); the
-/// Qwen3-4B shape 15.8 → 18.7; the Phi-4-mini shape 15.2 → 17.4; SmolLM2 Q4_1 298 → 364;
-/// Qwen2.5-0.5B 99 → 105. 6144 and 8192 were no better than 4096, 2048 in between. The 384 it
+/// settings interleaved round by round, tok/s averaged over the rounds (3–4), 384 → 4096:
+/// Qwen2.5-Coder-1.5B Q4_K_M 34.5 → 41.8 and 37.5 → 42.9 (two sets of 4 rounds); the Qwen3-4B
+/// shape 15.8 → 18.7; the Phi-4-mini shape 15.2 → 17.4; SmolLM2 Q4_1 298 → 363; Qwen2.5-0.5B
+/// 99 → 105. Side by side, 6144 was not better overall (1.5B 38.7 against 39.4, 0.5B 92.2
+/// against 95.1, SmolLM2 362 against 339), 8192 averaged below 4096 on the 4B shapes (16.3 and
+/// 17.1 against 18.7 and 17.4), and 2048 fell between 384 and 4096. The 384 it
 /// replaces had been chosen with `examples/kernel_bandwidth` on 4 KiB pages, before the packed
 /// weights were given huge pages: there, 512 and 768 were slower than 384.
 const PREFETCH: usize = 4096;

@@ -695,20 +695,17 @@ fn compute<M: LanguageModel>(
     let mut sink = Sink {
         reg,
         model,
+        model_id,
+        now,
         reqs,
         work: &work,
         batch: Batch::default(),
         report,
         progress,
         reported_tokens: 0,
+        generated_forward: 0,
     };
     let mut lockstep = generate::Lockstep::new(model);
-    let ended = |w: &Waiting, g: generate::Generated| -> Result<Computed> {
-        let (_, decoding) = reqs[work[w.tag].req()].generation();
-        w.record(model_id, model.backend(), now, decoding, g)
-    };
-    // Forward tokens of the generations that ended, which the tree does not count.
-    let mut generated_forward = 0;
     let stats = tree::run(
         model,
         jobs,
@@ -735,9 +732,7 @@ fn compute<M: LanguageModel>(
         },
         |tag, computed, forward| {
             match computed {
-                Reached::Score(s) => {
-                    sink.take(tag, Computed::Score(*s), forward + generated_forward)
-                }
+                Reached::Score(s) => sink.take(tag, Computed::Score(*s), forward),
                 Reached::Prompt(state) => {
                     let (prompt_id, decoding) = reqs[work[tag].req()].generation();
                     let waiting = Waiting {
@@ -749,10 +744,7 @@ fn compute<M: LanguageModel>(
                     // Full: step until a place is free. The lanes meanwhile wait with at most
                     // one prompt state each (`tree::run`), which bounds memory.
                     while lockstep.len() >= LOCKSTEP {
-                        for (w, g) in lockstep.step()? {
-                            generated_forward += g.forward_tokens;
-                            sink.take(w.tag, ended(&w, g)?, forward + generated_forward)?;
-                        }
+                        sink.step(&mut lockstep, forward)?;
                     }
                     Ok(())
                 }
@@ -760,20 +752,13 @@ fn compute<M: LanguageModel>(
         },
     )?;
     while !lockstep.is_empty() {
-        for (w, g) in lockstep.step()? {
-            generated_forward += g.forward_tokens;
-            sink.take(
-                w.tag,
-                ended(&w, g)?,
-                stats.forward_tokens + generated_forward,
-            )?;
-        }
+        sink.step(&mut lockstep, stats.forward_tokens)?;
     }
     unchanged(model, &sink.batch, true)?;
     sink.batch.flush(reg)?;
     sink.progress.finish();
-    sink.report.forward_tokens += stats.forward_tokens + generated_forward;
-    sink.report.tree_tokens += stats.tree_tokens + generated_forward;
+    sink.report.forward_tokens += stats.forward_tokens + sink.generated_forward;
+    sink.report.tree_tokens += stats.tree_tokens + sink.generated_forward;
     Ok(())
 }
 
@@ -822,17 +807,38 @@ impl Waiting {
 struct Sink<'a, M> {
     reg: &'a Store,
     model: &'a M,
+    model_id: Id,
+    now: u64,
     reqs: &'a [Pending],
     work: &'a [Work],
     batch: Batch,
     report: &'a mut ScoreReport,
     progress: &'a mut dyn Progress,
     reported_tokens: u64,
+    /// Forward tokens of the generations that ended, which the tree does not count.
+    generated_forward: u64,
 }
 
-impl<M: Prefill> Sink<'_, M> {
-    /// Takes the record of work `tag`; `forward` counts the tokens run so far.
-    fn take(&mut self, tag: usize, record: Computed, forward: u64) -> Result<()> {
+impl<'a, M: LanguageModel> Sink<'a, M> {
+    /// One step of the lockstep; the generations that ended with it are taken. `tree_forward`
+    /// counts the tokens the tree has run so far.
+    fn step(
+        &mut self,
+        lockstep: &mut generate::Lockstep<'a, M, Waiting>,
+        tree_forward: u64,
+    ) -> Result<()> {
+        for (w, g) in lockstep.step()? {
+            self.generated_forward += g.forward_tokens;
+            let (_, decoding) = self.reqs[self.work[w.tag].req()].generation();
+            let record = w.record(self.model_id, self.model.backend(), self.now, decoding, g)?;
+            self.take(w.tag, record, tree_forward)?;
+        }
+        Ok(())
+    }
+
+    /// Takes the record of work `tag`; `tree_forward` counts the tokens the tree has run so far.
+    fn take(&mut self, tag: usize, record: Computed, tree_forward: u64) -> Result<()> {
+        let forward = tree_forward + self.generated_forward;
         match record {
             Computed::Score(s) => {
                 self.report.scores_computed += 1;

@@ -534,6 +534,9 @@ impl Transformer {
     /// The logits after each of `states`, from one product of the LM head over all their rows
     /// (the bits of one state at a time).
     pub fn next_logits_each(&self, states: &[&State]) -> Result<Vec<Vec<f32>>, ModelError> {
+        if states.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut rows = Vec::with_capacity(states.len() * self.cfg.hidden);
         for state in states {
             rows.extend_from_slice(Self::last(state)?);
@@ -546,10 +549,15 @@ impl Transformer {
                 logits[i],
             ));
         }
-        Ok(logits
-            .chunks_exact(self.cfg.vocab_size)
-            .map(<[f32]>::to_vec)
-            .collect())
+        // Each state's row split off the end in turn, so one state (a decode alone) keeps the
+        // product's buffer without a copy.
+        let mut logits = logits;
+        let mut each: Vec<Vec<f32>> = (1..states.len())
+            .map(|_| logits.split_off(logits.len() - self.cfg.vocab_size))
+            .collect();
+        each.push(logits);
+        each.reverse();
+        Ok(each)
     }
 
     /// Log-probability of each of `tokens` in turn, following `state`. Runs only `tokens[..n-1]`

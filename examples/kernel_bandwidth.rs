@@ -11,9 +11,9 @@
 
 use std::time::Instant;
 
-use deltalogic::model::gguf::BlockBytes;
-use deltalogic::model::qmatmul::{qmatmul_t_into, Activations, QMatrix};
-use deltalogic::model::quant::{type_name, GgmlType};
+use deltalogic::model::format::gguf::BlockBytes;
+use deltalogic::model::format::quant::{type_name, GgmlType};
+use deltalogic::model::numerics::qmatmul::{qmatmul_t_into, Activations, QMatrix};
 
 const MATRICES: usize = 40;
 const ROUNDS: usize = 5;

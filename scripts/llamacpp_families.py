@@ -3,7 +3,7 @@
 fixtures/golden/families-llamacpp.json that tests/suite/families_llamacpp.rs compares our engine with.
 
 The files are random-weight GGUFs at the real models' shapes, 2 layers, written by
-`deltalogic dev family-files` (src/model/family_files.rs says what each carries); the golden
+`deltalogic dev family-files` (src/model/dev/family_files.rs says what each carries); the golden
 records each file's sha256, and the test writes the same bytes again and checks it.
 
 Usage: scripts/llamacpp_families.py [--deltalogic target/release/deltalogic] [--dir /tmp/fam]

@@ -182,9 +182,9 @@ impl QuestionTemplate for StatementTemplate {
 /// `turns` (role, content) rendered with a model's chat template (jinja source), ending with the
 /// assistant's generation prompt. The template's own text is marked as markup, where control
 /// tokens are read; the messages' content is plain text, where `<|im_end|>` is only text
-/// (`model::tokenizer`'s module docs). Without the marks, the text is the template's own.
+/// (`model::tokenize`'s module docs). Without the marks, the text is the template's own.
 pub fn render_chat(jinja: &str, turns: &[(&str, String)]) -> Result<String> {
-    use crate::model::tokenizer::{markup, plain, MARKUP_CLOSE, MARKUP_OPEN};
+    use crate::model::tokenize::{markup, plain, MARKUP_CLOSE, MARKUP_OPEN};
     /// Stands around a message's index where its content goes (a noncharacter, as the marks).
     const HOLD: char = '\u{FDD2}';
     let mut env = minijinja::Environment::new();

@@ -30,9 +30,9 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
-use crate::model::qmatmul;
+use crate::model::block::transformer::State;
+use crate::model::numerics::qmatmul;
 use crate::model::scorer::{set_threads, Backend, Scorer};
-use crate::model::transformer::State;
 
 /// Where `scripts/llamacpp.sh` builds llama-bench, relative to the repository root.
 const LLAMA_BENCH: &str = ".tools/llama.cpp-build/bin/llama-bench";

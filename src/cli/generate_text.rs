@@ -43,7 +43,7 @@ pub fn generate_text(args: &GenerateTextArgs, json: bool) -> anyhow::Result<()> 
     };
     let started = std::time::Instant::now();
     // The prompt is the user's own template: control-token text in it is read as control tokens.
-    let prompt = crate::model::tokenizer::markup(&args.prompt);
+    let prompt = crate::model::tokenize::markup(&args.prompt);
     let g = eval::regenerate(&model, &prompt, &decoding)
         .with_context(|| format!("generating with {}", args.model.display()))?;
     let seconds = started.elapsed().as_secs_f64();

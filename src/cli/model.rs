@@ -185,7 +185,7 @@ pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> 
 
 /// `model export-hf`, which reads and writes model files only.
 pub fn export_hf(model: &Path, output: &Path, json: bool) -> Result<()> {
-    let out = crate::model::hf_export::export(model, output)?;
+    let out = crate::model::format::hf_export::export(model, output)?;
     emit(json, &out, || {
         println!(
             "wrote {} ({} {} tensors, {} bytes of weights): {}",
@@ -207,7 +207,7 @@ pub enum DevCommand {
     FamilyFiles {
         #[arg(long)]
         out: PathBuf,
-        /// Only this file (a name of `model::family_files::FILES`).
+        /// Only this file (a name of `model::dev::family_files::FILES`).
         #[arg(long)]
         only: Option<String>,
     },
@@ -217,7 +217,7 @@ pub fn dev(c: &DevCommand) -> Result<()> {
     match c {
         DevCommand::MakeFixtures(a) => super::score_text::make_fixtures(a),
         DevCommand::FamilyFiles { out, only } => {
-            use crate::model::{family_files, gguf_write::Store};
+            use crate::model::dev::{family_files, gguf_write::Store};
             std::fs::create_dir_all(out)?;
             for (name, real) in family_files::FILES {
                 if only.as_deref().is_some_and(|o| o != name) {

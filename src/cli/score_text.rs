@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::model::fixtures;
+use crate::model::dev::fixtures;
 use crate::model::scorer::{set_threads, Backend, Scorer};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -35,7 +35,7 @@ pub fn score_text(args: &ScoreTextArgs, json: bool) -> anyhow::Result<()> {
     let scorer = Scorer::open(&args.model, backend)?;
     // The context is the user's own template: control-token text in it is read as control
     // tokens; the labels are plain text.
-    let context = crate::model::tokenizer::markup(&args.context);
+    let context = crate::model::tokenize::markup(&args.context);
     let scores = scorer
         .score(&context, &args.labels)
         .with_context(|| format!("scoring with {}", args.model.display()))?;

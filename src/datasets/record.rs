@@ -52,7 +52,7 @@ impl<'a> Source<'a> {
     }
 
     /// The file's text. The two noncharacters that mark a template's own markup (where control
-    /// tokens are read, `model::tokenizer::markup`) are refused: dataset text must never open
+    /// tokens are read, `model::tokenize::markup`) are refused: dataset text must never open
     /// markup, and Unicode reserves noncharacters for a program's internal use.
     pub fn text(&self) -> Result<String, ReadError> {
         let text = std::fs::read_to_string(self.path).map_err(|source| match source.kind() {
@@ -63,8 +63,8 @@ impl<'a> Source<'a> {
             },
         })?;
         let marks = [
-            crate::model::tokenizer::MARKUP_OPEN,
-            crate::model::tokenizer::MARKUP_CLOSE,
+            crate::model::tokenize::MARKUP_OPEN,
+            crate::model::tokenize::MARKUP_CLOSE,
         ];
         if let Some((line, c)) = text
             .lines()

@@ -2,11 +2,11 @@
 //! and checked against their files before every use.
 
 use super::{Engine, Generation, ModelRecord, Prefill, Scoring};
-use crate::model::gguf::Gguf;
-use crate::model::qmatmul;
-use crate::model::quant::GgmlType;
+use crate::model::block::transformer::State;
+use crate::model::format::gguf::Gguf;
+use crate::model::format::quant::GgmlType;
+use crate::model::numerics::qmatmul;
 use crate::model::scorer::{Backend, Scorer};
-use crate::model::transformer::State;
 use crate::store::{Id, Names, Record, Store};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -14,14 +14,14 @@ use std::path::{Path, PathBuf};
 /// Names the numerics that produce scores; part of every fingerprint, so a change to how
 /// scores are computed gives new model ids (old scores stay, attributed to the old ones).
 /// Version 4: attention sums its softmax in lanes by position and every `exp` is our own
-/// (`model::kernels::exp32`, the same bits whatever the libm), for every model and format (HF
+/// (`model::numerics::kernels::exp32`, the same bits whatever the libm), for every model and format (HF
 /// llama, at version 3 since its q/k rows load in GGUF's order, joins the others).
 /// Version 5: an attention score is one chain of fused multiply-adds in dimension order, keys as
-/// vector lanes (`model::attention`), no longer the 16-lane dot product.
+/// vector lanes (`model::block::attention`), no longer the 16-lane dot product.
 pub const SCORER_VERSION: &str = "fixed-order-f32-scorer-5";
 
 /// The scorer version of the integer mode: version 5 as above, with weights repacked into
-/// panels and an integer kernel for every quantised type (`model::qmatmul`), where an output
+/// panels and an integer kernel for every quantised type (`model::numerics::qmatmul`), where an output
 /// accumulates one float per block and k-quant weights multiply 8-bit activations.
 const INTEGER_SCORER_VERSION: &str = "integer-scorer-5";
 

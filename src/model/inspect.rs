@@ -8,9 +8,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::config::{Activation, Config};
-use super::gguf::Gguf;
-use super::scorer;
+use crate::model::block::config::{Activation, Config};
+use crate::model::family::{Families, FAMILIES};
+use crate::model::format::gguf::Gguf;
+use crate::model::scorer;
 
 #[derive(Debug, Serialize)]
 pub struct Inspection {
@@ -106,7 +107,13 @@ fn group(name: &str) -> String {
     }
 }
 
+/// What `model inspect` says of `path`, a model of a built-in family or not.
 pub fn inspect(path: &Path) -> Inspection {
+    inspect_in(&FAMILIES, path)
+}
+
+/// [`inspect`] knowing the families of `families`.
+pub fn inspect_in(families: &Families, path: &Path) -> Inspection {
     let mut out = Inspection {
         path: path.display().to_string(),
         format: if path.is_dir() { "hf" } else { "gguf" }.into(),
@@ -134,8 +141,8 @@ pub fn inspect(path: &Path) -> Inspection {
                     .to_string();
             }
         }
-        if let Ok(w) = super::hf::Weights::open(path) {
-            use super::transformer::TensorFile;
+        if let Ok(w) = crate::model::format::hf::Weights::open(path) {
+            use crate::model::block::transformer::TensorFile;
             for name in w.names() {
                 let ty = match w.describe(&name) {
                     Ok(Some(d)) => d.ty,
@@ -153,13 +160,13 @@ pub fn inspect(path: &Path) -> Inspection {
         out.architecture = g.architecture().unwrap_or_default().to_string();
         for name in g.tensor_names() {
             if let Some(info) = g.tensor_info(name) {
-                let ty = super::quant::type_name(info.type_id);
+                let ty = crate::model::format::quant::type_name(info.type_id);
                 types(name, ty.split(" (").next().unwrap_or_default().to_string());
             }
         }
         out.chat_template = g.get("tokenizer.chat_template").is_some();
     }
-    match scorer::check(path) {
+    match scorer::check_in(families, path) {
         Ok((cfg, tokenizer)) => {
             out.family = Some(family(&cfg));
             out.tokenizer = Some(TokenizerInfo {
@@ -172,13 +179,13 @@ pub fn inspect(path: &Path) -> Inspection {
         Err(e) => {
             // The config alone, when it reads, still describes the model.
             let cfg = if path.is_dir() {
-                scorer::hf_config(path).ok()
+                scorer::hf_config(families, path).ok()
             } else {
                 Gguf::open(path)
                     .ok()
-                    .and_then(|g| scorer::gguf_config(&g).ok())
+                    .and_then(|g| scorer::gguf_config(families, &g).ok())
             };
-            out.family = cfg.as_ref().map(family);
+            out.family = cfg.as_ref().map(|(cfg, _)| family(cfg));
             out.not_implemented = Some(e.to_string());
         }
     }

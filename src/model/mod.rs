@@ -1,31 +1,30 @@
-//! Model files: GGUF reader, ggml dequantisation, tokenizers.
+//! The local engine: model files in, log-probabilities and greedy tokens out, with the same bits
+//! on every path, thread count and vector unit.
+//!
+//! - `format/`: the file formats — GGUF (`gguf`), Hugging Face directories of safetensors
+//!   (`hf`), ggml's block types (`quant`), and `model export-hf` (`hf_export`);
+//! - `numerics/`: the fixed-order kernels (`kernels`), the quantised products (`qmatmul`) and
+//!   their repacked layout (`repack`) — one invariant: a fixed order of sums;
+//! - `block/`: the one decoder block every family shares (`transformer`), its architecture-neutral
+//!   `Config`, and the attention over a forkable KV cache (`attention`);
+//! - `family/`: the `FAMILIES` catalogue, and one file per family saying how its files describe
+//!   the block (keys, tensor names both ways, views of its tensors, refusals);
+//! - `tokenize/`: byte-level BPE and SentencePiece vocabularies from GGUF metadata or
+//!   tokenizer.json;
+//! - `scorer` (label scoring and generation over a loaded model) and `inspect` (`model inspect`);
+//! - `dev/`: writers of test files (GGUF, tiny Hugging Face checkpoints, the family files scored
+//!   by llama.cpp for the goldens), used by the tests and `deltalogic dev`, never by a load.
 
-pub mod gguf;
-pub mod gguf_write;
-pub mod quant;
-pub mod tokenizer;
-
-pub mod attention;
-pub mod config;
-pub mod family_files;
-pub mod fixtures;
-pub mod gemma2;
-pub mod gemma3;
-pub mod hf;
-pub mod hf_export;
+pub mod block;
+pub mod dev;
+pub mod family;
+pub mod format;
 pub mod inspect;
-pub mod kernels;
-pub mod llama;
-pub mod phi3;
-pub mod qmatmul;
-pub mod qwen2;
-pub mod qwen3;
-mod repack;
+pub mod numerics;
 pub mod scorer;
-mod spm;
-pub mod transformer;
+pub mod tokenize;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why a model file could not be used. Every variant names the file.
 #[derive(Debug, thiserror::Error)]
@@ -79,7 +78,7 @@ pub enum ModelError {
     UnknownArchitecture {
         path: PathBuf,
         arch: String,
-        supported: &'static str,
+        supported: String,
     },
     #[error("{}: tokenizer: {detail}", path.display())]
     Tokenizer { path: PathBuf, detail: String },
@@ -88,4 +87,12 @@ pub enum ModelError {
     /// A request the loaded model cannot serve (no file at fault).
     #[error("scoring: {0}")]
     Scoring(String),
+}
+
+/// A file that is not what its family needs: `ModelError::Invalid` naming it.
+pub fn invalid(path: &Path, what: impl Into<String>) -> ModelError {
+    ModelError::Invalid {
+        path: path.to_path_buf(),
+        detail: what.into(),
+    }
 }

@@ -10,13 +10,17 @@
 
 use std::path::{Path, PathBuf};
 
-use super::config::{Config, HfJson};
-use super::gguf::Gguf;
-use super::quant::{self, GgmlType};
-use super::tokenizer::Tokenizer;
-use super::transformer::Naming;
-use super::transformer::{Blocks, RawTensor, State, TensorDesc, TensorFile, Transformer};
-use super::{gemma2, gemma3, hf, llama, phi3, qwen2, qwen3, ModelError};
+use crate::model::block::config::Config;
+use crate::model::block::transformer::{
+    Blocks, Naming, RawTensor, State, TensorDesc, TensorFile, Transformer,
+};
+use crate::model::family::read::HfJson;
+use crate::model::family::{self, Families, Family, FAMILIES};
+use crate::model::format::gguf::Gguf;
+use crate::model::format::hf;
+use crate::model::format::quant::{self, GgmlType};
+use crate::model::tokenize::Tokenizer;
+use crate::model::ModelError;
 
 /// The scores of one label.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -77,17 +81,26 @@ pub struct Scorer {
 }
 
 impl Scorer {
-    /// Opens a GGUF file or a Hugging Face model directory.
+    /// Opens a GGUF file or a Hugging Face model directory of a built-in family.
     pub fn open(path: &Path, backend: Backend) -> Result<Scorer, ModelError> {
-        let (model, tokenizer) = if path.is_dir() {
-            open_hf(path)?
-        } else {
-            open_gguf(path, backend == Backend::Int8)?
-        };
-        vocabulary_fits(path, &tokenizer, model.config())?;
+        Self::open_in(&FAMILIES, path, backend)
+    }
+
+    /// Opens a model of one of `families`. Hugging Face directories always run in f32.
+    pub fn open_in(
+        families: &Families,
+        path: &Path,
+        backend: Backend,
+    ) -> Result<Scorer, ModelError> {
+        let opened = Opened::open(families, path)?;
+        let integer = backend == Backend::Int8 && matches!(opened.source, Source::Gguf(_));
+        let model = opened.with(|file, naming, extra| {
+            Transformer::load(opened.cfg.clone(), file, naming, extra, integer)
+        })?;
+        vocabulary_fits(path, &opened.tokenizer, model.config())?;
         Ok(Scorer {
             model,
-            tokenizer,
+            tokenizer: opened.tokenizer,
             path: path.to_path_buf(),
         })
     }
@@ -137,10 +150,10 @@ impl Scorer {
             .map(|label| {
                 // A label is plain text: a closing mark keeps it out of any markup the context
                 // leaves open, and marks in it are dropped.
-                let label = super::tokenizer::plain(label);
+                let label = crate::model::tokenize::plain(label);
                 let full = self.tokenize(&format!(
                     "{context}{}{label}",
-                    super::tokenizer::MARKUP_CLOSE
+                    crate::model::tokenize::MARKUP_CLOSE
                 ))?;
                 match full.strip_prefix(ctx.as_slice()) {
                     Some(rest) if !rest.is_empty() => Ok(rest.to_vec()),
@@ -215,145 +228,98 @@ impl Scorer {
     }
 }
 
-/// The Hugging Face architectures understood, as `architectures[0]` names them.
-pub const HF_SUPPORTED: &str = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, \
-    Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM";
-/// The GGUF architectures understood.
-pub const GGUF_SUPPORTED: &str = "llama, qwen2, qwen3, phi3, gemma2, gemma3";
-
-/// The config of a Hugging Face model directory.
-pub fn hf_config(dir: &Path) -> Result<Config, ModelError> {
+/// The config of a Hugging Face model directory, and its family.
+pub fn hf_config(
+    families: &Families,
+    dir: &Path,
+) -> Result<(Config, &'static dyn Family), ModelError> {
     let json = HfJson::read(&dir.join("config.json"))?;
-    let arch = json
-        .get("architectures")
-        .and_then(|a| a.get(0))
-        .and_then(|a| a.as_str())
-        .or_else(|| json.get("model_type").and_then(|m| m.as_str()))
-        .unwrap_or("")
-        .to_string();
-    match arch.as_str() {
-        "LlamaForCausalLM" | "llama" => llama::config_from_hf(&json),
-        "Qwen2ForCausalLM" | "qwen2" => qwen2::config_from_hf(&json),
-        "Qwen3ForCausalLM" | "qwen3" => qwen3::config_from_hf(&json),
-        "Phi3ForCausalLM" | "phi3" => phi3::config_from_hf(&json),
-        "Gemma2ForCausalLM" | "gemma2" => gemma2::config_from_hf(&json),
-        "Gemma3ForCausalLM" | "gemma3_text" => gemma3::config_from_hf(&json),
-        _ => Err(ModelError::UnknownArchitecture {
-            path: json.path.clone(),
-            arch,
-            supported: HF_SUPPORTED,
-        }),
-    }
+    let family = families.of_hf(&json)?;
+    Ok((family.config_from_hf(&json)?, family))
 }
 
-/// Runs `f` over a Hugging Face directory's weights as the transformer reads them: the file
-/// wrapped as its architecture needs (phi3 fuses matrices, llama orders its q/k rows for the
-/// other RoPE layout, Gemma stores its norms as offsets from 1) and the naming.
-pub(crate) fn with_hf<R>(
-    weights: &hf::Weights,
-    cfg: &Config,
-    f: impl FnOnce(&dyn TensorFile, Naming) -> Result<R, ModelError>,
-) -> Result<R, ModelError> {
-    match cfg.arch.as_str() {
-        "phi3" => f(&phi3::Unfused::new(weights, cfg), phi3::hf_name),
-        "llama" => {
-            let reordered = llama::GgufOrder {
-                inner: weights,
-                heads: cfg.heads,
-                kv_heads: cfg.kv_heads,
-            };
-            f(&reordered, llama::hf_name)
-        }
-        "gemma2" | "gemma3" => f(&gemma2::NormsPlusOne { inner: weights }, gemma2::hf_name),
-        _ => f(weights, llama::hf_name),
-    }
-}
-
-fn open_hf(dir: &Path) -> Result<(Transformer, Tokenizer), ModelError> {
-    let cfg = hf_config(dir)?;
-    let tokenizer = Tokenizer::from_hf_file(dir.join("tokenizer.json"))?;
-    let weights = hf::Weights::open(dir)?;
-    let model = with_hf(&weights, &cfg, |file, naming| {
-        Transformer::load(cfg.clone(), file, naming, &[], false)
-    })?;
-    Ok((model, tokenizer))
-}
-
-/// The config of a GGUF file.
-pub fn gguf_config(g: &Gguf) -> Result<Config, ModelError> {
-    match g.architecture()? {
-        "llama" => llama::config_from_gguf(g),
-        "qwen2" => qwen2::config_from_gguf(g),
-        "qwen3" => qwen3::config_from_gguf(g),
-        "phi3" => phi3::config_from_gguf(g),
-        "gemma2" => gemma2::config_from_gguf(g),
-        "gemma3" => gemma3::config_from_gguf(g),
-        other => Err(ModelError::UnknownArchitecture {
-            path: g.path().to_path_buf(),
-            arch: other.to_string(),
-            supported: GGUF_SUPPORTED,
-        }),
-    }
-}
-
-/// Runs `f` over a GGUF file as the transformer reads it: wrapped, named, and with the tensors
-/// the family's config reader took (`extra`).
-fn with_gguf<R>(
+/// The config of a GGUF file, and its family.
+pub fn gguf_config(
+    families: &Families,
     g: &Gguf,
-    cfg: &Config,
-    f: impl FnOnce(&dyn TensorFile, Naming, &[&str]) -> Result<R, ModelError>,
-) -> Result<R, ModelError> {
-    match cfg.arch.as_str() {
-        "phi3" => {
-            let naming: Naming = match g.tensor_info("blk.0.attn_qkv.weight") {
-                Some(_) => phi3::gguf_name_fused,
-                None => phi3::gguf_name_split,
-            };
-            f(
-                &phi3::Unfused::new(g, cfg),
-                naming,
-                phi3::GGUF_EXTRA_TENSORS,
-            )
-        }
-        "llama" => f(g, llama::gguf_name, llama::GGUF_EXTRA_TENSORS),
-        "gemma2" | "gemma3" => f(g, gemma2::gguf_name, &[]),
-        _ => f(g, llama::gguf_name, &[]),
-    }
+) -> Result<(Config, &'static dyn Family), ModelError> {
+    let family = families.of_gguf(g)?;
+    Ok((family.config_from_gguf(g)?, family))
 }
 
-fn open_gguf(path: &Path, integer: bool) -> Result<(Transformer, Tokenizer), ModelError> {
-    let g = Gguf::open(path)?;
-    let cfg = gguf_config(&g)?;
-    let tokenizer = Tokenizer::from_gguf(&g)?;
-    let model = with_gguf(&g, &cfg, |file, naming, extra| {
-        Transformer::load(cfg.clone(), file, naming, extra, integer)
-    })?;
-    Ok((model, tokenizer))
+/// A model file or directory as the transformer reads it: its config, its tokenizer and its
+/// tensors through the family's view, named as the family names them, with the tensors the
+/// family's config reader took (`extra`).
+struct Opened {
+    cfg: Config,
+    tokenizer: Tokenizer,
+    family: &'static dyn Family,
+    source: Source,
+}
+
+enum Source {
+    Gguf(Gguf),
+    Hf(hf::Weights),
+}
+
+impl Opened {
+    fn open(families: &Families, path: &Path) -> Result<Opened, ModelError> {
+        if path.is_dir() {
+            let (cfg, family) = hf_config(families, path)?;
+            let tokenizer = Tokenizer::from_hf_file(path.join("tokenizer.json"))?;
+            let source = Source::Hf(hf::Weights::open(path)?);
+            Ok(Opened {
+                cfg,
+                tokenizer,
+                family,
+                source,
+            })
+        } else {
+            let g = Gguf::open(path)?;
+            let (cfg, family) = gguf_config(families, &g)?;
+            let tokenizer = Tokenizer::from_gguf(&g)?;
+            Ok(Opened {
+                cfg,
+                tokenizer,
+                family,
+                source: Source::Gguf(g),
+            })
+        }
+    }
+
+    /// Runs `f` over the tensors as the block reads them: the view, the naming, the extra
+    /// tensors.
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&dyn TensorFile, Naming, &[&str]) -> Result<R, ModelError>,
+    ) -> Result<R, ModelError> {
+        match &self.source {
+            Source::Gguf(g) => {
+                let view = self.family.gguf_view(g, &self.cfg);
+                let naming = family::gguf_naming(self.family, g);
+                f(view.as_ref(), naming, self.family.gguf_extra_tensors())
+            }
+            Source::Hf(w) => {
+                let view = self.family.hf_view(w, &self.cfg);
+                f(view.as_ref(), self.family.hf_naming(), &[])
+            }
+        }
+    }
 }
 
 /// Everything `Scorer::open` checks, without reading the weights' data: the config, every
 /// tensor's presence, shape and type, no tensor left unread, the tokenizer and its vocabulary.
 /// Returns the config and the tokenizer (what `model inspect` describes).
 pub fn check(path: &Path) -> Result<(Config, Tokenizer), ModelError> {
-    let (cfg, tokenizer) = if path.is_dir() {
-        let cfg = hf_config(path)?;
-        let tokenizer = Tokenizer::from_hf_file(path.join("tokenizer.json"))?;
-        let weights = hf::Weights::open(path)?;
-        with_hf(&weights, &cfg, |file, naming| {
-            Transformer::check(&cfg, file, naming, &[])
-        })?;
-        (cfg, tokenizer)
-    } else {
-        let g = Gguf::open(path)?;
-        let cfg = gguf_config(&g)?;
-        let tokenizer = Tokenizer::from_gguf(&g)?;
-        with_gguf(&g, &cfg, |file, naming, extra| {
-            Transformer::check(&cfg, file, naming, extra)
-        })?;
-        (cfg, tokenizer)
-    };
-    vocabulary_fits(path, &tokenizer, &cfg)?;
-    Ok((cfg, tokenizer))
+    check_in(&FAMILIES, path)
+}
+
+/// [`check`] with the families of `families`.
+pub fn check_in(families: &Families, path: &Path) -> Result<(Config, Tokenizer), ModelError> {
+    let opened = Opened::open(families, path)?;
+    opened.with(|file, naming, extra| Transformer::check(&opened.cfg, file, naming, extra))?;
+    vocabulary_fits(path, &opened.tokenizer, &opened.cfg)?;
+    Ok((opened.cfg, opened.tokenizer))
 }
 
 fn vocabulary_fits(path: &Path, tokenizer: &Tokenizer, cfg: &Config) -> Result<(), ModelError> {

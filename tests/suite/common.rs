@@ -218,11 +218,11 @@ pub fn vocab_with(
     file: &str,
     dir: &std::path::Path,
     key: &str,
-    value: deltalogic::model::gguf_write::Meta,
-) -> deltalogic::model::gguf::Gguf {
-    use deltalogic::model::gguf::Gguf;
+    value: deltalogic::model::dev::gguf_write::Meta,
+) -> deltalogic::model::format::gguf::Gguf {
+    use deltalogic::model::format::gguf::Gguf;
     let src = Gguf::open(fetched_model(file)).unwrap_or_else(|e| panic!("{e}"));
-    let mut w = deltalogic::model::gguf_write::GgufWriter::from_gguf(&src)
+    let mut w = deltalogic::model::dev::gguf_write::GgufWriter::from_gguf(&src)
         .unwrap_or_else(|e| panic!("{e}"));
     w.kv(key, value);
     let path = dir.join(format!("{}.gguf", key.replace('.', "-")));

@@ -9,7 +9,7 @@ use crate::common;
 use deltalogic::benchmarks::prompts::{plain_question, render_chat, QuestionTemplate};
 use deltalogic::benchmarks::question::{Choice, Question};
 use deltalogic::logic::{Label, Semantics};
-use deltalogic::model::gguf::Gguf;
+use deltalogic::model::format::gguf::Gguf;
 use deltalogic::model::scorer::{Backend, Scorer};
 use std::collections::BTreeSet;
 use std::path::Path;

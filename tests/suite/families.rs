@@ -1,15 +1,15 @@
 //! Every family from both formats (issue 23): a random-weight Hugging Face directory
-//! (`model::fixtures`) and the GGUF file converted from it as convert_hf_to_gguf converts
-//! (`model::gguf_write::hf_to_gguf`: llama's q/k rows permuted, Llama 3's `rope_freqs.weight`,
+//! (`model::dev::fixtures`) and the GGUF file converted from it as convert_hf_to_gguf converts
+//! (`model::dev::gguf_write::hf_to_gguf`: llama's q/k rows permuted, Llama 3's `rope_freqs.weight`,
 //! phi3's fused `attn_qkv` / `ffn_up` and rope factor tensors, Gemma's norms plus 1) give the same
 //! bits in f32 mode. Then the refusals: every feature a family's llama.cpp loader reads that is
 //! not implemented here is refused with an error naming it, by a load and by `model add`.
 
 use std::path::{Path, PathBuf};
 
-use deltalogic::model::fixtures::{self, SEED};
-use deltalogic::model::gguf::Gguf;
-use deltalogic::model::gguf_write::{hf_to_gguf, GgufWriter, Meta, Store};
+use deltalogic::model::dev::fixtures::{self, SEED};
+use deltalogic::model::dev::gguf_write::{hf_to_gguf, GgufWriter, Meta, Store};
+use deltalogic::model::format::gguf::Gguf;
 use deltalogic::model::scorer::{self, Backend, Scorer};
 
 fn bits(v: &[f32]) -> Vec<u32> {

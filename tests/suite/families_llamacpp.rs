@@ -1,5 +1,5 @@
 //! Every family against llama.cpp itself (issue 23): random-weight GGUF files at the real
-//! models' shapes, 2 layers (`model::family_files`), scored by llama.cpp for
+//! models' shapes, 2 layers (`model::dev::family_files`), scored by llama.cpp for
 //! `fixtures/golden/families-llamacpp.json` (`scripts/llamacpp_families.py` for the label
 //! log-probs, `scripts/llamacpp_families_logits.py` for the next-token logits and greedy
 //! continuations). The test writes each file again, checks it is byte for byte the one llama.cpp
@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use deltalogic::model::family_files;
-use deltalogic::model::gguf_write::Store;
+use deltalogic::model::dev::family_files;
+use deltalogic::model::dev::gguf_write::Store;
 use deltalogic::model::scorer::{set_threads, Backend, Scorer};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};

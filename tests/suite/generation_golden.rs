@@ -75,7 +75,7 @@ fn generate_all(model: &Loaded, golden: &Golden) -> Vec<(Vec<u32>, Vec<f32>)> {
             // The golden prompts are chat-template text that llama.cpp tokenized with its control
             // tokens parsed: ours reads them only inside a template's marked markup.
             let tokens = model
-                .tokenize(&deltalogic::model::tokenizer::markup(&case.prompt))
+                .tokenize(&deltalogic::model::tokenize::markup(&case.prompt))
                 .unwrap();
             assert_eq!(
                 tokens, case.prompt_tokens,
@@ -104,7 +104,7 @@ fn check_stepped_together(model: &Loaded, golden: &Golden, alone: &[(Vec<u32>, V
     let mut ended = Vec::new();
     for (i, case) in golden.cases.iter().enumerate() {
         let tokens = model
-            .tokenize(&deltalogic::model::tokenizer::markup(&case.prompt))
+            .tokenize(&deltalogic::model::tokenize::markup(&case.prompt))
             .unwrap();
         let state = model.prefill(&model.empty_state(), &tokens).unwrap();
         let decoding = if i % 3 == 2 { &stopping } else { &plain };

@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use deltalogic::model::gguf::Gguf;
-use deltalogic::model::gguf_write::{GgufWriter, Meta};
+use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
+use deltalogic::model::format::gguf::Gguf;
 use deltalogic::model::scorer::{Backend, Scorer};
-use deltalogic::model::tokenizer::Tokenizer;
+use deltalogic::model::tokenize::Tokenizer;
 use deltalogic::model::ModelError;
 
 const F32: u32 = 0;

@@ -8,8 +8,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use deltalogic::model::gguf::Gguf;
-use deltalogic::model::hf_export;
+use deltalogic::model::format::gguf::Gguf;
+use deltalogic::model::format::hf_export;
 use deltalogic::model::scorer::{set_threads, Backend, Scorer};
 
 fn shared(rel: &str) -> PathBuf {
@@ -192,4 +192,118 @@ fn export_refuses_a_directory_that_is_not_empty_and_leaves_it_alone() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 1);
     assert_eq!(std::fs::read_to_string(&keep).unwrap(), "mine");
+}
+
+/// Every family's random-weight checkpoint (`model::dev::fixtures`), converted to GGUF (q8_0 for
+/// the matrices, so the export dequantises) and exported back: the export scores the GGUF
+/// file's f32 bits, and its config.json is the family's own.
+#[test]
+fn every_family_exports_to_a_directory_with_the_gguf_files_bits() {
+    use deltalogic::model::dev::fixtures::{self, SEED};
+    use deltalogic::model::dev::gguf_write::{hf_to_gguf, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let t: Vec<u32> = (0..20u32).map(|i| (i * 37 + 11) % 320).collect();
+    let score = |path: &Path| {
+        let s = Scorer::open(path, Backend::Flex).unwrap();
+        let state = s.prefill(&s.empty_state(), &t[..12]).unwrap();
+        let mut out = s.score_continuation(&state, &t[12..]).unwrap();
+        out.extend(s.next_logits(&state).unwrap());
+        bits(&out)
+    };
+    let archs = fixtures::ARCHS.into_iter().chain(fixtures::MORE_ARCHS);
+    for arch in archs {
+        fixtures::write_one(dir.path(), arch, SEED).unwrap();
+        if arch == "llama3" {
+            // Llama 3.1's released scaling: config.json can say it (the fixture's own window
+            // of 64 it cannot, see below).
+            set_rope_window(&dir.path().join(arch), 8192);
+        }
+        let gguf = dir.path().join(format!("{arch}.gguf"));
+        hf_to_gguf(&dir.path().join(arch), &gguf, Store::Q8_0, None).unwrap();
+        let out = dir.path().join(format!("{arch}-exported"));
+        let e = hf_export::export(&gguf, &out).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert_eq!(score(&out), score(&gguf), "{arch}: exported bits");
+        let config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap())
+                .unwrap();
+        let written: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(arch).join("config.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            config["architectures"], written["architectures"],
+            "{arch} ({})",
+            e.architecture
+        );
+    }
+}
+
+fn set_rope_window(dir: &Path, window: u64) {
+    let path = dir.join("config.json");
+    let mut c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    c["rope_scaling"]["original_max_position_embeddings"] = serde_json::json!(window);
+    std::fs::write(&path, serde_json::to_string_pretty(&c).unwrap()).unwrap();
+}
+
+/// Llama 3 frequency factors no released `rope_scaling` gives are refused, naming what differs.
+#[test]
+fn export_refuses_rope_factors_config_json_cannot_say() {
+    use deltalogic::model::dev::fixtures::{self, SEED};
+    use deltalogic::model::dev::gguf_write::{hf_to_gguf, Store};
+    let dir = tempfile::tempdir().unwrap();
+    fixtures::write_one(dir.path(), "llama3", SEED).unwrap();
+    let gguf = dir.path().join("llama3.gguf");
+    hf_to_gguf(&dir.path().join("llama3"), &gguf, Store::F32, None).unwrap();
+    let out = dir.path().join("out");
+    let err = hf_export::export(&gguf, &out).unwrap_err().to_string();
+    assert!(
+        err.contains("cannot say") && err.contains("freq_factors"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "nothing left");
+}
+
+/// A Gemma norm weight that `(w − 1) + 1` does not give back is refused by name, and nothing
+/// is left in the directory.
+#[test]
+fn export_refuses_a_norm_no_checkpoint_can_hold_with_its_bits() {
+    use deltalogic::model::dev::fixtures::{self, SEED};
+    use deltalogic::model::dev::gguf_write::{hf_to_gguf, GgufWriter, Store};
+    let dir = tempfile::tempdir().unwrap();
+    fixtures::write_one(dir.path(), "gemma2", SEED).unwrap();
+    let gguf = dir.path().join("gemma2.gguf");
+    hf_to_gguf(&dir.path().join("gemma2"), &gguf, Store::F32, None).unwrap();
+    let g = Gguf::open(&gguf).unwrap();
+    let mut w = GgufWriter::from_gguf(&g).unwrap();
+    let (shape, mut data) = g.tensor_f32("blk.1.attn_norm.weight").unwrap();
+    data[3] = 1e-9;
+    w.remove_tensor("blk.1.attn_norm.weight");
+    w.tensor("blk.1.attn_norm.weight", &shape, &data, Store::F32);
+    let bad = dir.path().join("bad.gguf");
+    w.write(&bad).unwrap();
+    let out = dir.path().join("out");
+    let err = hf_export::export(&bad, &out).unwrap_err().to_string();
+    assert!(
+        err.contains("blk.1.attn_norm.weight") && err.contains("offset from 1"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "nothing left");
+}
+
+/// A directory given where a GGUF file belongs is named as such, once.
+#[test]
+fn export_says_a_directory_is_not_a_gguf_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = hf_export::export(dir.path(), &dir.path().join("out"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("is a directory") && err.contains("GGUF file"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("os error"),
+        "what is wrong, not an errno: {err}"
+    );
 }

@@ -33,6 +33,7 @@ mod normalisation;
 mod numerics;
 mod numerics_llamacpp;
 mod proof_benchmark;
+mod proof_family;
 mod readme;
 mod registry;
 mod report;

@@ -11,9 +11,9 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use deltalogic::model::kernels;
+use deltalogic::model::block::transformer::State;
+use deltalogic::model::numerics::kernels;
 use deltalogic::model::scorer::{set_threads, Backend, Scorer};
-use deltalogic::model::transformer::State;
 
 const CHILD_MODEL: &str = "DELTALOGIC_NUMERICS_MODEL";
 const CHILD_THREADS: &str = "DELTALOGIC_NUMERICS_THREADS";

@@ -268,7 +268,7 @@ fn a_million_scores() {
 
 /// A model that runs nothing: the prefix tree over its tokenizer's tokens counts what a real
 /// run of the same model would compute.
-struct Counter(deltalogic::model::tokenizer::Tokenizer);
+struct Counter(deltalogic::model::tokenize::Tokenizer);
 
 impl Counter {
     fn tokenize(&self, text: &str) -> anyhow::Result<Vec<u32>> {
@@ -297,9 +297,11 @@ fn full_set_tokens() {
     use deltalogic::benchmarks::{self, Models, Request};
     use deltalogic::eval::tree::{self, Job};
     let models = PathBuf::from(std::env::var_os("DELTALOGIC_MODELS").expect("DELTALOGIC_MODELS"));
-    let gguf = deltalogic::model::gguf::Gguf::open(models.join("Qwen2.5-Coder-0.5B-Instruct.gguf"))
-        .unwrap();
-    let counter = Counter(deltalogic::model::tokenizer::Tokenizer::from_gguf(&gguf).unwrap());
+    let gguf = deltalogic::model::format::gguf::Gguf::open(
+        models.join("Qwen2.5-Coder-0.5B-Instruct.gguf"),
+    )
+    .unwrap();
+    let counter = Counter(deltalogic::model::tokenize::Tokenizer::from_gguf(&gguf).unwrap());
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets");
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("full.redb");

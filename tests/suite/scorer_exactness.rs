@@ -5,7 +5,7 @@ use crate::common::{self, golden, Golden};
 
 use std::path::{Path, PathBuf};
 
-use deltalogic::model::fixtures;
+use deltalogic::model::dev::fixtures;
 use deltalogic::model::scorer::{set_threads, Backend, LabelScore, Scorer};
 
 const THREADS: usize = 2;

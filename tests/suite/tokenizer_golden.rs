@@ -8,8 +8,8 @@
 
 use std::path::PathBuf;
 
-use deltalogic::model::gguf::Gguf;
-use deltalogic::model::tokenizer::Tokenizer;
+use deltalogic::model::format::gguf::Gguf;
+use deltalogic::model::tokenize::Tokenizer;
 
 struct Golden {
     text: String,
@@ -151,7 +151,7 @@ fn spm_without_space_prefix_matches_llama_cpp() {
         "ggml-vocab-llama-spm.gguf",
         dir.path(),
         "tokenizer.ggml.add_space_prefix",
-        deltalogic::model::gguf_write::Meta::Bool(false),
+        deltalogic::model::dev::gguf_write::Meta::Bool(false),
     );
     let tok = Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"));
     check_tokenizer("llama-spm-vocab-no-space-prefix", &tok);
@@ -176,7 +176,7 @@ fn gpt4o_split_matches_llama_cpp() {
             file,
             dir.path(),
             "tokenizer.ggml.pre",
-            deltalogic::model::gguf_write::Meta::Str("gpt-4o".into()),
+            deltalogic::model::dev::gguf_write::Meta::Str("gpt-4o".into()),
         );
         let tok = Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"));
         check_tokenizer(golden, &tok);

@@ -8,8 +8,8 @@
 //! The files come from the llama-cpp-python 0.3.36 sdist (scripts/fetch_models.sh); without them
 //! these tests are ignored (build.rs), and under CI=true a missing file fails.
 
-use deltalogic::model::gguf::Gguf;
-use deltalogic::model::tokenizer::Tokenizer;
+use deltalogic::model::format::gguf::Gguf;
+use deltalogic::model::tokenize::Tokenizer;
 
 /// The cases of `ggml-vocab-<name>.gguf.inp` / `.out`, read as test-tokenizer-0.cpp reads them:
 /// inputs separated by a marker line, one line of space-separated ids per input. It keeps them in
@@ -195,7 +195,7 @@ fn spm_decode_inverts_encode() {
     ignore = "needs the fetched models: bash scripts/fetch_models.sh"
 )]
 fn spm_refusals() {
-    use deltalogic::model::gguf_write::Meta;
+    use deltalogic::model::dev::gguf_write::Meta;
     let src = Gguf::open(crate::common::fetched_model("ggml-vocab-llama-spm.gguf"))
         .unwrap_or_else(|e| panic!("{e}"));
     let tokens: Vec<String> = src

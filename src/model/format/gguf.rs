@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use memmap2::Mmap;
 
-use super::quant::{self, GgmlType};
-use super::ModelError;
+use crate::model::format::quant::{self, GgmlType};
+use crate::model::ModelError;
 
 const MAGIC: &[u8; 4] = b"GGUF";
 const DEFAULT_ALIGNMENT: u64 = 32;

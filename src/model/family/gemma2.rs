@@ -17,19 +17,20 @@
 
 use std::path::Path;
 
-use super::config::{gguf_base_config, invalid, refuse_unknown_keys, Activation, Config, HfJson};
-use super::gguf::{Gguf, Value};
-use super::llama;
-use super::transformer::{Part, RawTensor, TensorDesc, TensorFile};
-use super::ModelError;
+use crate::model::block::config::{Activation, Config};
+use crate::model::block::transformer::{Naming, Part, RawTensor, TensorDesc, TensorFile};
+use crate::model::family::llama;
+use crate::model::family::read::{gguf_base_config, refuse_unknown_keys, HfJson};
+use crate::model::format::gguf::{Gguf, Value};
+use crate::model::{invalid, ModelError};
 
 /// llama.cpp's Gemma 2 defaults, used when a GGUF file does not say.
 const GGUF_DEFAULT_WINDOW: usize = 4096;
 
-pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
+fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
     let mut cfg = gemma_hf_base(json, "gemma2")?;
     let linear = json.no_rope_scaling("gemma2")?;
-    super::config::apply_linear(&mut cfg, linear);
+    crate::model::family::read::apply_linear(&mut cfg, linear);
     cfg.attn_softcap = json.opt_f32("attn_logit_softcapping")?;
     cfg.final_softcap = json.opt_f32("final_logit_softcapping")?;
     cfg.tied_embeddings = true;
@@ -90,7 +91,7 @@ pub fn pattern_layers(layers: usize, pattern: usize) -> Vec<bool> {
         .collect()
 }
 
-pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
+fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
     refuse_unknown_keys(
         g,
         "gemma2",
@@ -102,7 +103,7 @@ pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
             "rope.freq_base_swa",
         ],
     )?;
-    let mut cfg = gemma_gguf_base(g, "gemma2")?;
+    let mut cfg = gemma_gguf_base(g, "gemma2", 46)?;
     let key = |k: &str| format!("gemma2.{k}");
     let opt_f32 = |k: &str| g.get(&key(k)).map(|_| g.get_f32(&key(k))).transpose();
     // llama.cpp reads both caps as optional keys, with 0 meaning none for the final one; the
@@ -134,14 +135,14 @@ pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
 
 /// What Gemma 2 and 3 share in GGUF metadata: llama.cpp's attention scale rule, √d embedding
 /// scale, post norms and GeGLU.
-pub fn gemma_gguf_base(g: &Gguf, arch: &str) -> Result<Config, ModelError> {
+pub fn gemma_gguf_base(g: &Gguf, arch: &str, big_layers: usize) -> Result<Config, ModelError> {
     let mut cfg = gguf_base_config(g, arch)?;
     cfg.activation = Activation::GeluTanh;
     cfg.embed_scale = Some((cfg.hidden as f32).sqrt());
     cfg.post_norms = true;
-    // llama.cpp: the 27B sizes (46 layers for Gemma 2, 62 for Gemma 3) scale by
-    // 1/√(hidden/heads), the others by 1/√head_dim.
-    let big = (arch == "gemma2" && cfg.layers == 46) || (arch == "gemma3" && cfg.layers == 62);
+    // llama.cpp: the 27B size (`big_layers` layers: 46 for Gemma 2, 62 for Gemma 3) scales
+    // by 1/√(hidden/heads), the others by 1/√head_dim.
+    let big = cfg.layers == big_layers;
     let scalar = if big {
         (cfg.hidden / cfg.heads) as f32
     } else {
@@ -224,5 +225,112 @@ impl TensorFile for NormsPlusOne<'_> {
 
     fn names(&self) -> Vec<String> {
         self.inner.names()
+    }
+}
+
+/// 1 taken off every RMSNorm weight, as Gemma's Hugging Face checkpoints store them; refused
+/// where `(w - 1) + 1` would not give `w` back to the bit.
+pub fn norm_to_hf(name: &str, t: RawTensor) -> Result<RawTensor, String> {
+    if !name.ends_with("norm.weight") {
+        return Ok(t);
+    }
+    let data: Vec<f32> = t.data.iter().map(|w| w - 1.0).collect();
+    if let Some(i) = (0..data.len()).find(|&i| (data[i] + 1.0).to_bits() != t.data[i].to_bits()) {
+        return Err(format!(
+            "norm weight {i} ({}) cannot be stored as an offset from 1 with the same bits",
+            t.data[i]
+        ));
+    }
+    Ok(RawTensor {
+        shape: t.shape,
+        data,
+    })
+}
+
+/// What Gemma 2 and 3 write in config.json beside the shared keys.
+pub fn gemma_hf_config(cfg: &Config, json: &mut serde_json::Map<String, serde_json::Value>) {
+    use serde_json::json;
+    super::read::linear_scaling_json(cfg, json);
+    json.insert("hidden_activation".into(), json!("gelu_pytorch_tanh"));
+    // The scalar whose inverse square root is the attention scale, of the two llama.cpp uses.
+    let scalar = [cfg.head_dim, cfg.hidden / cfg.heads]
+        .into_iter()
+        .map(|s| s as f32)
+        .find(|s| (1.0 / s.sqrt()).to_bits() == cfg.attn_scale.to_bits());
+    if let Some(s) = scalar {
+        json.insert("query_pre_attn_scalar".into(), json!(f64::from(s)));
+    }
+    for (key, cap) in [
+        ("attn_logit_softcapping", cfg.attn_softcap),
+        ("final_logit_softcapping", cfg.final_softcap),
+    ] {
+        json.insert(key.into(), json!(cap.map(f64::from)));
+    }
+    if let Some(w) = cfg.sliding_window {
+        json.insert("sliding_window".into(), json!(w));
+        let types: Vec<&str> = cfg
+            .local_layers
+            .iter()
+            .map(|&l| {
+                if l {
+                    "sliding_attention"
+                } else {
+                    "full_attention"
+                }
+            })
+            .collect();
+        json.insert("layer_types".into(), json!(types));
+    }
+}
+
+pub struct Gemma2;
+
+impl super::Family for Gemma2 {
+    fn gguf_arch(&self) -> &'static str {
+        "gemma2"
+    }
+
+    fn hf_classes(&self) -> &'static [&'static str] {
+        &["Gemma2ForCausalLM"]
+    }
+
+    fn hf_model_types(&self) -> &'static [&'static str] {
+        &["gemma2"]
+    }
+
+    fn config_from_gguf(&self, g: &Gguf) -> Result<Config, ModelError> {
+        config_from_gguf(g)
+    }
+
+    fn config_from_hf(&self, json: &HfJson) -> Result<Config, ModelError> {
+        config_from_hf(json)
+    }
+
+    fn gguf_namings(&self) -> &'static [Naming] {
+        &[gguf_name]
+    }
+
+    fn hf_naming(&self) -> Naming {
+        hf_name
+    }
+
+    fn hf_view<'a>(&self, file: &'a dyn TensorFile, _cfg: &Config) -> Box<dyn TensorFile + 'a> {
+        Box::new(NormsPlusOne { inner: file })
+    }
+
+    fn to_hf(&self, part: Part, _cfg: &Config, t: RawTensor) -> Result<RawTensor, String> {
+        norm_to_hf(&hf_name(part), t)
+    }
+
+    fn hf_config(&self, cfg: &Config, json: &mut serde_json::Map<String, serde_json::Value>) {
+        gemma_hf_config(cfg, json);
+    }
+
+    /// llama.cpp reads a missing final soft-cap as 30: a model without one says 0.
+    fn gguf_metadata(&self, cfg: &Config) -> Vec<(String, Value)> {
+        match cfg.final_softcap {
+            None => vec![("gemma2.final_logit_softcapping".into(), Value::F32(0.0))],
+            Some(_) => Vec::new(),
+        }
     }
 }

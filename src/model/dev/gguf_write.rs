@@ -11,11 +11,13 @@ use std::path::Path;
 
 use half::f16;
 
-use super::config::Config;
-use super::gguf::Gguf;
-use super::scorer::{hf_config, with_hf};
-use super::transformer::{Part, Transformer};
-use super::{gemma2, hf, llama, phi3, ModelError};
+use crate::model::block::config::Config;
+use crate::model::block::transformer::Transformer;
+use crate::model::family::{Families, Family, FAMILIES};
+use crate::model::format::gguf::{Gguf, Value};
+use crate::model::format::hf;
+use crate::model::scorer::hf_config;
+use crate::model::ModelError;
 
 /// A metadata value to write.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +31,20 @@ pub enum Meta {
     I32s(Vec<i32>),
     F32s(Vec<f32>),
     Bools(Vec<bool>),
+}
+
+impl Meta {
+    /// A reader's scalar value as the writer's (families give their metadata as read).
+    fn from_value(v: Value) -> Meta {
+        match v {
+            Value::U32(x) => Meta::U32(x),
+            Value::I32(x) => Meta::I32(x),
+            Value::F32(x) => Meta::F32(x),
+            Value::Bool(x) => Meta::Bool(x),
+            Value::String(x) => Meta::Str(x),
+            other => unimplemented!("a family's GGUF metadata of type {}", other.type_name()),
+        }
+    }
 }
 
 /// Tensor storage types the writer produces.
@@ -127,7 +143,7 @@ impl GgufWriter {
                         return Err(ModelError::UnsupportedType {
                             path: src.path().to_path_buf(),
                             tensor: name.into(),
-                            ty: super::quant::type_name(info.type_id),
+                            ty: crate::model::format::quant::type_name(info.type_id),
                         })
                     }
                 },
@@ -242,7 +258,7 @@ pub fn copy_metadata(w: &mut GgufWriter, src: &Gguf, keep: impl Fn(&str) -> bool
         if !keep(k) {
             continue;
         }
-        use super::gguf::Value as V;
+        use crate::model::format::gguf::Value as V;
         let meta = match v {
             V::String(s) => Meta::Str(s.clone()),
             V::I32(i) => Meta::I32(*i),
@@ -291,8 +307,8 @@ pub fn tokenizer_from_json(w: &mut GgufWriter, path: &Path) -> Result<(), ModelE
         source,
     })?;
     let json: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| super::config::invalid(path, format!("not valid JSON: {e}")))?;
-    let bad = || super::config::invalid(path, "not a byte-level BPE tokenizer.json");
+        .map_err(|e| crate::model::invalid(path, format!("not valid JSON: {e}")))?;
+    let bad = || crate::model::invalid(path, "not a byte-level BPE tokenizer.json");
     let vocab = json["model"]["vocab"].as_object().ok_or_else(bad)?;
     let mut tokens = vec![String::new(); vocab.len()];
     for (t, id) in vocab {
@@ -345,7 +361,7 @@ pub fn rope_factor_tensors(w: &mut GgufWriter, cfg: &Config) {
 }
 
 /// The `{arch}.` hyperparameters of `cfg` as convert_hf_to_gguf writes them.
-pub fn config_metadata(w: &mut GgufWriter, cfg: &Config) {
+pub fn config_metadata(w: &mut GgufWriter, cfg: &Config, family: &dyn Family) {
     let a = cfg.arch.clone();
     let k = |s: &str| format!("{a}.{s}");
     w.kv("general.architecture", Meta::Str(a.clone()));
@@ -384,14 +400,8 @@ pub fn config_metadata(w: &mut GgufWriter, cfg: &Config) {
     if let Some(c) = cfg.attn_softcap {
         w.kv(k("attn_logit_softcapping"), Meta::F32(c));
     }
-    match cfg.final_softcap {
-        Some(c) => {
-            w.kv(k("final_logit_softcapping"), Meta::F32(c));
-        }
-        None if a == "gemma2" => {
-            w.kv(k("final_logit_softcapping"), Meta::F32(0.0));
-        }
-        None => {}
+    if let Some(c) = cfg.final_softcap {
+        w.kv(k("final_logit_softcapping"), Meta::F32(c));
     }
     if let Some(win) = cfg.sliding_window {
         w.kv(k("attention.sliding_window"), Meta::U32(win as u32));
@@ -402,6 +412,9 @@ pub fn config_metadata(w: &mut GgufWriter, cfg: &Config) {
     }
     if let Some(r) = &cfg.rope_local {
         w.kv(k("rope.freq_base_swa"), Meta::F32(r.theta));
+    }
+    for (key, value) in family.gguf_metadata(cfg) {
+        w.kv(key, Meta::from_value(value));
     }
 }
 
@@ -414,44 +427,50 @@ pub fn hf_to_gguf(
     store: Store,
     tokenizer: Option<&Gguf>,
 ) -> Result<Config, ModelError> {
-    let cfg = hf_config(dir)?;
+    hf_to_gguf_in(&FAMILIES, dir, out, store, tokenizer)
+}
+
+/// [`hf_to_gguf`] with the families of `families`.
+pub fn hf_to_gguf_in(
+    families: &Families,
+    dir: &Path,
+    out: &Path,
+    store: Store,
+    tokenizer: Option<&Gguf>,
+) -> Result<Config, ModelError> {
+    let (cfg, family) = hf_config(families, dir)?;
     let weights = hf::Weights::open(dir)?;
     let mut w = GgufWriter::default();
-    config_metadata(&mut w, &cfg);
+    config_metadata(&mut w, &cfg, family);
     match tokenizer {
         Some(g) => copy_tokenizer(&mut w, g),
         None => tokenizer_from_json(&mut w, &dir.join("tokenizer.json"))?,
     }
-    let gguf_naming: fn(Part) -> String = match cfg.arch.as_str() {
-        "phi3" => phi3::gguf_name_fused,
-        "gemma2" | "gemma3" => gemma2::gguf_name,
-        _ => llama::gguf_name,
-    };
+    let gguf_naming = family.gguf_namings()[0];
+    let naming = family.hf_naming();
+    let file = family.hf_view(&weights, &cfg);
     // Canonical tensors (q/k in GGUF order, Gemma norms plus 1) gathered under their GGUF
     // names; slots of a fused tensor are stacked in `parts` order (q, k, v; gate, up).
     let mut stacked: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
-    with_hf(&weights, &cfg, |file, naming| {
-        for (part, shape) in Transformer::parts(&cfg) {
-            let t = file
-                .tensor(&naming(part))?
-                .ok_or_else(|| ModelError::MissingTensor {
-                    path: dir.to_path_buf(),
-                    tensor: naming(part),
-                })?;
-            let name = gguf_naming(part);
-            let stored = name
-                .split_once('[')
-                .map_or(name.clone(), |(n, _)| n.to_string());
-            match stacked.iter_mut().find(|s| s.0 == stored) {
-                Some(s) => {
-                    s.1[0] += shape[0];
-                    s.2.extend(t.data);
-                }
-                None => stacked.push((stored, shape, t.data)),
+    for (part, shape) in Transformer::parts(&cfg) {
+        let t = file
+            .tensor(&naming(part))?
+            .ok_or_else(|| ModelError::MissingTensor {
+                path: dir.to_path_buf(),
+                tensor: naming(part),
+            })?;
+        let name = gguf_naming(part);
+        let stored = name
+            .split_once('[')
+            .map_or(name.clone(), |(n, _)| n.to_string());
+        match stacked.iter_mut().find(|s| s.0 == stored) {
+            Some(s) => {
+                s.1[0] += shape[0];
+                s.2.extend(t.data);
             }
+            None => stacked.push((stored, shape, t.data)),
         }
-        Ok(())
-    })?;
+    }
     for (name, shape, data) in &stacked {
         w.tensor(name.clone(), shape, data, store);
     }

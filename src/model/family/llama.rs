@@ -17,15 +17,15 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::config::{
-    apply_linear, gguf_base_config, invalid, refuse_unknown_keys, rope_scaling_type, Config,
-    HfJson, RopeLayout,
+use crate::model::block::config::{Config, RopeLayout};
+use crate::model::block::transformer::{Part, RawTensor, TensorDesc, TensorFile};
+use crate::model::family::read::{
+    apply_linear, gguf_base_config, refuse_unknown_keys, rope_scaling_type, HfJson,
 };
-use super::gguf::Gguf;
-use super::transformer::{Part, RawTensor, TensorDesc, TensorFile};
-use super::ModelError;
+use crate::model::format::gguf::Gguf;
+use crate::model::{invalid, ModelError};
 
-pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
+fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
     if json.bool_or("mlp_bias", false)? {
         return Err(invalid(&json.path, "mlp_bias is not implemented"));
     }
@@ -99,7 +99,7 @@ pub fn llama3_factors(json: &HfJson, s: &Value, cfg: &Config) -> Result<Vec<f32>
 /// The tensors llama's GGUF reader takes besides the weights of `Part`s.
 pub const GGUF_EXTRA_TENSORS: &[&str] = &["rope_freqs.weight"];
 
-pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
+fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
     refuse_unknown_keys(g, "llama", &[])?;
     let mut cfg = gguf_base_config(g, "llama")?;
     // convert_hf_to_gguf permutes llama's q/k rows so that ggml's pairwise rope applies.
@@ -284,5 +284,102 @@ impl TensorFile for GgufOrder<'_> {
                 None => t,
             }),
         )
+    }
+}
+
+pub struct Llama;
+
+impl super::Family for Llama {
+    fn gguf_arch(&self) -> &'static str {
+        "llama"
+    }
+
+    fn hf_classes(&self) -> &'static [&'static str] {
+        &["LlamaForCausalLM"]
+    }
+
+    fn hf_model_types(&self) -> &'static [&'static str] {
+        &["llama"]
+    }
+
+    fn config_from_gguf(&self, g: &Gguf) -> Result<Config, ModelError> {
+        config_from_gguf(g)
+    }
+
+    fn config_from_hf(&self, json: &HfJson) -> Result<Config, ModelError> {
+        config_from_hf(json)
+    }
+
+    fn gguf_extra_tensors(&self) -> &'static [&'static str] {
+        GGUF_EXTRA_TENSORS
+    }
+
+    fn hf_view<'a>(&self, file: &'a dyn TensorFile, cfg: &Config) -> Box<dyn TensorFile + 'a> {
+        Box::new(GgufOrder {
+            inner: file,
+            heads: cfg.heads,
+            kv_heads: cfg.kv_heads,
+        })
+    }
+
+    /// q and k rows (and biases) back in Hugging Face's order.
+    fn to_hf(&self, part: Part, cfg: &Config, t: RawTensor) -> Result<RawTensor, String> {
+        let heads = match part {
+            Part::Q(_) | Part::QBias(_) => cfg.heads,
+            Part::K(_) | Part::KBias(_) => cfg.kv_heads,
+            _ => return Ok(t),
+        };
+        let data = permute_heads(&t, heads, RowOrder::ToHf).ok_or_else(|| {
+            format!(
+                "shape {:?} does not split into {heads} heads of even size",
+                t.shape
+            )
+        })?;
+        Ok(RawTensor {
+            shape: t.shape,
+            data,
+        })
+    }
+
+    /// Llama 3's factors are written as the released `rope_scaling` parameters that give the
+    /// same factors to the bit (the export refuses the file when none does).
+    fn hf_config(&self, cfg: &Config, json: &mut serde_json::Map<String, Value>) {
+        super::read::linear_scaling_json(cfg, json);
+        let Some(factors) = &cfg.rope.freq_factors else {
+            return;
+        };
+        if !cfg
+            .rope
+            .scaling
+            .as_deref()
+            .is_some_and(|s| s.starts_with("llama3"))
+        {
+            return;
+        }
+        if let Some(s) = LLAMA3_RELEASES.iter().map(|r| r.json()).find(|s| {
+            let probe = HfJson {
+                path: Path::new("config.json").to_path_buf(),
+                value: Value::Null,
+            };
+            llama3_factors(&probe, s, cfg).ok().as_ref() == Some(factors)
+        }) {
+            json.insert("rope_scaling".into(), s);
+        }
+    }
+}
+
+/// Llama 3's released `rope_scaling` parameters: factor, low and high frequency factors, and the
+/// original window (Llama 3.1: 8; Llama 3.2: 32).
+struct Llama3Scaling(f64, f64, f64, f64);
+
+const LLAMA3_RELEASES: [Llama3Scaling; 2] = [
+    Llama3Scaling(8.0, 1.0, 4.0, 8192.0),
+    Llama3Scaling(32.0, 1.0, 4.0, 8192.0),
+];
+
+impl Llama3Scaling {
+    fn json(&self) -> Value {
+        serde_json::json!({"rope_type": "llama3", "factor": self.0, "low_freq_factor": self.1,
+            "high_freq_factor": self.2, "original_max_position_embeddings": self.3})
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! A GGUF file carries either a byte-level BPE vocabulary, merges and token types, naming its
 //! pre-tokenizer (`tokenizer.ggml.pre`), or a SentencePiece vocabulary with scores
-//! ([`super::spm`]); this module rebuilds what llama.cpp does from them so that ids match
+//! ([`spm`]); this module rebuilds what llama.cpp does from them so that ids match
 //! `llama-tokenize` exactly (checked against golden files in `tests/suite/tokenizer_golden.rs`
 //! and llama.cpp's own vocabulary tests in `tests/suite/vocabularies.rs`).
 //!
@@ -18,6 +18,8 @@
 //! them from content, and tokenizing drops them. [`Tokenizer::encode`] reads control tokens
 //! everywhere, as `llama-tokenize` does by default.
 
+mod spm;
+
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,8 +33,8 @@ use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::processors::template::TemplateProcessing;
 use tokenizers::{AddedToken, Encoding, SplitDelimiterBehavior};
 
-use super::gguf::Gguf;
-use super::ModelError;
+use crate::model::format::gguf::Gguf;
+use crate::model::ModelError;
 
 /// llama.cpp's token types (`llama_token_type`) that are matched as whole added tokens. It
 /// reads unknown-type tokens (SentencePiece's `<unk>`, Phi-3's `[PAD…]`) as control tokens.
@@ -230,7 +232,7 @@ impl std::fmt::Debug for Tokenizer {
 impl Tokenizer {
     /// Builds the tokenizer described by a GGUF file's `tokenizer.ggml.*` metadata: byte-level
     /// BPE (`tokenizer.ggml.model = "gpt2"`) with the pre-tokenizers listed in [`SUPPORTED_PRE`],
-    /// or SentencePiece (`"llama"`, module [`super::spm`]). Anything else is refused by name.
+    /// or SentencePiece (`"llama"`, module [`spm`]). Anything else is refused by name.
     pub fn from_gguf(gguf: &Gguf) -> Result<Tokenizer, ModelError> {
         let path = gguf.path();
         let err = |detail: String| ModelError::Tokenizer {
@@ -270,7 +272,7 @@ impl Tokenizer {
             }
             // llama.cpp gives every SentencePiece vocabulary a BOS unless the file says not.
             "llama" => (
-                super::spm::tokenizer(gguf, &tokens, &types, vocab)?,
+                spm::tokenizer(gguf, &tokens, &types, vocab)?,
                 true,
                 "SentencePiece (llama: scores, byte fallback)".to_string(),
             ),

@@ -12,14 +12,14 @@
 
 use std::path::Path;
 
-use super::config::{gguf_base_config, invalid, refuse_unknown_keys, Config, HfJson, LongRope};
-use super::gguf::{BlockBytes, Gguf};
-use super::llama;
-use super::transformer::Blocks;
-use super::transformer::{Part, RawTensor, TensorDesc, TensorFile};
-use super::ModelError;
+use crate::model::block::config::{Config, LongRope};
+use crate::model::block::transformer::{Blocks, Naming, Part, RawTensor, TensorDesc, TensorFile};
+use crate::model::family::llama;
+use crate::model::family::read::{gguf_config_with, refuse_unknown_keys, HfJson};
+use crate::model::format::gguf::{BlockBytes, Gguf};
+use crate::model::{invalid, ModelError};
 
-pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
+fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
     json.expect_activation(&["silu"])?;
     let mut cfg = json.base_config("phi3")?;
     let partial = json.opt_f32("partial_rotary_factor")?.unwrap_or(1.0);
@@ -59,9 +59,9 @@ fn refuse_short_window(path: &Path, key: &str, w: usize, cfg: &Config) -> Result
 /// The tensors phi3's GGUF reader takes besides the weights of `Part`s.
 pub const GGUF_EXTRA_TENSORS: &[&str] = &["rope_factors_long.weight", "rope_factors_short.weight"];
 
-pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
+fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
     refuse_unknown_keys(g, "phi3", &["attention.sliding_window"])?;
-    let mut cfg = gguf_base_config(g, "phi3")?;
+    let mut cfg = gguf_config_with(g, "phi3", true)?;
     let factor = |name: &str| -> Result<Option<Vec<f32>>, ModelError> {
         if g.tensor_info(name).is_none() {
             return Ok(None);
@@ -332,4 +332,69 @@ fn shape_error(path: &Path, tensor: &str, rows: usize, found: &[usize]) -> Model
         path,
         format!("fused tensor {tensor} has shape {found:?}, expected [{rows}, _]"),
     )
+}
+
+pub struct Phi3;
+
+impl super::Family for Phi3 {
+    fn gguf_arch(&self) -> &'static str {
+        "phi3"
+    }
+
+    fn hf_classes(&self) -> &'static [&'static str] {
+        &["Phi3ForCausalLM"]
+    }
+
+    fn hf_model_types(&self) -> &'static [&'static str] {
+        &["phi3"]
+    }
+
+    fn config_from_gguf(&self, g: &Gguf) -> Result<Config, ModelError> {
+        config_from_gguf(g)
+    }
+
+    fn config_from_hf(&self, json: &HfJson) -> Result<Config, ModelError> {
+        config_from_hf(json)
+    }
+
+    fn gguf_namings(&self) -> &'static [Naming] {
+        &[gguf_name_fused, gguf_name_split]
+    }
+
+    fn hf_naming(&self) -> Naming {
+        hf_name
+    }
+
+    fn gguf_extra_tensors(&self) -> &'static [&'static str] {
+        GGUF_EXTRA_TENSORS
+    }
+
+    fn gguf_view<'a>(&self, file: &'a dyn TensorFile, cfg: &Config) -> Box<dyn TensorFile + 'a> {
+        Box::new(Unfused::new(file, cfg))
+    }
+
+    fn hf_view<'a>(&self, file: &'a dyn TensorFile, cfg: &Config) -> Box<dyn TensorFile + 'a> {
+        Box::new(Unfused::new(file, cfg))
+    }
+
+    fn hf_config(&self, cfg: &Config, json: &mut serde_json::Map<String, serde_json::Value>) {
+        use serde_json::json;
+        json.insert(
+            "partial_rotary_factor".into(),
+            json!(cfg.rope.rotary_dim as f64 / cfg.head_dim as f64),
+        );
+        if let Some(l) = &cfg.rope.longrope {
+            let list = |f: &[f32]| f.iter().map(|x| f64::from(*x)).collect::<Vec<_>>();
+            json.insert(
+                "original_max_position_embeddings".into(),
+                json!(l.original_max_positions),
+            );
+            json.insert(
+                "rope_scaling".into(),
+                json!({"type": "longrope", "short_factor": list(&l.short_factor),
+                    "long_factor": list(&l.long_factor),
+                    "attention_factor": f64::from(l.attention_factor)}),
+            );
+        }
+    }
 }

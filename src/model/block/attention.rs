@@ -22,7 +22,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::kernels::{max_on, on_lanes, Lanes, LANES};
+use crate::model::numerics::kernels::{max_on, on_lanes, Lanes, LANES};
 
 /// Query rows handed to one task (per head).
 const ROWS: usize = 16;

@@ -11,9 +11,8 @@ use memmap2::Mmap;
 use safetensors::tensor::{Dtype, Metadata};
 use safetensors::SafeTensors;
 
-use super::config::invalid;
-use super::transformer::{RawTensor, TensorDesc, TensorFile};
-use super::ModelError;
+use crate::model::block::transformer::{RawTensor, TensorDesc, TensorFile};
+use crate::model::{invalid, ModelError};
 
 const SINGLE: &str = "model.safetensors";
 const INDEX: &str = "model.safetensors.index.json";
@@ -236,7 +235,7 @@ pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
 }
 
 /// A JSON file's bytes as Hugging Face writes them: indented, one final newline.
-pub(super) fn pretty(v: &serde_json::Value) -> Vec<u8> {
+pub(crate) fn pretty(v: &serde_json::Value) -> Vec<u8> {
     let mut s = serde_json::to_string_pretty(v).expect("JSON values serialise");
     s.push('\n');
     s.into_bytes()

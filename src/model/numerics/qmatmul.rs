@@ -25,13 +25,13 @@ use std::sync::OnceLock;
 use half::f16;
 use rayon::prelude::*;
 
-use super::gguf::BlockBytes;
-use super::kernels::{
+use crate::model::format::gguf::BlockBytes;
+use crate::model::format::quant::{dequantize, GgmlType};
+use crate::model::numerics::kernels::{
     each, isa, matmul_t, matmul_t_rows, on_lanes, par_tiles, portable_fma, put_columns, Isa, Lanes,
     LANES,
 };
-use super::quant::{dequantize, GgmlType};
-use super::repack::{self, Layout, Offsets, Scales, Second, GROUP_BYTES, PANEL};
+use crate::model::numerics::repack::{self, Layout, Offsets, Scales, Second, GROUP_BYTES, PANEL};
 
 /// Activation rows handed to one task, and weight rows (a multiple of `PANEL`).
 const TASK_ROWS: usize = 64;

@@ -26,8 +26,8 @@ use tokenizers::models::bpe::{Vocab, BPE};
 use tokenizers::normalizers::{Prepend, Replace, Sequence as NormalizerSequence};
 use tokenizers::DecoderWrapper;
 
-use super::gguf::Gguf;
-use super::ModelError;
+use crate::model::format::gguf::Gguf;
+use crate::model::ModelError;
 
 /// llama.cpp's token type of a byte-fallback token (`<0xXX>`).
 const TOKEN_BYTE: i32 = 6;

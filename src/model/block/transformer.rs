@@ -12,13 +12,13 @@ use std::path::Path;
 
 use std::sync::Arc;
 
-use super::attention::{self, Heads, Kv};
-use super::config::{Activation, Config, Rope, RopeLayout};
-use super::gguf::BlockBytes;
-use super::kernels;
-use super::qmatmul::{self, QMatrix};
-use super::quant::GgmlType;
-use super::ModelError;
+use crate::model::block::attention::{self, Heads, Kv};
+use crate::model::block::config::{Activation, Config, Rope, RopeLayout};
+use crate::model::format::gguf::BlockBytes;
+use crate::model::format::quant::GgmlType;
+use crate::model::numerics::kernels;
+use crate::model::numerics::qmatmul::{self, QMatrix};
+use crate::model::ModelError;
 
 /// Runs of at most this many tokens (decode steps, labels) run on the pool (`on_pool`).
 const SHORT_RUN: usize = 16;
@@ -51,6 +51,26 @@ pub trait TensorFile {
     fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError>;
     /// Every tensor name the file holds, for the check that none is left unread.
     fn names(&self) -> Vec<String>;
+}
+
+/// A reference serves the tensors of what it refers to, so a family's view can be the file
+/// itself.
+impl<T: TensorFile + ?Sized> TensorFile for &T {
+    fn path(&self) -> &Path {
+        (**self).path()
+    }
+    fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
+        (**self).tensor(name)
+    }
+    fn blocks(&self, name: &str) -> Result<Option<Blocks>, ModelError> {
+        (**self).blocks(name)
+    }
+    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
+        (**self).describe(name)
+    }
+    fn names(&self) -> Vec<String> {
+        (**self).names()
+    }
 }
 
 /// A tensor's shape (PyTorch order) and its stored type's name.

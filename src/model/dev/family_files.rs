@@ -13,12 +13,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::config::{Activation, Config, LongRope, Rope, RopeLayout};
-use super::gguf_write::{
+use crate::model::block::config::{Activation, Config, LongRope, Rope, RopeLayout};
+use crate::model::block::transformer::{Part, Transformer};
+use crate::model::dev::gguf_write::{
     config_metadata, rope_factor_tensors, tokenizer_from_json, GgufWriter, Meta, Store,
 };
-use super::transformer::{Part, Transformer};
-use super::{gemma2, llama, phi3, ModelError};
+use crate::model::family::{llama, FAMILIES};
+use crate::model::ModelError;
 use crate::rng::Rng;
 
 /// The seed of every family file.
@@ -88,7 +89,7 @@ pub fn config(name: &str) -> Option<Config> {
             c.max_positions = 131_072;
             // rope_scaling {"rope_type": "llama3", "factor": 32, "low_freq_factor": 1,
             // "high_freq_factor": 4, "original_max_position_embeddings": 8192}
-            let json = super::config::HfJson {
+            let json = crate::model::family::read::HfJson {
                 path: PathBuf::from("config.json"),
                 value: serde_json::Value::Null,
             };
@@ -137,7 +138,7 @@ pub fn config(name: &str) -> Option<Config> {
             c.attn_softcap = Some(50.0);
             c.final_softcap = Some(30.0);
             c.sliding_window = Some(4096);
-            c.local_layers = gemma2::pattern_layers(LAYERS, 2);
+            c.local_layers = crate::model::family::gemma2::pattern_layers(LAYERS, 2);
             c.max_positions = 8192;
             c
         }
@@ -163,15 +164,18 @@ pub fn config(name: &str) -> Option<Config> {
 /// Writes `dir/<name>-<f32|q8_0>.gguf` and returns its path.
 pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError> {
     let cfg = config(name)
-        .ok_or_else(|| super::config::invalid(dir, format!("no family file {name:?}")))?;
+        .ok_or_else(|| crate::model::invalid(dir, format!("no family file {name:?}")))?;
     let suffix = match store {
         Store::F32 => "f32",
         Store::F16 => "f16",
         Store::Q8_0 => "q8_0",
     };
     let path = dir.join(format!("{name}-{suffix}.gguf"));
+    let family = FAMILIES
+        .by_arch(&cfg.arch)
+        .ok_or_else(|| crate::model::invalid(dir, format!("no family {:?}", cfg.arch)))?;
     let mut w = GgufWriter::default();
-    config_metadata(&mut w, &cfg);
+    config_metadata(&mut w, &cfg, family);
     // Not the file name: llama.cpp changes token attributes for a general.name containing
     // "phi3", which needs that family's own special tokens.
     let real = FILES.iter().find(|f| f.0 == name).map_or(name, |f| f.1);
@@ -180,14 +184,13 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
         Meta::Str(format!("{real} shapes, random weights")),
     );
     let tok = dir.join(format!("{name}-tokenizer.json"));
-    super::hf::write(&tok, &super::hf::pretty(&super::fixtures::tokenizer_json()))?;
+    crate::model::format::hf::write(
+        &tok,
+        &crate::model::format::hf::pretty(&crate::model::dev::fixtures::tokenizer_json()),
+    )?;
     tokenizer_from_json(&mut w, &tok)?;
     let _ = std::fs::remove_file(&tok);
-    let naming: fn(Part) -> String = match cfg.arch.as_str() {
-        "phi3" => phi3::gguf_name_fused,
-        "gemma2" | "gemma3" => gemma2::gguf_name,
-        _ => llama::gguf_name,
-    };
+    let naming = family.gguf_namings()[0];
     let mut rng = Rng::derive(SEED, name);
     let mut stacked: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
     for (part, shape) in Transformer::parts(&cfg) {

@@ -122,11 +122,15 @@ pub fn type_name(id: u32) -> String {
 /// roundings and the values are the same bits.
 pub fn dequantize(ty: GgmlType, data: &[u8], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    match super::kernels::isa() {
+    match crate::model::numerics::kernels::isa() {
         // SAFETY: `isa` chose the path from the features this CPU has.
-        super::kernels::Isa::Avx512 => return unsafe { dequantize_avx512(ty, data, out) },
-        super::kernels::Isa::Avx2 => return unsafe { dequantize_avx2(ty, data, out) },
-        super::kernels::Isa::Portable => {}
+        crate::model::numerics::kernels::Isa::Avx512 => {
+            return unsafe { dequantize_avx512(ty, data, out) }
+        }
+        crate::model::numerics::kernels::Isa::Avx2 => {
+            return unsafe { dequantize_avx2(ty, data, out) }
+        }
+        crate::model::numerics::kernels::Isa::Portable => {}
     }
     dequantize_portable(ty, data, out)
 }

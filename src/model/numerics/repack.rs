@@ -29,7 +29,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::quant::{integers, GgmlType, IntBlock};
+use crate::model::format::quant::{integers, GgmlType, IntBlock};
 
 /// Rows per panel: the lanes of a 512-bit register of f32 or i32.
 pub const PANEL: usize = 16;

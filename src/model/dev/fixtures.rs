@@ -11,8 +11,8 @@ use half::{bf16, f16};
 use safetensors::tensor::{Dtype, TensorView};
 use serde_json::{json, Value};
 
-use super::hf::{pretty, write};
-use super::ModelError;
+use crate::model::format::hf::{pretty, write};
+use crate::model::ModelError;
 use crate::rng::Rng;
 
 /// The seed the committed fixtures were made from.
@@ -345,9 +345,9 @@ fn serialize(
         .iter()
         .map(|(n, s, b)| TensorView::new(dtype, s.clone(), b).map(|v| (n.clone(), v)))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| super::config::invalid(dir, format!("building safetensors: {e}")))?;
+        .map_err(|e| crate::model::invalid(dir, format!("building safetensors: {e}")))?;
     safetensors::serialize(views, None)
-        .map_err(|e| super::config::invalid(dir, format!("writing safetensors: {e}")))
+        .map_err(|e| crate::model::invalid(dir, format!("writing safetensors: {e}")))
 }
 
 /// Layer 0 and the embedding in one shard, the rest in another, plus the index.

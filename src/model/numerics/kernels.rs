@@ -727,28 +727,28 @@ macro_rules! on_lanes {
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx512f")]
         unsafe fn avx512($($arg: $ty),*) -> $ret {
-            $f::<$crate::model::kernels::x86::Avx512>($($arg),*)
+            $f::<$crate::model::numerics::kernels::x86::Avx512>($($arg),*)
         }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn avx2($($arg: $ty),*) -> $ret {
-            $f::<$crate::model::kernels::x86::Avx2>($($arg),*)
+            $f::<$crate::model::numerics::kernels::x86::Avx2>($($arg),*)
         }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "fma")]
         unsafe fn portable_fma($($arg: $ty),*) -> $ret {
-            $f::<$crate::model::kernels::Portable>($($arg),*)
+            $f::<$crate::model::numerics::kernels::Portable>($($arg),*)
         }
         // SAFETY: each path runs only where `isa` detected its instructions.
         unsafe {
-            match $crate::model::kernels::isa() {
+            match $crate::model::numerics::kernels::isa() {
                 #[cfg(target_arch = "x86_64")]
-                $crate::model::kernels::Isa::Avx512 => avx512($($arg),*),
+                $crate::model::numerics::kernels::Isa::Avx512 => avx512($($arg),*),
                 #[cfg(target_arch = "x86_64")]
-                $crate::model::kernels::Isa::Avx2 => avx2($($arg),*),
+                $crate::model::numerics::kernels::Isa::Avx2 => avx2($($arg),*),
                 #[cfg(target_arch = "x86_64")]
-                _ if $crate::model::kernels::portable_fma() => portable_fma($($arg),*),
-                _ => $f::<$crate::model::kernels::Portable>($($arg),*),
+                _ if $crate::model::numerics::kernels::portable_fma() => portable_fma($($arg),*),
+                _ => $f::<$crate::model::numerics::kernels::Portable>($($arg),*),
             }
         }
     }};

@@ -13,22 +13,26 @@
 //! sits under `language_model.` with a nested config; convert them to GGUF, whose `gemma3` text
 //! file this reads.
 
-use super::config::{refuse_unknown_keys, Config, HfJson, Rope};
-use super::gemma2::{gemma_gguf_base, gemma_hf_base, gguf_local_layers, hf_local_layers};
-use super::gguf::Gguf;
-use super::ModelError;
+use crate::model::block::config::{Config, Rope};
+use crate::model::block::transformer::{Naming, Part, RawTensor, TensorFile};
+use crate::model::family::gemma2::{
+    self, gemma_gguf_base, gemma_hf_base, gguf_local_layers, hf_local_layers,
+};
+use crate::model::family::read::{refuse_unknown_keys, HfJson};
+use crate::model::format::gguf::Gguf;
+use crate::model::ModelError;
 
 /// llama.cpp's default base of local layers.
 const LOCAL_BASE: f32 = 10_000.0;
 
-pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
+fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
     let mut cfg = gemma_hf_base(json, "gemma3")?;
     let linear = json.no_rope_scaling("gemma3")?;
     let unscaled = cfg.rope.clone();
-    super::config::apply_linear(&mut cfg, linear);
+    crate::model::family::read::apply_linear(&mut cfg, linear);
     cfg.qk_norm = true;
     if let Some(cap) = json.opt_f32("attn_logit_softcapping")? {
-        return Err(super::config::invalid(
+        return Err(crate::model::invalid(
             &json.path,
             format!(
                 "attn_logit_softcapping {cap} is not implemented for gemma3 (Gemma 3 has none)"
@@ -46,7 +50,7 @@ pub fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
     Ok(cfg)
 }
 
-pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
+fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
     refuse_unknown_keys(
         g,
         "gemma3",
@@ -57,7 +61,7 @@ pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
             "rope.freq_base_swa",
         ],
     )?;
-    let mut cfg = gemma_gguf_base(g, "gemma3")?;
+    let mut cfg = gemma_gguf_base(g, "gemma3", 62)?;
     let key = |k: &str| format!("gemma3.{k}");
     let opt_f32 = |k: &str| g.get(&key(k)).map(|_| g.get_f32(&key(k))).transpose();
     cfg.qk_norm = true;
@@ -79,4 +83,59 @@ pub fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
         });
     }
     Ok(cfg)
+}
+
+pub struct Gemma3;
+
+impl super::Family for Gemma3 {
+    fn gguf_arch(&self) -> &'static str {
+        "gemma3"
+    }
+
+    fn hf_classes(&self) -> &'static [&'static str] {
+        &["Gemma3ForCausalLM"]
+    }
+
+    fn hf_model_types(&self) -> &'static [&'static str] {
+        &["gemma3_text"]
+    }
+
+    fn config_from_gguf(&self, g: &Gguf) -> Result<Config, ModelError> {
+        config_from_gguf(g)
+    }
+
+    fn config_from_hf(&self, json: &HfJson) -> Result<Config, ModelError> {
+        config_from_hf(json)
+    }
+
+    fn gguf_namings(&self) -> &'static [Naming] {
+        &[gemma2::gguf_name]
+    }
+
+    fn hf_naming(&self) -> Naming {
+        gemma2::hf_name
+    }
+
+    fn hf_view<'a>(&self, file: &'a dyn TensorFile, _cfg: &Config) -> Box<dyn TensorFile + 'a> {
+        Box::new(gemma2::NormsPlusOne { inner: file })
+    }
+
+    fn to_hf(&self, part: Part, _cfg: &Config, t: RawTensor) -> Result<RawTensor, String> {
+        gemma2::norm_to_hf(&gemma2::hf_name(part), t)
+    }
+
+    fn hf_config(&self, cfg: &Config, json: &mut serde_json::Map<String, serde_json::Value>) {
+        gemma2::gemma_hf_config(cfg, json);
+        json.remove("attn_logit_softcapping");
+        if let Some(local) = &cfg.rope_local {
+            json.insert(
+                "rope_local_base_freq".into(),
+                serde_json::json!(f64::from(local.theta)),
+            );
+        }
+        json.insert(
+            "tie_word_embeddings".into(),
+            serde_json::json!(cfg.tied_embeddings),
+        );
+    }
 }

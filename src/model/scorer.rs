@@ -44,16 +44,16 @@ impl LabelScore {
 /// The numerics a model runs with, named in its registry record and fingerprint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
-    /// f32 weights and activations in `model::kernels`' fixed operation order: the same bits on
-    /// every path, thread count and vector unit. Quantised GGUF weights stay quantised and are
-    /// dequantised a tile at a time (`model::qmatmul`), which gives the same bits. The default
-    /// for float weights. (Named after burn's flex backend, which ran this arithmetic before and
-    /// whose reductions chose their order by shape and CPU.)
+    /// f32 weights and activations in `model::numerics::kernels`' fixed operation order: the
+    /// same bits on every path, thread count and vector unit. Quantised GGUF weights stay
+    /// quantised and are dequantised a tile at a time (`model::numerics::qmatmul`), which gives
+    /// the same bits. The default for float weights. (Named after burn's flex backend, which ran
+    /// this arithmetic before and whose reductions chose their order by shape and CPU.)
     Flex,
     /// Quantised GGUF weights (Q4_0 to Q8_0 and the k-quants Q4_K, Q5_K, Q6_K) stay quantised,
     /// repacked, and multiply activations quantised to 8 bits as llama.cpp does
-    /// (`model::qmatmul`), with the same bits on every path; float weights multiply as `Flex`.
-    /// The default for GGUF files with quantised weights.
+    /// (`model::numerics::qmatmul`), with the same bits on every path; float weights multiply as
+    /// `Flex`. The default for GGUF files with quantised weights.
     Int8,
 }
 

@@ -471,7 +471,7 @@ mod tests {
     use super::*;
 
     fn values(n: usize, seed: u32) -> Vec<f32> {
-        crate::model::kernels::awkward(n, seed)
+        crate::model::numerics::kernels::awkward(n, seed)
             .iter()
             .map(|v| v * 2.0)
             .collect()

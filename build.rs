@@ -5,9 +5,19 @@
 //! install it and said why in `DELTALOGIC_NO_SLURM`; so are the served-model engines (vLLM,
 //! llama-cpp-python's server) with `DELTALOGIC_NO_VLLM` and `DELTALOGIC_NO_LLAMACPP_SERVER`.
 //!
+//! A test that reads a dataset is ignored when that dataset's files are not in the datasets
+//! folder (`dataset_missing = "<its folder>"`, one value per absent dataset); under CI it runs and
+//! fails, naming the folder it looked in.
+//!
 //! The cfgs are seen by every target of the package but read only by `tests/`.
 
 use std::path::{Path, PathBuf};
+
+// The datasets folder and the datasets, found as every command finds them. build.rs reads only
+// the folder and the datasets' file lists.
+#[allow(dead_code)]
+#[path = "src/datasets/home.rs"]
+mod home;
 
 /// The files `scripts/fetch_models.sh` puts in the models directory (llama.cpp's vocabulary
 /// tests: each `ggml-vocab-*.gguf` with its `.inp` and `.out`).
@@ -37,6 +47,14 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(rsvg_missing)");
     println!("cargo::rustc-check-cfg=cfg(vllm_missing)");
     println!("cargo::rustc-check-cfg=cfg(llamacpp_server_missing)");
+    let folders: Vec<String> = home::DATASETS
+        .iter()
+        .map(|d| format!("\"{}\"", d.folder))
+        .collect();
+    println!(
+        "cargo::rustc-check-cfg=cfg(dataset_missing, values({}))",
+        folders.join(", ")
+    );
     for var in [
         "CI",
         "DELTALOGIC_MODELS",
@@ -46,6 +64,9 @@ fn main() {
         "DELTALOGIC_NO_VLLM",
         "DELTALOGIC_LLAMACPP_SERVER",
         "DELTALOGIC_NO_LLAMACPP_SERVER",
+        home::VAR,
+        "XDG_DATA_HOME",
+        "HOME",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
@@ -64,6 +85,20 @@ fn main() {
     }
     if !ci && !FETCHED.iter().all(|f| models.join(f).is_file()) {
         println!("cargo::rustc-cfg=models_missing");
+    }
+
+    // The datasets, as `home::find` gives their folder to the tests (no --datasets there). As
+    // with the models, a folder that is not there is not watched: a later `touch build.rs` looks
+    // again.
+    let datasets = home::find(None).ok().map(|h| h.dir);
+    match &datasets {
+        Some(dir) if dir.is_dir() => println!("cargo::rerun-if-changed={}", dir.display()),
+        _ => println!("cargo::rerun-if-changed=src/datasets/home.rs"),
+    }
+    for d in home::DATASETS {
+        if !ci && !datasets.as_deref().is_some_and(|dir| d.present(dir)) {
+            println!("cargo::rustc-cfg=dataset_missing=\"{}\"", d.folder);
+        }
     }
 
     // The figure's rendering test draws the SVG with rsvg-convert (librsvg2-bin).

@@ -59,7 +59,7 @@ pub enum Command {
     /// Export any benchmark's items.
     #[command(subcommand)]
     Export(export::Command),
-    /// Check ingested datasets against the logic engine.
+    /// Check ingested datasets against the logic engine; where the dataset files are.
     #[command(subcommand)]
     Datasets(datasets::Command),
     /// Counts of everything in the store.
@@ -100,7 +100,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Build(a) => build::run(&store(Access::Create)?, json, a),
         Command::Episodes(c) => episodes::run(&store(c.access())?, json, c),
         Command::Export(c) => export::run(&store(c.access())?, c),
-        Command::Datasets(c) => datasets::run(&store(Access::Read)?, json, c),
+        Command::Datasets(c) => datasets::run(json, c, || store(Access::Read)),
         Command::Stats => stats::run(&store(Access::Read)?, json),
         // A report records the figure it wrote beside the store.
         Command::Report(a) => report::run(&store(Access::Update)?, json, a),

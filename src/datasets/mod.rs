@@ -1,13 +1,16 @@
 //! Readers for the benchmark files: each turns a file into base items, or says exactly which
-//! record and field is wrong.
+//! record and field is wrong. Where the files are: `home` (the datasets folder and what each
+//! dataset is) and `versions` (which version of each a folder holds).
 
 mod belief_r;
 mod clomo;
 mod folio;
+pub mod home;
 mod proofwriter;
 mod record;
 mod robustlr;
 mod ruletaker;
+pub mod versions;
 
 use crate::logic::{Label, World};
 use serde::{Deserialize, Serialize};
@@ -108,6 +111,19 @@ impl Format {
             Format::BeliefR => "belief-r",
             Format::Clomo => "clomo",
             Format::RobustLrGlore => "robustlr-glore",
+        }
+    }
+
+    /// Where the files of this format are in the datasets folder ([`home`]): a dataset's
+    /// folder, or the folder in it that holds them (CLoMo's `data`).
+    pub fn folder(self) -> &'static str {
+        match self {
+            Format::Folio => "folio/v0.0",
+            Format::ProofWriter => "proofwriter/logic-lm",
+            Format::RuleTaker => "ruletaker_cwa",
+            Format::BeliefR => "belief_r",
+            Format::Clomo => "clomo/data",
+            Format::RobustLrGlore => "robustlr/glore_subset",
         }
     }
 

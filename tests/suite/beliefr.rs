@@ -10,21 +10,20 @@ use deltalogic::datasets::Format;
 use deltalogic::logic::Label;
 use deltalogic::store::{ingest, Id, Store};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
-fn shared(rel: &str) -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets")).join(rel)
-}
-
-/// A store holding the shipped Belief-R files, built into set `name`.
+/// A store holding the Belief-R files of the datasets folder, built into set `name`.
 fn built(dir: &tempfile::TempDir, name: &str) -> (Store, beliefr::BuildOutcome) {
     let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
-    ingest::ingest(&reg, Format::BeliefR, &shared("belief_r"), false).unwrap();
+    ingest::ingest(&reg, Format::BeliefR, &common::dataset("belief_r"), false).unwrap();
     let out = beliefr::build(&reg, name, None).unwrap();
     (reg, out)
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "belief_r",
+    ignore = "needs the dataset belief_r (deltalogic datasets where)"
+)]
 fn build_covers_every_row_of_both_files() {
     let dir = tempfile::tempdir().unwrap();
     let (reg, out) = built(&dir, "br");
@@ -80,6 +79,10 @@ fn build_covers_every_row_of_both_files() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "belief_r",
+    ignore = "needs the dataset belief_r (deltalogic datasets where)"
+)]
 fn a_sample_keeps_per_cell_pairs_and_the_questions_they_revise() {
     let dir = tempfile::tempdir().unwrap();
     let (reg, _) = built(&dir, "all");
@@ -133,6 +136,10 @@ use deltalogic::eval::{Normalisation, PromptRecord, ScoreRecord, ScoreReport};
 use deltalogic::store::Record;
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "belief_r",
+    ignore = "needs the dataset belief_r (deltalogic datasets where)"
+)]
 fn the_prompt_is_the_datasets_with_an_answer_cue() {
     let dir = tempfile::tempdir().unwrap();
     let (reg, _) = built(&dir, "br");
@@ -186,6 +193,10 @@ fn the_prompt_is_the_datasets_with_an_answer_cue() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "belief_r",
+    ignore = "needs the dataset belief_r (deltalogic datasets where)"
+)]
 fn scoring_is_cached_audited_shared_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let (reg, out) = built(&dir, "br");

@@ -156,6 +156,10 @@ fn main_command_builds_the_default_set_and_exports_it() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "robustlr/glore_subset",
+    ignore = "needs the dataset robustlr/glore_subset (deltalogic datasets where)"
+)]
 fn build_robustlr_and_glore_print_their_counts() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.redb");
@@ -195,8 +199,8 @@ fn build_robustlr_and_glore_print_their_counts() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("deltalogic ingest robustlr-glore"), "{err}");
-    let glore = "../shared/datasets/robustlr/glore_subset";
-    json(&run(&store, &["--json", "ingest", "robustlr-glore", glore]));
+    // With no path, from the datasets folder (robustlr/glore_subset in it).
+    json(&run(&store, &["--json", "ingest", "robustlr-glore"]));
     let built = json(&run(&store, &["--json", "build", "glore"]));
     assert_eq!(built["questions"], 1000);
     assert_eq!(built["labels"]["True"], 495);

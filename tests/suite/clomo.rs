@@ -1,4 +1,4 @@
-//! CLoMo end to end on the shared files: item counts per split and relation (counted from the
+//! CLoMo end to end on the files of the datasets folder: item counts per split and relation (counted from the
 //! files here, independently of the reader), the three settings of each item, seeded samples,
 //! bad files named, and a run of the five turns with stand-in models (generation, then label or
 //! CoT judgements) evaluated into SES.
@@ -11,24 +11,20 @@ use deltalogic::benchmarks::{self, Answer, Benchmark, ModelInfo};
 use deltalogic::eval::{self, Participants, Quiet};
 use deltalogic::store::{Id, Store};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn data() -> PathBuf {
-    Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/datasets/clomo/data"
-    ))
-    .to_path_buf()
+    common::dataset("clomo/data")
 }
 
 fn clomo() -> &'static dyn Benchmark {
     benchmarks::ALL.named("clomo").unwrap()
 }
 
-/// Builds with `args` (plus the data folder); returns the build's JSON summary.
+/// Builds with `args` from the default data folder (clomo/data in the datasets folder);
+/// returns the build's JSON summary.
 fn build_with(reg: &Store, args: &[&str]) -> serde_json::Value {
-    let mut words = vec!["--data".to_string(), data().display().to_string()];
-    words.extend(args.iter().map(|s| s.to_string()));
+    let words: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     clomo().build(reg, &words).unwrap().summary
 }
 
@@ -45,6 +41,10 @@ fn qtype_counts(file: &str) -> BTreeMap<&'static str, u64> {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "clomo",
+    ignore = "needs the dataset clomo (deltalogic datasets where)"
+)]
 fn items_per_split_and_relation_are_the_files() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
@@ -82,6 +82,10 @@ fn items_per_split_and_relation_are_the_files() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "clomo",
+    ignore = "needs the dataset clomo (deltalogic datasets where)"
+)]
 fn a_seeded_sample_is_the_same_every_time() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
@@ -102,6 +106,10 @@ fn a_seeded_sample_is_the_same_every_time() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "clomo",
+    ignore = "needs the dataset clomo (deltalogic datasets where)"
+)]
 fn a_broken_file_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
@@ -181,6 +189,10 @@ fn run(reg: &Store, template: &str, judge: Option<&str>) -> eval::Outcome {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "clomo",
+    ignore = "needs the dataset clomo (deltalogic datasets where)"
+)]
 fn five_turns_judged_and_evaluated() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();

@@ -211,6 +211,27 @@ pub fn fetched_model(file: &str) -> std::path::PathBuf {
     p
 }
 
+/// `rel` (a dataset's folder of `deltalogic::datasets::home::DATASETS`, or a path inside one) in
+/// the datasets folder the commands use (`home::find`: DELTALOGIC_DATASETS, else
+/// ../shared/datasets beside the checkout, else the XDG one). A test that reads a dataset
+/// carries `#[cfg_attr(dataset_missing = "FOLDER", ignore = "...")]`: build.rs sets it when that
+/// dataset's files are absent outside CI, so such a test is reported as ignored, never as a
+/// pass; here, a missing path is a failure naming it and the folder.
+pub fn dataset(rel: &str) -> std::path::PathBuf {
+    use deltalogic::datasets::home;
+    let home = home::find(None).unwrap_or_else(|e| panic!("{e}"));
+    let p = home.dir.join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: the datasets folder {} is {}; the README's \"Before you start\" says \
+         where each dataset comes from, `deltalogic datasets where` checks them",
+        p.display(),
+        home.dir.display(),
+        home.chosen.reason()
+    );
+    p
+}
+
 /// A copy in `dir` of a fetched vocabulary file (llama.cpp's `ggml-vocab-*.gguf`) with the
 /// metadata `key` set to `value`, opened: the tokenizer tests' way to make the settings and the
 /// malformed vocabularies no fetched file has.

@@ -12,10 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-fn shared(rel: &str) -> String {
-    format!("{}/../shared/datasets/{rel}", env!("CARGO_MANIFEST_DIR"))
-}
-
 fn command(store: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_deltalogic"));
     c.arg("--store")
@@ -137,11 +133,15 @@ fn crash_points(
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "proofwriter/logic-lm",
+    ignore = "needs the dataset proofwriter/logic-lm (deltalogic datasets where)"
+)]
 fn ingest_build_and_merge_survive_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let proofwriter = shared("proofwriter/logic-lm");
-    let ingest = ["ingest", "proofwriter", proofwriter.as_str()];
+    let proofwriter = crate::common::dataset("proofwriter/logic-lm");
+    let ingest = ["ingest", "proofwriter", proofwriter.to_str().unwrap()];
     let mut hits = crash_points(d, "ingest", None, &ingest, 1, 16);
 
     let ingested = d.join("ingested.redb");

@@ -1,4 +1,4 @@
-//! The dataset readers against every shared benchmark file (counts measured independently from
+//! The dataset readers against every benchmark file of the datasets folder (counts measured independently from
 //! the raw files where a simple method exists) and against small malformed inputs.
 
 use deltalogic::datasets::{files_under, read_file, BaseItem, Format, ReadError, ReadFile};
@@ -6,10 +6,6 @@ use deltalogic::logic::{Label, World};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-fn shared(rel: &str) -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets")).join(rel)
-}
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/bad")).join(name)
@@ -77,8 +73,12 @@ fn item_counts(files: &BTreeMap<String, ReadFile>) -> BTreeMap<&str, usize> {
 }
 
 #[test]
+#[cfg_attr(
+    any(dataset_missing = "folio/v0.0", dataset_missing = "folio/logic-lm"),
+    ignore = "needs the datasets folio/v0.0 and folio/logic-lm (deltalogic datasets where)"
+)]
 fn folio_both_shapes() {
-    let dir = shared("folio");
+    let dir = crate::common::dataset("folio");
     let files = read_dir(Format::Folio, &dir);
     assert_all_good(&files);
     let expected = BTreeMap::from([
@@ -137,8 +137,12 @@ fn folio_both_shapes() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "proofwriter/logic-lm",
+    ignore = "needs the dataset proofwriter/logic-lm (deltalogic datasets where)"
+)]
 fn proofwriter_logic_lm() {
-    let dir = shared("proofwriter/logic-lm");
+    let dir = crate::common::dataset("proofwriter/logic-lm");
     let files = read_dir(Format::ProofWriter, &dir);
     assert_all_good(&files);
     let expected = BTreeMap::from([("dev.json", 600), ("test.json", 600), ("train.json", 3000)]);
@@ -171,8 +175,12 @@ fn proofwriter_logic_lm() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "ruletaker_cwa",
+    ignore = "needs the dataset ruletaker_cwa (deltalogic datasets where)"
+)]
 fn ruletaker_closed_world() {
-    let dir = shared("ruletaker_cwa");
+    let dir = crate::common::dataset("ruletaker_cwa");
     let files = read_dir(Format::RuleTaker, &dir);
     assert_all_good(&files);
     let expected = BTreeMap::from([
@@ -248,8 +256,12 @@ fn ruletaker_ids_marked_open_world_are_open() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "belief_r",
+    ignore = "needs the dataset belief_r (deltalogic datasets where)"
+)]
 fn belief_r_pairs_and_step_t_only_items() {
-    let dir = shared("belief_r");
+    let dir = crate::common::dataset("belief_r");
     let files = files_under(Format::BeliefR, &dir).unwrap();
     assert_eq!(
         files,
@@ -346,8 +358,12 @@ fn belief_r_pairs_and_step_t_only_items() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "clomo",
+    ignore = "needs the dataset clomo (deltalogic datasets where)"
+)]
 fn clomo_all_prompt_settings() {
-    let dir = shared("clomo/data");
+    let dir = crate::common::dataset("clomo/data");
     let files = read_dir(Format::Clomo, &dir);
     assert_all_good(&files);
     let mut expected = BTreeMap::new();

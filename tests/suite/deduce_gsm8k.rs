@@ -9,10 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn test_file() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/datasets/gsm8k/openai/test.jsonl"
-    ))
+    crate::common::dataset("gsm8k/openai/test.jsonl")
 }
 
 fn rows() -> Vec<gsm8k::Row> {
@@ -20,6 +17,10 @@ fn rows() -> Vec<gsm8k::Row> {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "gsm8k/openai",
+    ignore = "needs the dataset gsm8k/openai (deltalogic datasets where)"
+)]
 fn acceptance_counts_per_reason_and_every_accepted_item_reexecutes_to_gold() {
     let rows = rows();
     assert_eq!(rows.len(), 1319);
@@ -109,6 +110,10 @@ fn stated_numbers(text: &str) -> Vec<Rational> {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "gsm8k/openai",
+    ignore = "needs the dataset gsm8k/openai (deltalogic datasets where)"
+)]
 fn perturbed_copies_reexecute_step_by_step_and_seeds_are_deterministic() {
     let rows: Vec<gsm8k::Row> = rows().into_iter().take(300).collect();
     let a = from_gsm8k(&rows, "test.jsonl", 2, 7).unwrap();

@@ -6,11 +6,7 @@ use deltalogic::benchmarks::deltalogic::{
 use deltalogic::datasets::Format;
 use deltalogic::store::{ingest, Id, Store};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-
-fn shared() -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets")).to_path_buf()
-}
+use std::path::Path;
 
 fn spec(from: PremiseSource, seed: u64) -> BuildSpec {
     BuildSpec {
@@ -98,10 +94,17 @@ fn shuffled_copy(src: &Path, dst: &Path, seed: u64) {
 }
 
 #[test]
+#[cfg_attr(
+    any(
+        dataset_missing = "folio/v0.0",
+        dataset_missing = "proofwriter/logic-lm"
+    ),
+    ignore = "needs the datasets folio/v0.0 and proofwriter/logic-lm (deltalogic datasets where)"
+)]
 fn paper_set_from_folio_and_proofwriter_is_sound_and_order_independent() {
     let dir = tempfile::tempdir().unwrap();
-    let folio = shared().join("folio/v0.0/folio-validation.jsonl");
-    let pw = shared().join("proofwriter/logic-lm/dev.json");
+    let folio = crate::common::dataset("folio/v0.0/folio-validation.jsonl");
+    let pw = crate::common::dataset("proofwriter/logic-lm/dev.json");
     let a = Store::open_write(&dir.path().join("a.redb")).unwrap();
     ingest_all(&a, &folio, &pw);
     let out = episodes::build(&a, &spec(PremiseSource::Ingested, 11), "paper").unwrap();
@@ -129,13 +132,20 @@ fn paper_set_from_folio_and_proofwriter_is_sound_and_order_independent() {
 }
 
 #[test]
+#[cfg_attr(
+    any(
+        dataset_missing = "proofwriter/logic-lm",
+        dataset_missing = "ruletaker_cwa"
+    ),
+    ignore = "needs the datasets proofwriter/logic-lm and ruletaker_cwa (deltalogic datasets where)"
+)]
 fn killed_ingest_leaves_the_store_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.redb");
     let bin = env!("CARGO_BIN_EXE_deltalogic");
     let status = std::process::Command::new(bin)
         .args(["--store", store.to_str().unwrap(), "ingest", "proofwriter"])
-        .arg(shared().join("proofwriter/logic-lm/dev.json"))
+        .arg(crate::common::dataset("proofwriter/logic-lm/dev.json"))
         .status()
         .unwrap();
     assert!(status.success());
@@ -148,7 +158,7 @@ fn killed_ingest_leaves_the_store_as_it_was() {
     for delay_ms in [50, 150, 400] {
         let mut child = std::process::Command::new(bin)
             .args(["--store", store.to_str().unwrap(), "ingest", "ruletaker"])
-            .arg(shared().join("ruletaker_cwa"))
+            .arg(crate::common::dataset("ruletaker_cwa"))
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
@@ -167,6 +177,14 @@ fn killed_ingest_leaves_the_store_as_it_was() {
 }
 
 #[test]
+#[cfg_attr(
+    any(
+        dataset_missing = "folio/v0.0",
+        dataset_missing = "proofwriter/logic-lm",
+        dataset_missing = "ruletaker_cwa"
+    ),
+    ignore = "needs the datasets folio/v0.0, proofwriter/logic-lm and ruletaker_cwa (deltalogic datasets where)"
+)]
 fn extended_sets_cover_closed_world_and_every_source() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Store::open_write(&dir.path().join("x.redb")).unwrap();
@@ -182,21 +200,21 @@ fn extended_sets_cover_closed_world_and_every_source() {
     ingest::ingest(
         &reg,
         Format::Folio,
-        &shared().join("folio/v0.0/folio-validation.jsonl"),
+        &crate::common::dataset("folio/v0.0/folio-validation.jsonl"),
         false,
     )
     .unwrap();
     ingest::ingest(
         &reg,
         Format::ProofWriter,
-        &shared().join("proofwriter/logic-lm/dev.json"),
+        &crate::common::dataset("proofwriter/logic-lm/dev.json"),
         false,
     )
     .unwrap();
     ingest::ingest(
         &reg,
         Format::RuleTaker,
-        &shared().join("ruletaker_cwa/depth-2/dev.jsonl"),
+        &crate::common::dataset("ruletaker_cwa/depth-2/dev.jsonl"),
         false,
     )
     .unwrap();

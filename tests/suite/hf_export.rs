@@ -5,16 +5,12 @@
 //! bit, with the same token ids.
 
 use crate::common;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use deltalogic::model::format::gguf::Gguf;
 use deltalogic::model::format::hf_export;
 use deltalogic::model::scorer::{set_threads, Backend, Scorer};
-
-fn shared(rel: &str) -> PathBuf {
-    common::root().join("../shared/datasets").join(rel)
-}
 
 /// Dataset prompts with their labels: FOLIO contexts (every 7th case of the SmolLM2 golden
 /// file), ProofWriter questions with lettered options, RuleTaker (closed world) statements, and
@@ -33,7 +29,7 @@ fn requests() -> Vec<(String, Vec<String>)> {
     );
     out.push((chat, labels(&["True", "False", "Uncertain"])));
 
-    let path = shared("proofwriter/logic-lm/dev.json");
+    let path = common::dataset("proofwriter/logic-lm/dev.json");
     let items: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     for item in items.iter().take(3) {
@@ -52,7 +48,7 @@ fn requests() -> Vec<(String, Vec<String>)> {
         out.push((context, labels(&[" A", " B", " C"])));
     }
 
-    let path = shared("ruletaker_cwa/depth-1/test.jsonl");
+    let path = common::dataset("ruletaker_cwa/depth-1/test.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     for line in text.lines().take(2) {
         let record: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -94,6 +90,13 @@ fn export_with_cli(model: &Path, out: &Path) {
 #[cfg_attr(
     models_missing,
     ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+#[cfg_attr(
+    any(
+        dataset_missing = "proofwriter/logic-lm",
+        dataset_missing = "ruletaker_cwa"
+    ),
+    ignore = "needs the datasets proofwriter/logic-lm and ruletaker_cwa (deltalogic datasets where)"
 )]
 fn smollm2_as_a_hugging_face_directory_scores_the_same_bits_as_its_gguf_file() {
     let model = common::smollm2();

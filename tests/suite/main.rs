@@ -10,6 +10,7 @@ mod compat;
 mod control_tokens;
 mod crash_points;
 mod datasets;
+mod datasets_home;
 mod deduce;
 mod deduce_gsm8k;
 mod engines;

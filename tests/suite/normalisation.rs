@@ -16,7 +16,6 @@ use deltalogic::eval::{self, Normalisation, PromptRecord, Quiet, ResultRecord, S
 use deltalogic::logic::Label;
 use deltalogic::store::ingest;
 use deltalogic::store::{Id, Store};
-use std::path::Path;
 
 fn build(reg: &Store, name: &str) -> Vec<(Id, Episode)> {
     common::generated_set(reg, name, 3, 2);
@@ -184,14 +183,15 @@ fn every_normalisation_picks_what_its_formula_gives_from_the_listed_scores() {
 /// Belief-R's two templates: the content-free prompt keeps the options (in `beliefr-text` they
 /// are the labels) and drops the premises and the query.
 #[test]
+#[cfg_attr(
+    dataset_missing = "belief_r",
+    ignore = "needs the dataset belief_r (deltalogic datasets where)"
+)]
 fn belief_r_questions_have_content_free_prompts_with_their_options() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
-    let data = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/datasets/belief_r"
-    ));
-    ingest::ingest(&reg, Format::BeliefR, data, false).unwrap();
+    let data = crate::common::dataset("belief_r");
+    ingest::ingest(&reg, Format::BeliefR, &data, false).unwrap();
     let sample = beliefr::Sample {
         per_cell: 1,
         seed: 0,

@@ -8,13 +8,11 @@ use deltalogic::benchmarks::robustlr::{
 use deltalogic::datasets::{read_file, BaseItem, Format};
 use deltalogic::logic::Label;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
-const DATASETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets");
 const PER_SET: usize = 12;
 
 fn proofwriter_items() -> Vec<BaseItem> {
-    let dir = Path::new(DATASETS).join("proofwriter/logic-lm");
+    let dir = crate::common::dataset("proofwriter/logic-lm");
     let read = read_file(Format::ProofWriter, &dir, &dir.join("dev.json"))
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(read.bad.is_empty(), "{:?}", read.bad);
@@ -86,6 +84,10 @@ fn check_families(families: &[Family]) {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "proofwriter/logic-lm",
+    ignore = "needs the dataset proofwriter/logic-lm (deltalogic datasets where)"
+)]
 fn proofwriter_families_carry_solver_labels() {
     let items = proofwriter_items();
     let (families, report) = build(&items, &config(0, Source::ProofWriter)).unwrap();
@@ -112,6 +114,10 @@ fn generated_families_carry_solver_labels() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "proofwriter/logic-lm",
+    ignore = "needs the dataset proofwriter/logic-lm (deltalogic datasets where)"
+)]
 fn same_seed_same_families_other_seed_other_families() {
     let items = proofwriter_items();
     let a = build(&items, &config(5, Source::ProofWriter)).unwrap().0;
@@ -124,6 +130,10 @@ fn same_seed_same_families_other_seed_other_families() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "proofwriter/logic-lm",
+    ignore = "needs the dataset proofwriter/logic-lm (deltalogic datasets where)"
+)]
 fn contrast_labels_are_binary_and_equivalence_may_be_uncertain_only_never_here() {
     let (families, _) = build(&proofwriter_items(), &config(1, Source::ProofWriter)).unwrap();
     for f in &families {
@@ -146,8 +156,12 @@ fn building_from_a_source_with_no_items_is_an_error() {
 const GLORE: &str = "robustlr/glore_subset/robustlr_1k.jsonl";
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "robustlr/glore_subset",
+    ignore = "needs the dataset robustlr/glore_subset (deltalogic datasets where)"
+)]
 fn glore_subset_reads_every_item() {
-    let path = Path::new(DATASETS).join(GLORE);
+    let path = crate::common::dataset(GLORE);
     let read = read_file(Format::RobustLrGlore, path.parent().unwrap(), &path)
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(read.bad.is_empty(), "{:?}", read.bad);
@@ -196,9 +210,13 @@ fn glore_malformed_lines_name_file_line_and_field() {
 /// --refused`), so the solver's agreement with the dataset cannot be measured yet; when an item
 /// first parses, this test fails and the agreement check belongs here.
 #[test]
+#[cfg_attr(
+    dataset_missing = "robustlr/glore_subset",
+    ignore = "needs the dataset robustlr/glore_subset (deltalogic datasets where)"
+)]
 fn glore_subset_parse_counts() {
     use deltalogic::logic::english::{parse_query, parse_statement};
-    let path = Path::new(DATASETS).join(GLORE);
+    let path = crate::common::dataset(GLORE);
     let read = read_file(Format::RobustLrGlore, path.parent().unwrap(), &path).unwrap();
     let (mut sentences, mut parsed_sentences, mut parsed_items) = (0, 0, 0);
     for item in &read.items {
@@ -538,10 +556,14 @@ fn hand_made_answers_give_hand_computed_weighted_f1() {
 }
 
 #[test]
+#[cfg_attr(
+    dataset_missing = "robustlr/glore_subset",
+    ignore = "needs the dataset robustlr/glore_subset (deltalogic datasets where)"
+)]
 fn glore_questions_keep_the_datasets_gold_unchecked() {
     let dir = tempfile::tempdir().unwrap();
     let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
-    let root = Path::new(DATASETS).join("robustlr/glore_subset");
+    let root = crate::common::dataset("robustlr/glore_subset");
     deltalogic::store::ingest::ingest(&reg, Format::RobustLrGlore, &root, false).unwrap();
     let out = glore::build(&reg, "glore").unwrap();
     assert_eq!(out.stored.questions, 1000);

@@ -302,19 +302,12 @@ fn full_set_tokens() {
     )
     .unwrap();
     let counter = Counter(deltalogic::model::tokenize::Tokenizer::from_gguf(&gguf).unwrap());
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets");
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("full.redb");
-    let path = |p: &str| data.join(p).to_str().unwrap().to_string();
-    dl(&store, &["ingest", "belief-r", &path("belief_r")]);
-    dl(
-        &store,
-        &["ingest", "proofwriter", &path("proofwriter/logic-lm")],
-    );
-    dl(
-        &store,
-        &["ingest", "robustlr-glore", &path("robustlr/glore_subset")],
-    );
+    // Each from its folder in the datasets folder.
+    dl(&store, &["ingest", "belief-r"]);
+    dl(&store, &["ingest", "proofwriter"]);
+    dl(&store, &["ingest", "robustlr-glore"]);
     dl(&store, &["build", "beliefr", "--name", "belief-r"]);
     dl(
         &store,

@@ -220,7 +220,7 @@ pub fn build(reg: &Store, name: &str, sample: Option<Sample>) -> Result<BuildOut
         .collect();
     if items.is_empty() {
         bail!(
-            "no Belief-R items in {}: run `deltalogic ingest belief-r ../shared/datasets/belief_r` first",
+            "no Belief-R items in {}: run `deltalogic ingest belief-r` first",
             reg.path().display()
         );
     }

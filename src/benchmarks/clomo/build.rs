@@ -9,7 +9,7 @@
 
 use super::prompts::Setting;
 use super::{ClomoItem, Relation, BENCHMARK};
-use crate::datasets::{self, BaseItem, Format};
+use crate::datasets::{self, home, BaseItem, Format};
 use crate::store::{canonical, Id, Names, Record, Store, StoredSet, StoredSpec};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -23,9 +23,10 @@ const BUILDER_VERSION: u32 = 1;
 /// it, and a premise the model's rewrite must put in that relation; judged by SES).
 #[derive(clap::Parser, Debug)]
 pub struct BuildArgs {
-    /// The folder of the CLoMo files (`{zero,few,cot}_{train,dev,test}.json`).
-    #[arg(long, default_value = "../shared/datasets/clomo/data")]
-    pub data: PathBuf,
+    /// The folder of the CLoMo files (`{zero,few,cot}_{train,dev,test}.json`) [default:
+    /// clomo/data in the datasets folder, see `deltalogic datasets where`].
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
     #[arg(long, default_value = "test", value_parser = ["train", "dev", "test"])]
     pub split: String,
     /// Keep N items of each relation (all of a relation that has fewer), drawn after a seeded
@@ -197,8 +198,12 @@ fn sampled(mut items: Vec<ClomoItem>, per_type: usize, seed: u64) -> Vec<ClomoIt
 }
 
 pub fn build(store: &Store, a: &BuildArgs) -> Result<BuildOutcome> {
-    let all = read_split(&a.data, &a.split)
-        .with_context(|| format!("reading CLoMo `{}` from {}", a.split, a.data.display()))?;
+    let data = match &a.data {
+        Some(dir) => dir.clone(),
+        None => home::find(None)?.dir.join(Format::Clomo.folder()),
+    };
+    let all = read_split(&data, &a.split)
+        .with_context(|| format!("reading CLoMo `{}` from {}", a.split, data.display()))?;
     let read = all.len();
     let items = match a.per_type {
         Some(n) => sampled(all, n, a.seed),

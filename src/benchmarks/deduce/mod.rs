@@ -22,6 +22,7 @@ use super::{
     members, parse_args, Answered, Benchmark, Built, Column, Decoding, Evaluation, Group, Models,
     Panel, Prepared, Request, Role, RESAMPLES,
 };
+use crate::datasets::home;
 use crate::metrics::{mean_metric, Metric};
 use crate::rng::Rng;
 use crate::store::{canonical, Declared, Id, Names, Store, StoredSet, StoredSpec};
@@ -53,9 +54,10 @@ enum ItemSource {
 struct BuildArgs {
     #[arg(long, value_enum, default_value = "gsm8k")]
     from: ItemSource,
-    /// The folder of GSM8K's JSONL files.
-    #[arg(long, default_value = "../shared/datasets/gsm8k/openai")]
-    data: PathBuf,
+    /// The folder of GSM8K's JSONL files [default: gsm8k/openai in the datasets folder, see
+    /// `deltalogic datasets where`].
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
     /// The GSM8K file `<data>/<split>.jsonl`.
     #[arg(long, default_value = "test")]
     split: String,
@@ -179,7 +181,11 @@ pub fn from_gsm8k(rows: &[gsm8k::Row], file: &str, copies: usize, seed: u64) -> 
 fn build(store: &Store, a: &BuildArgs) -> Result<BuildOutcome> {
     let (problems, file_hash, gsm) = match a.from {
         ItemSource::Gsm8k => {
-            let path = a.data.join(format!("{}.jsonl", a.split));
+            let data = match &a.data {
+                Some(dir) => dir.clone(),
+                None => home::find(None)?.dir.join("gsm8k/openai"),
+            };
+            let path = data.join(format!("{}.jsonl", a.split));
             let bytes = std::fs::read(&path)
                 .with_context(|| format!("reading GSM8K file {}", path.display()))?;
             let mut rows = gsm8k::read(&path)?;

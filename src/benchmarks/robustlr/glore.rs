@@ -39,8 +39,7 @@ pub fn build(reg: &Store, name: &str) -> Result<GloreOutcome> {
         .collect();
     if items.is_empty() {
         bail!(
-            "no GLoRE RobustLR items in {}: run `deltalogic ingest robustlr-glore \
-             ../shared/datasets/robustlr/glore_subset` first",
+            "no GLoRE RobustLR items in {}: run `deltalogic ingest robustlr-glore` first",
             reg.path().display()
         );
     }

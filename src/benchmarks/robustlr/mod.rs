@@ -109,8 +109,8 @@ pub fn build(reg: &Store, config: &BuildConfig, name: &str) -> Result<BuildOutco
                 .collect();
             if items.is_empty() {
                 bail!(
-                    "no ProofWriter items in {}: run `deltalogic ingest proofwriter \
-                     ../shared/datasets/proofwriter/logic-lm` first, or build --from generated",
+                    "no ProofWriter items in {}: run `deltalogic ingest proofwriter` first, or \
+                     build --from generated",
                     reg.path().display()
                 );
             }

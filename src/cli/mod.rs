@@ -166,10 +166,13 @@ pub fn open(path: &std::path::Path, access: Access) -> Result<Store> {
     }
 }
 
-/// The exit status of an error: a merge with conflicts has its own (see `cache merge --help`).
+/// The exit status of an error: a merge with conflicts and an audit that found differences have
+/// their own (README, "Exit statuses").
 pub fn exit_status(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<cache::Conflicts>().is_some() {
         cache::CONFLICT_STATUS
+    } else if e.downcast_ref::<audit::Differences>().is_some() {
+        audit::DIFFERENCES_STATUS
     } else {
         1
     }

@@ -198,8 +198,10 @@ impl crate::benchmarks::ModelInfo for ServedRecord {
 
 /// A served model ready to be asked.
 pub struct Served {
-    endpoint: Endpoint,
-    identity: ServedRecord,
+    /// Boxed: an engine is a local model or this, and should not be twice the size of one.
+    endpoint: Box<Endpoint>,
+    /// The tokenizer's identity as registered (`tokenize:…` is checked again).
+    tokenizer: String,
     concurrency: usize,
     /// Whether the server is still the model registered, found before its first request is
     /// sent (an error's text, shared by every request that waits on it).
@@ -225,12 +227,12 @@ impl Served {
             );
         }
         Ok(Served {
-            endpoint: Endpoint::new(
+            endpoint: Box::new(Endpoint::new(
                 &record.path,
                 &identity.model_id,
                 identity.api_key_env.as_deref(),
-            )?,
-            identity,
+            )?),
+            tokenizer: identity.tokenizer,
             concurrency: concurrency.clamp(1, crate::served::MAX_CONCURRENCY),
             unchanged: OnceLock::new(),
             scores_asked: AtomicU64::new(0),
@@ -251,7 +253,7 @@ impl Served {
                     "{e:#}; {} does not answer as when `{}` was registered (checked before the \
                      first request): nothing was asked",
                     self.endpoint.base(),
-                    self.identity.model_id
+                    self.endpoint.model()
                 )
             })
         });
@@ -260,7 +262,7 @@ impl Served {
 
     fn unchanged_now(&self) -> Result<()> {
         let base = self.endpoint.base();
-        let model_id = &self.identity.model_id;
+        let model_id = self.endpoint.model();
         let served = self.endpoint.served_models()?;
         if !served.iter().any(|m| m == model_id) {
             bail!(
@@ -268,13 +270,13 @@ impl Served {
                 served.join(", ")
             );
         }
-        if self.identity.tokenizer.starts_with("tokenize:") {
+        if self.tokenizer.starts_with("tokenize:") {
             let now = tokenized_identity(&self.endpoint)?;
-            if now.as_deref() != Some(self.identity.tokenizer.as_str()) {
+            if now.as_deref() != Some(self.tokenizer.as_str()) {
                 bail!(
                     "{base}: its /tokenize gives other ids than when `{model_id}` was registered \
                      ({} then, {} now)",
-                    self.identity.tokenizer,
+                    self.tokenizer,
                     now.as_deref().unwrap_or("no /tokenize route")
                 );
             }
@@ -288,7 +290,8 @@ impl Served {
     pub fn score(&self, context: &str, label: &str) -> Result<Echoed> {
         self.check_unchanged()?;
         let echoed = self.endpoint.score(context, label)?;
-        if self.scores_asked.fetch_add(1, Ordering::Relaxed) % probe::CROSS_CHECK_EVERY == 0 {
+        let asked = self.scores_asked.fetch_add(1, Ordering::Relaxed);
+        if asked.is_multiple_of(probe::CROSS_CHECK_EVERY) {
             // The position checked: any, as long as the server cannot tell which.
             let pick = blake3::hash(format!("{context}\u{0}{label}").as_bytes());
             let pick = u64::from_le_bytes(pick.as_bytes()[..8].try_into().expect("8 bytes"));

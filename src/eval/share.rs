@@ -111,7 +111,10 @@ pub fn strip_locations(path: &Path, records: &mut [(Kind, Id, Vec<u8>)]) -> Resu
 }
 
 /// A record's archive, as the store writes it.
-fn encode(archived: Result<rkyv::util::AlignedVec, rkyv::rancor::Error>, noun: &str) -> Result<Vec<u8>> {
+fn encode(
+    archived: Result<rkyv::util::AlignedVec, rkyv::rancor::Error>,
+    noun: &str,
+) -> Result<Vec<u8>> {
     Ok(archived
         .map_err(|e| anyhow!("cannot encode a {noun} record: {e}"))?
         .to_vec())

@@ -112,10 +112,8 @@ pub fn cross_check(endpoint: &Endpoint, echoed: &Echoed, pick: u64, tolerance: f
         .collect();
     let k = candidates[(pick % candidates.len() as u64) as usize];
     let url = endpoint.base();
-    let echoed_lp =
-        completions::logprob(url, echoed.prompt_logprobs[k], k, &tokens[k]).with_context(|| {
-            format!("{url}: the echoed prompt of an answer, cross-checked")
-        })?;
+    let echoed_lp = completions::logprob(url, echoed.prompt_logprobs[k], k, &tokens[k])
+        .with_context(|| format!("{url}: the echoed prompt of an answer, cross-checked"))?;
     let prefix: String = tokens[..k].concat();
     let next = endpoint
         .greedy(&prefix, 1, &[])
@@ -133,7 +131,10 @@ pub fn cross_check(endpoint: &Endpoint, echoed: &Echoed, pick: u64, tolerance: f
     if consistent {
         return Ok(());
     }
-    let before: String = prefix.chars().skip(prefix.chars().count().saturating_sub(40)).collect();
+    let before: String = prefix
+        .chars()
+        .skip(prefix.chars().count().saturating_sub(40))
+        .collect();
     // The server's tokens are quoted: redacted as all its words are.
     Err(endpoint.redacted(anyhow::anyhow!(
         "{url}: a scoring answer failed its cross-check: after …{before:?}, the server's greedy \

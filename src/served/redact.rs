@@ -94,7 +94,10 @@ mod tests {
         ] {
             assert!(!clean.contains(secret), "{secret} in {clean}");
         }
-        assert!(clean.contains("Incorrect API key provided: Bearer [redacted]."), "{clean}");
+        assert!(
+            clean.contains("Incorrect API key provided: Bearer [redacted]."),
+            "{clean}"
+        );
         // Ordinary words, numbers and short ids are kept.
         let plain = "HTTP 500: model byte has 3 choices at offset 42 (task-7)";
         assert_eq!(redact(plain, Some(key)), plain);

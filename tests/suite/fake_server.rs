@@ -120,7 +120,11 @@ pub enum Fault {
 }
 
 /// The probe's contexts (`deltalogic::served::probe`), which a forging server answers truly.
-const PROBE_PREFIXES: [&str; 3] = ["The capital of France is", "If it rains,", "One, two, three,"];
+const PROBE_PREFIXES: [&str; 3] = [
+    "The capital of France is",
+    "If it rains,",
+    "One, two, three,",
+];
 
 struct State {
     model: Consistent,
@@ -423,7 +427,8 @@ fn complete(model: &Consistent, request: &Value, fault: Fault) -> String {
         _ => {}
     }
     let probe = PROBE_PREFIXES.iter().any(|p| prompt.starts_with(p));
-    if request["echo"] == true && !probe && matches!(fault, Fault::ForgedAfterProbe | Fault::Drift) {
+    if request["echo"] == true && !probe && matches!(fault, Fault::ForgedAfterProbe | Fault::Drift)
+    {
         let lps = logprobs["token_logprobs"].as_array_mut().unwrap();
         for lp in lps.iter_mut().filter(|lp| !lp.is_null()) {
             *lp = match fault {
@@ -463,8 +468,9 @@ fn complete(model: &Consistent, request: &Value, fault: Fault) -> String {
         Fault::OtherModel | Fault::AnswersOtherModel => "other",
         _ => "byte",
     };
-    let answer = json!({"model": model, "choices": [choice], "usage": {"prompt_tokens": prompt_tokens}})
-        .to_string();
+    let answer =
+        json!({"model": model, "choices": [choice], "usage": {"prompt_tokens": prompt_tokens}})
+            .to_string();
     match fault {
         Fault::NotJson => format!("<html>{answer}"),
         Fault::NanLogprob => {

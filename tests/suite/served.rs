@@ -494,7 +494,9 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     let file = file.to_str().unwrap();
     dl(
         &theirs,
-        &["cache", "export", "--model", "byte", "--set", "small", "-o", file],
+        &[
+            "cache", "export", "--model", "byte", "--set", "small", "-o", file,
+        ],
     );
 
     // The merging user has the variable the file names set: nothing is sent anyway.
@@ -503,7 +505,10 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     let out = with_key(&mine, &["--json", "cache", "merge", file]);
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(fake.received(), before, "no request at the file's URL");
-    assert!(merged["recomputed"].as_object().unwrap().is_empty(), "{merged}");
+    assert!(
+        merged["recomputed"].as_object().unwrap().is_empty(),
+        "{merged}"
+    );
     let unverified = merged["unverified"].as_object().unwrap();
     assert_eq!(unverified.len(), 1, "{merged}");
     let model = unverified.keys().next().unwrap();
@@ -526,8 +531,16 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     dl(
         &mine,
         &[
-            "build", "deltalogic", "--from", "generated", "--seed", "6", "--per-type", "1",
-            "--name", "other",
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--seed",
+            "6",
+            "--per-type",
+            "1",
+            "--name",
+            "other",
         ],
     );
     let out = deltalogic(&mine)
@@ -550,7 +563,10 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     let stats = dl(&mine, &["--json", "cache", "stats"]).stdout;
     let stats: serde_json::Value = serde_json::from_slice(&stats).unwrap();
     assert!(
-        stats["unverified_per_model"].as_object().unwrap().is_empty(),
+        stats["unverified_per_model"]
+            .as_object()
+            .unwrap()
+            .is_empty(),
         "{stats}"
     );
 
@@ -573,5 +589,8 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     fake.set_fault(Fault::Down);
     let out = with_key(&down, &["--json", "cache", "merge", file]);
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(!merged["unverified"].as_object().unwrap().is_empty(), "{merged}");
+    assert!(
+        !merged["unverified"].as_object().unwrap().is_empty(),
+        "{merged}"
+    );
 }

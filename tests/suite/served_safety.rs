@@ -24,7 +24,15 @@ fn run(store: &Path, args: &[&str]) -> Output {
 
 fn add_args(url: &str) -> Vec<&str> {
     vec![
-        "model", "add", "--served", url, "--model-id", "byte", "--name", "byte", "--api-key-env",
+        "model",
+        "add",
+        "--served",
+        url,
+        "--model-id",
+        "byte",
+        "--name",
+        "byte",
+        "--api-key-env",
         VAR,
     ]
 }
@@ -137,7 +145,15 @@ fn a_stalled_a_dripping_or_a_huge_answer_is_given_up_on_naming_url_and_timeout()
     // Requests in flight are bounded.
     let out = run(
         &store,
-        &["score", "--model", "byte", "--set", "small", "--concurrency", "65"],
+        &[
+            "score",
+            "--model",
+            "byte",
+            "--set",
+            "small",
+            "--concurrency",
+            "65",
+        ],
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
@@ -150,7 +166,13 @@ fn a_server_that_now_serves_another_model_is_refused_with_nothing_stored() {
     let score = ["score", "--model", "byte", "--set", "small"];
     fake.set_fault(Fault::OtherModel);
     let out = run(&store, &score);
-    refused(&out, &["serves no model `byte` now (it serves: other)", "nothing was asked"]);
+    refused(
+        &out,
+        &[
+            "serves no model `byte` now (it serves: other)",
+            "nothing was asked",
+        ],
+    );
     assert_eq!(fake.requests(), 6, "only the probe at registration asked");
     fake.set_fault(Fault::AnswersOtherModel);
     let out = run(&store, &score);
@@ -166,10 +188,22 @@ fn a_server_that_forges_scores_after_the_probe_is_caught_while_scoring() {
     fake.set_fault(Fault::ForgedAfterProbe);
     let out = run(
         &store,
-        &["score", "--model", "byte", "--set", "small", "--concurrency", "1"],
+        &[
+            "score",
+            "--model",
+            "byte",
+            "--set",
+            "small",
+            "--concurrency",
+            "1",
+        ],
     );
     refused(&out, &["failed its cross-check", &fake.url]);
-    assert_eq!(scores(&store), 0, "the first answer is checked before it is stored");
+    assert_eq!(
+        scores(&store),
+        0,
+        "the first answer is checked before it is stored"
+    );
 }
 
 #[test]
@@ -177,14 +211,25 @@ fn audit_verify_exits_non_zero_when_a_check_differs_and_says_which() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Fake::start(WEIGHTS, Some(KEY));
     let store = registered(dir.path(), &fake);
-    let out = run(&store, &["--json", "score", "--model", "byte", "--set", "small"]);
+    let out = run(
+        &store,
+        &["--json", "score", "--model", "byte", "--set", "small"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let scored: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let result = &scored["result"].as_str().unwrap()[..12];
     let audit = |tolerance: &str| {
         run(
             &store,
-            &["--json", "audit", result, "--verify", "4", "--tolerance", tolerance],
+            &[
+                "--json",
+                "audit",
+                result,
+                "--verify",
+                "4",
+                "--tolerance",
+                tolerance,
+            ],
         )
     };
     assert!(audit("1e-3").status.success());
@@ -193,7 +238,11 @@ fn audit_verify_exits_non_zero_when_a_check_differs_and_says_which() {
     assert!(audit("1e-3").status.success());
     let out = audit("1e-4");
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    assert!(stderr(&out).contains("4 of 4 checked records differ"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("4 of 4 checked records differ"),
+        "{}",
+        stderr(&out)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let differing = doc["verify"]["differing"].as_array().unwrap();
     assert_eq!(differing.len(), 4, "{doc}");

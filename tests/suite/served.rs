@@ -5,6 +5,7 @@
 
 use crate::common::{self, deltalogic, dl, members, model_id, ByteModel, NoChat};
 use crate::fake_server::{Consistent, Fake, Fault};
+use crate::served_safety::{add_args, run_ok, KEY, VAR};
 use deltalogic::benchmarks::deltalogic::Episode;
 use deltalogic::benchmarks::{self};
 use deltalogic::eval::{
@@ -461,35 +462,12 @@ fn the_command_line_registers_scores_and_audits_a_served_model() {
 #[test]
 fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let key = "sk-merge-secret-77c1a0";
-    let fake = Fake::start(WEIGHTS, Some(key));
+    let fake = Fake::start(WEIGHTS, Some(KEY));
     let theirs = dir.path().join("theirs.store");
     dl(&theirs, &SMALL_SET);
-    let with_key = |store: &Path, args: &[&str]| {
-        let out = deltalogic(store)
-            .args(args)
-            .env("DELTALOGIC_TEST_KEY", key)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    };
-    let add = [
-        "model",
-        "add",
-        "--served",
-        &fake.url,
-        "--model-id",
-        "byte",
-        "--api-key-env",
-        "DELTALOGIC_TEST_KEY",
-    ];
-    with_key(&theirs, &add);
-    with_key(&theirs, &["score", "--model", "byte", "--set", "small"]);
+    let add = add_args(&fake.url);
+    run_ok(&theirs, &add);
+    run_ok(&theirs, &["score", "--model", "byte", "--set", "small"]);
     let file = dir.path().join("shared.redb");
     let file = file.to_str().unwrap();
     dl(
@@ -502,7 +480,7 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     // The merging user has the variable the file names set: nothing is sent anyway.
     let mine = dir.path().join("mine.store");
     let before = fake.received();
-    let out = with_key(&mine, &["--json", "cache", "merge", file]);
+    let out = run_ok(&mine, &["--json", "cache", "merge", file]);
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(fake.received(), before, "no request at the file's URL");
     assert!(
@@ -513,7 +491,7 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     assert_eq!(unverified.len(), 1, "{merged}");
     let model = unverified.keys().next().unwrap();
     assert_eq!(merged["served_not_registered"], serde_json::json!([model]));
-    let text = with_key(&dir.path().join("text.store"), &["cache", "merge", file]).stdout;
+    let text = run_ok(&dir.path().join("text.store"), &["cache", "merge", file]).stdout;
     let text = String::from_utf8(text).unwrap();
     assert!(
         text.contains("merged unverified: it is not registered here")
@@ -521,7 +499,7 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
         "{text}"
     );
     let bytes = std::fs::read(&mine).unwrap();
-    for absent in [fake.url.as_str(), "DELTALOGIC_TEST_KEY"] {
+    for absent in [fake.url.as_str(), VAR] {
         assert!(
             !bytes.windows(absent.len()).any(|w| w == absent.as_bytes()),
             "{absent} stored by the merge"
@@ -545,7 +523,7 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     );
     let out = deltalogic(&mine)
         .args(["score", "--model", "byte", "--set", "other"])
-        .env("DELTALOGIC_TEST_KEY", key)
+        .env(VAR, KEY)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -556,8 +534,8 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     assert_eq!(fake.received(), before, "{err}");
 
     // Registered here: `cache verify --recompute` asks the registered server and marks them.
-    with_key(&mine, &add);
-    let out = with_key(&mine, &["--json", "cache", "verify", "--recompute", "4"]);
+    run_ok(&mine, &add);
+    let out = run_ok(&mine, &["--json", "cache", "verify", "--recompute", "4"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("\"recomputed\""), "{text}");
     let stats = dl(&mine, &["--json", "cache", "stats"]).stdout;
@@ -572,9 +550,9 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
 
     // Registered here before the merge: a sample of 8 re-asked at the registered URL.
     let registered = dir.path().join("registered.store");
-    with_key(&registered, &add);
+    run_ok(&registered, &add);
     let before = fake.requests();
-    let out = with_key(&registered, &["--json", "cache", "merge", file]);
+    let out = run_ok(&registered, &["--json", "cache", "merge", file]);
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(merged["recomputed"][model], 8, "{merged}");
     assert_eq!(
@@ -585,9 +563,9 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
 
     // A registered server that does not answer leaves them unverified.
     let down = dir.path().join("down.store");
-    with_key(&down, &add);
+    run_ok(&down, &add);
     fake.set_fault(Fault::Down);
-    let out = with_key(&down, &["--json", "cache", "merge", file]);
+    let out = run_ok(&down, &["--json", "cache", "merge", file]);
     let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
         !merged["unverified"].as_object().unwrap().is_empty(),

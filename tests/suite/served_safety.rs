@@ -14,15 +14,23 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 const WEIGHTS: &str = "served-weights";
-const KEY: &str = "sk-hostile-test-5b2e91";
-const VAR: &str = "DELTALOGIC_TEST_KEY";
+pub const KEY: &str = "sk-hostile-test-5b2e91";
+pub const VAR: &str = "DELTALOGIC_TEST_KEY";
+const SCORE: [&str; 5] = ["score", "--model", "byte", "--set", "small"];
 
 /// `deltalogic ARGS` on `store` with the key in the environment.
-fn run(store: &Path, args: &[&str]) -> Output {
+pub fn run(store: &Path, args: &[&str]) -> Output {
     deltalogic(store).args(args).env(VAR, KEY).output().unwrap()
 }
 
-fn add_args(url: &str) -> Vec<&str> {
+/// The same, required to succeed.
+pub fn run_ok(store: &Path, args: &[&str]) -> Output {
+    let out = run(store, args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    out
+}
+
+pub fn add_args(url: &str) -> Vec<&str> {
     vec![
         "model",
         "add",
@@ -41,8 +49,7 @@ fn add_args(url: &str) -> Vec<&str> {
 fn registered(dir: &Path, fake: &Fake) -> PathBuf {
     let store = dir.join("hostile.store");
     dl(&store, &SMALL_SET);
-    let out = run(&store, &add_args(&fake.url));
-    assert!(out.status.success(), "{}", stderr(&out));
+    run_ok(&store, &add_args(&fake.url));
     store
 }
 
@@ -143,18 +150,7 @@ fn a_stalled_a_dripping_or_a_huge_answer_is_given_up_on_naming_url_and_timeout()
     let out = run(&store, &add_args(&fake.url));
     refused(&out, &[&models, "larger than 8 MiB"]);
     // Requests in flight are bounded.
-    let out = run(
-        &store,
-        &[
-            "score",
-            "--model",
-            "byte",
-            "--set",
-            "small",
-            "--concurrency",
-            "65",
-        ],
-    );
+    let out = run(&store, &[&SCORE[..], &["--concurrency", "65"]].concat());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
@@ -163,9 +159,8 @@ fn a_server_that_now_serves_another_model_is_refused_with_nothing_stored() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Fake::start(WEIGHTS, Some(KEY));
     let store = registered(dir.path(), &fake);
-    let score = ["score", "--model", "byte", "--set", "small"];
     fake.set_fault(Fault::OtherModel);
-    let out = run(&store, &score);
+    let out = run(&store, &SCORE);
     refused(
         &out,
         &[
@@ -175,7 +170,7 @@ fn a_server_that_now_serves_another_model_is_refused_with_nothing_stored() {
     );
     assert_eq!(fake.requests(), 6, "only the probe at registration asked");
     fake.set_fault(Fault::AnswersOtherModel);
-    let out = run(&store, &score);
+    let out = run(&store, &SCORE);
     refused(&out, &["the answer comes from model \"other\", not `byte`"]);
     assert_eq!(scores(&store), 0, "nothing stored");
 }
@@ -186,18 +181,7 @@ fn a_server_that_forges_scores_after_the_probe_is_caught_while_scoring() {
     let fake = Fake::start(WEIGHTS, Some(KEY));
     let store = registered(dir.path(), &fake);
     fake.set_fault(Fault::ForgedAfterProbe);
-    let out = run(
-        &store,
-        &[
-            "score",
-            "--model",
-            "byte",
-            "--set",
-            "small",
-            "--concurrency",
-            "1",
-        ],
-    );
+    let out = run(&store, &[&SCORE[..], &["--concurrency", "1"]].concat());
     refused(&out, &["failed its cross-check", &fake.url]);
     assert_eq!(
         scores(&store),
@@ -211,11 +195,7 @@ fn audit_verify_exits_non_zero_when_a_check_differs_and_says_which() {
     let dir = tempfile::tempdir().unwrap();
     let fake = Fake::start(WEIGHTS, Some(KEY));
     let store = registered(dir.path(), &fake);
-    let out = run(
-        &store,
-        &["--json", "score", "--model", "byte", "--set", "small"],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_ok(&store, &[&["--json"], &SCORE[..]].concat());
     let scored: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let result = &scored["result"].as_str().unwrap()[..12];
     let audit = |tolerance: &str| {

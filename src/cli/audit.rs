@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 pub struct Args {
     /// A result id (or a unique prefix of one), as `report --format json` shows.
     result: String,
-    /// Recompute this many sampled scores with the model and report any difference.
+    /// Recompute this many sampled scores with the model and report any difference; exit status
+    /// 4 when any differs beyond the tolerance (the JSON's `verify.differing` names them).
     #[arg(long, value_parser = super::bounds::count(1, super::bounds::MAX_SAMPLE))]
     verify: Option<usize>,
     /// Largest |Δ log-prob| accepted when a served model is asked again (served engines are not
@@ -108,8 +109,40 @@ pub fn run(reg: &Store, json: bool, a: Args) -> Result<()> {
                 );
             }
         }
-    })
+    })?;
+    match checked {
+        Some(v) if !v.differing.is_empty() => Err(Differences {
+            differing: v.differing.len(),
+            checked: v.checked,
+        }
+        .into()),
+        _ => Ok(()),
+    }
 }
+
+/// The exit status of an audit whose `--verify` found a difference beyond the tolerance
+/// (documented in the README).
+pub const DIFFERENCES_STATUS: u8 = 4;
+
+/// Recomputed records that differ from the stored ones: reported (the JSON's `verify.differing`
+/// names them), then exit status 4.
+#[derive(Debug)]
+pub struct Differences {
+    pub differing: usize,
+    pub checked: usize,
+}
+
+impl std::fmt::Display for Differences {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} checked records differ from their recomputation beyond the tolerance",
+            self.differing, self.checked
+        )
+    }
+}
+
+impl std::error::Error for Differences {}
 
 /// The mark of a record a served model answered.
 fn served(backend: &str) -> &'static str {

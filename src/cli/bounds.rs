@@ -22,8 +22,12 @@ pub const MAX_SHARDS: usize = 100_000;
 /// Tokens a generation or a benchmark may ask for: far beyond any context these models take.
 pub const MAX_TOKENS: u64 = 1 << 20;
 
-/// Requests in flight to a served model: more than any server batches usefully.
-pub const MAX_CONCURRENCY: u64 = 1_024;
+/// Requests in flight to a served model: as many as any server batches usefully, with memory per
+/// request bounded by the answer size limit (docs/served.md).
+pub const MAX_CONCURRENCY: u64 = crate::served::MAX_CONCURRENCY as u64;
+
+/// A served model's timeouts, in seconds: up to a day.
+pub const MAX_TIMEOUT_SECS: u64 = 86_400;
 
 /// The largest tolerance of a log-prob difference: beyond it, any two scores would agree.
 pub const MAX_TOLERANCE: f32 = 1.0;

@@ -25,7 +25,8 @@ pub enum Command {
     /// Add a colleague's cache file: a union of content-addressed records after every record is
     /// checked (checksum, archive, key hash), every result it adds is re-derived from the scores
     /// this store will hold (its answers must follow from them), and a seeded sample of the new
-    /// scores of each model whose file is here is recomputed. A key that exists here with
+    /// scores of each model whose file is here, or whose server is registered here, is
+    /// recomputed. A URL or key variable in the file is never used. A key that exists here with
     /// another value is a conflict: never overwritten, and the command exits with status 3.
     Merge {
         file: PathBuf,
@@ -106,22 +107,18 @@ impl Recomputer<'_> {
         if !self.loaded.contains_key(&model) {
             // Only a model registered here, whose files are where its record says, is used.
             // A record merged from another store may point at a path that exists only there:
-            // such a model is not available here until `model add` records where it is.
-            // A served model is asked at the URL it was registered with, here or else in the
-            // incoming file (its identity verified with the file); an unreachable server leaves
-            // its scores unverified, as a model whose files are elsewhere.
-            let served = [self.store, self.incoming].into_iter().find_map(|reg| {
-                models::resolve(reg, &model.hex())
-                    .ok()
-                    .filter(|(_, record)| eval::served::is_served(record))
-                    .map(|(_, record)| (reg, record))
-            });
-            let found = match (served, models::resolve(self.store, &model.hex())) {
-                (Some((reg, record)), _) => eval::served::Served::open(reg, &record, 1)
-                    .ok()
-                    .filter(|served| served.endpoint().served_models().is_ok())
-                    .map(eval::Engine::Served),
-                (None, Ok((_, record))) if std::path::Path::new(&record.path).exists() => {
+            // such a model is not available here until `model add` records where it is. A served
+            // model is asked only at the URL, with the key variable, it was registered with
+            // here: a URL or a variable name in a cache file is never followed (its scores stay
+            // unverified). An unreachable server leaves them unverified too.
+            let found = match models::resolve(self.store, &model.hex()) {
+                Ok((_, record)) if eval::served::is_served(&record) => {
+                    eval::served::Served::open(self.store, &record, 1)
+                        .ok()
+                        .filter(|served| served.endpoint().served_models().is_ok())
+                        .map(eval::Engine::Served)
+                }
+                Ok((_, record)) if std::path::Path::new(&record.path).exists() => {
                     Some(eval::Engine::Local(models::Loaded::open(&record)?))
                 }
                 _ => None,
@@ -212,6 +209,38 @@ fn stats(reg: &Store, json: bool) -> Result<()> {
 const HOW_TO_VERIFY: &str = "register the model file with `deltalogic model add FILE`, then \
      `deltalogic cache verify --recompute N` recomputes N of them and marks them verified";
 
+/// The same for a served model merged from a file.
+const HOW_TO_VERIFY_SERVED: &str = "register its server here with `deltalogic model add --served \
+     URL --model-id ID` (the same identity), then `deltalogic cache verify --recompute N` asks \
+     it for N of them and marks them verified";
+
+/// What `cache merge` did, and which of the models whose scores it merged unverified are served
+/// models not registered here (their file's URL is never asked).
+#[derive(serde::Serialize)]
+struct Merged {
+    #[serde(flatten)]
+    report: cache::MergeReport,
+    served_not_registered: Vec<String>,
+}
+
+/// The short ids of the served models of `incoming` that this store cannot ask: not registered
+/// here, or merged earlier without their URL.
+fn served_not_registered(reg: &Store, incoming: &Store) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (id, record) in incoming.all::<ModelRecord>()? {
+        if !eval::served::is_served(&record) {
+            continue;
+        }
+        let registered = reg
+            .get::<ModelRecord>(&id)?
+            .is_some_and(|ours| !ours.path.is_empty());
+        if !registered {
+            out.push(id.short());
+        }
+    }
+    Ok(out)
+}
+
 pub fn run(reg: &Store, json: bool, command: Command) -> Result<()> {
     match command {
         Command::Export { model, set, output } => {
@@ -245,8 +274,17 @@ pub fn run(reg: &Store, json: bool, command: Command) -> Result<()> {
             let mut opts = cache::MergeOptions::new(&mut recompute);
             opts.sample_per_model = if no_verify { 0 } else { verify_sample };
             let asked = opts.sample_per_model > 0;
+            let served_elsewhere = served_not_registered(reg, &other)?;
             let r = cache::merge(reg, &other, opts)?;
+            let r = Merged {
+                served_not_registered: served_elsewhere
+                    .into_iter()
+                    .filter(|m| r.unverified.contains_key(m))
+                    .collect(),
+                report: r,
+            };
             emit(json, &r, || {
+                let (served_elsewhere, r) = (&r.served_not_registered, &r.report);
                 for (k, n) in &r.added {
                     println!("added {k:<12} {n}");
                 }
@@ -264,6 +302,14 @@ pub fn run(reg: &Store, json: bool, command: Command) -> Result<()> {
                     println!("recomputed {n} sampled scores of model {m}: all match");
                 }
                 for (m, n) in &r.unverified {
+                    if served_elsewhere.contains(m) {
+                        println!(
+                            "{n} scores of served model {m} merged unverified: it is not \
+                             registered here, and the URL and key variable in the file are never \
+                             used; to check them, {HOW_TO_VERIFY_SERVED}"
+                        );
+                        continue;
+                    }
                     let why = if asked {
                         "this store cannot recompute them: the model is not registered here, its \
                          file is not where its record says, or its server does not answer"
@@ -279,8 +325,8 @@ pub fn run(reg: &Store, json: bool, command: Command) -> Result<()> {
                     println!("conflict {} {}: {}", c.kind, c.key.short(), c.detail);
                 }
             })?;
-            if !r.conflicts.is_empty() {
-                return Err(Conflicts(r.conflicts.len()).into());
+            if !r.report.conflicts.is_empty() {
+                return Err(Conflicts(r.report.conflicts.len()).into());
             }
             Ok(())
         }

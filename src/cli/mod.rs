@@ -24,6 +24,7 @@ mod stats;
 
 use crate::store::Store;
 use anyhow::Result;
+use clap::builder::TypedValueParser;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -43,6 +44,16 @@ pub struct Cli {
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Served models: seconds to open a connection (docs/served.md).
+    #[arg(long, global = true, value_name = "SECS", default_value_t = crate::served::Waits::DEFAULT.connect.as_secs(), value_parser = bounds::count(1, bounds::MAX_TIMEOUT_SECS).map(|n| n as u64))]
+    pub connect_timeout: u64,
+    /// Served models: seconds from a request to the end of its answer's headers.
+    #[arg(long, global = true, value_name = "SECS", default_value_t = crate::served::Waits::DEFAULT.first_byte.as_secs(), value_parser = bounds::count(1, bounds::MAX_TIMEOUT_SECS).map(|n| n as u64))]
+    pub first_byte_timeout: u64,
+    /// Served models: seconds for a whole request, its answer read (retries stop after 5
+    /// attempts or 60 s).
+    #[arg(long, global = true, value_name = "SECS", default_value_t = crate::served::Waits::DEFAULT.request.as_secs(), value_parser = bounds::count(1, bounds::MAX_TIMEOUT_SECS).map(|n| n as u64))]
+    pub timeout: u64,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -92,6 +103,12 @@ pub enum Command {
 
 pub fn run(cli: Cli) -> Result<()> {
     let (json, path) = (cli.json, cli.store.as_path());
+    let secs = std::time::Duration::from_secs;
+    crate::served::set_waits(crate::served::Waits {
+        connect: secs(cli.connect_timeout),
+        first_byte: secs(cli.first_byte_timeout),
+        request: secs(cli.timeout),
+    });
     // Each arm opens the store as its command declares, and only then: commands on model files
     // or on a cache file alone never touch it.
     let store = |access: Access| open(path, access);
@@ -149,10 +166,13 @@ pub fn open(path: &std::path::Path, access: Access) -> Result<Store> {
     }
 }
 
-/// The exit status of an error: a merge with conflicts has its own (see `cache merge --help`).
+/// The exit status of an error: a merge with conflicts and an audit that found differences have
+/// their own (README, "Exit statuses").
 pub fn exit_status(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<cache::Conflicts>().is_some() {
         cache::CONFLICT_STATUS
+    } else if e.downcast_ref::<audit::Differences>().is_some() {
+        audit::DIFFERENCES_STATUS
     } else {
         1
     }

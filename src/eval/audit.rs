@@ -197,6 +197,8 @@ pub struct Verification {
     /// Largest absolute difference of a per-token log-prob over the checks.
     pub max_abs_diff: f32,
     pub checks: Vec<Check>,
+    /// The keys of the checks that differ beyond their tolerance (`audit --verify` then fails).
+    pub differing: Vec<Id>,
 }
 
 impl Verification {
@@ -247,6 +249,7 @@ pub fn verify<M: LanguageModel>(
         served_tolerance,
         max_abs_diff: 0.0,
         checks: Vec::new(),
+        differing: Vec::new(),
     };
     // One check: the stored and recomputed log-probs, and whether the rest (a generation's
     // tokens and text) is the same.
@@ -285,6 +288,7 @@ pub fn verify<M: LanguageModel>(
         let same_text = g.tokens == line.tokens && g.text == line.text;
         add(line.key, line.model, &line.logprobs, g.logprobs, same_text);
     }
+    v.differing = v.differences().map(|c| c.key).collect();
     Ok(v)
 }
 

@@ -345,6 +345,8 @@ pub fn merge(reg: &Store, other: &Store, mut opts: MergeOptions<'_>) -> Result<M
             }
         }
     }
+    // A URL or a key variable in the file is never followed, now or later (`share`).
+    super::share::strip_locations(other.path(), &mut incoming)?;
     report.added = reg.write(|w| {
         let added = store(w, &incoming, &names)?;
         for key in &unverified {

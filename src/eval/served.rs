@@ -7,13 +7,13 @@ use super::generate::Generated;
 use super::records::{ModelRecord, ServedRecord, StopReason};
 use super::{Batch, Computation, Pending, Progress, ScoreReport, BATCH};
 use crate::benchmarks::Decoding;
-use crate::served::completions::{self, Completed, Echoed, Finish};
+use crate::served::completions::{Completed, Echoed, Finish};
 use crate::served::{probe, Endpoint};
 use crate::store::{Id, Names, Record, Store};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// How scores and generations are asked: part of a served model's fingerprint, so a change of
@@ -146,17 +146,23 @@ fn tokenizer_identity(endpoint: &Endpoint, dir: Option<&Path>) -> Result<(String
         };
         return Ok((format!("files:{}", hasher.finalize().to_hex()), chat));
     }
-    Ok(match endpoint.tokenize(TOKENIZER_TEXT)? {
-        Some(ids) => {
-            let mut hasher =
-                blake3::Hasher::new_derive_key("deltalogic 2026-11-26 served tokenize ids v1");
-            for id in ids {
-                hasher.update(&id.to_le_bytes());
-            }
-            (format!("tokenize:{}", hasher.finalize().to_hex()), None)
+    Ok((
+        tokenized_identity(endpoint)?.unwrap_or_else(|| "unknown".to_string()),
+        None,
+    ))
+}
+
+/// The tokenizer's identity from the server's `/tokenize` of a fixed text; `None` when it has no
+/// such route.
+fn tokenized_identity(endpoint: &Endpoint) -> Result<Option<String>> {
+    Ok(endpoint.tokenize(TOKENIZER_TEXT)?.map(|ids| {
+        let mut hasher =
+            blake3::Hasher::new_derive_key("deltalogic 2026-11-26 served tokenize ids v1");
+        for id in ids {
+            hasher.update(&id.to_le_bytes());
         }
-        None => ("unknown".to_string(), None),
-    })
+        format!("tokenize:{}", hasher.finalize().to_hex())
+    }))
 }
 
 /// The identity record of a served model.
@@ -192,22 +198,44 @@ impl crate::benchmarks::ModelInfo for ServedRecord {
 
 /// A served model ready to be asked.
 pub struct Served {
-    endpoint: Endpoint,
+    /// Boxed: an engine is a local model or this, and should not be twice the size of one.
+    endpoint: Box<Endpoint>,
+    /// The tokenizer's identity as registered (`tokenize:…` is checked again).
+    tokenizer: String,
     concurrency: usize,
+    /// Whether the server is still the model registered, found before its first request is
+    /// sent (an error's text, shared by every request that waits on it).
+    unchanged: OnceLock<Result<(), String>>,
+    /// Scores asked so far: the first and one in [`probe::CROSS_CHECK_EVERY`] are cross-checked.
+    scores_asked: AtomicU64,
 }
 
 impl Served {
     /// The served model of `record`, asked at its recorded URL with `concurrency` requests in
-    /// flight. Nothing is sent until something is asked.
+    /// flight (at most [`crate::served::MAX_CONCURRENCY`]). Nothing is sent until something is
+    /// asked.
     pub fn open(reg: &Store, record: &ModelRecord, concurrency: usize) -> Result<Served> {
         let identity = identity(reg, record)?;
+        if record.path.is_empty() {
+            bail!(
+                "served model {} (`{}`) came from a cache file and is not registered here: a \
+                 file's URL is never asked; register its server with `deltalogic model add \
+                 --served URL --model-id {}`",
+                record.id().short(),
+                identity.model_id,
+                identity.model_id
+            );
+        }
         Ok(Served {
-            endpoint: Endpoint::new(
+            endpoint: Box::new(Endpoint::new(
                 &record.path,
                 &identity.model_id,
                 identity.api_key_env.as_deref(),
-            )?,
-            concurrency: concurrency.max(1),
+            )?),
+            tokenizer: identity.tokenizer,
+            concurrency: concurrency.clamp(1, crate::served::MAX_CONCURRENCY),
+            unchanged: OnceLock::new(),
+            scores_asked: AtomicU64::new(0),
         })
     }
 
@@ -215,12 +243,61 @@ impl Served {
         &self.endpoint
     }
 
-    /// The echoed log-probs of `label` after `context`.
+    /// Checked once, before the first request: the server still lists the model, its tokenizer
+    /// (when registered from its `/tokenize`) still gives the same ids, and it still passes the
+    /// conformance probe. A server that changed is refused before anything is asked or stored.
+    fn check_unchanged(&self) -> Result<()> {
+        let outcome = self.unchanged.get_or_init(|| {
+            self.unchanged_now().map_err(|e| {
+                format!(
+                    "{e:#}; {} does not answer as when `{}` was registered (checked before the \
+                     first request): nothing was asked",
+                    self.endpoint.base(),
+                    self.endpoint.model()
+                )
+            })
+        });
+        outcome.clone().map_err(anyhow::Error::msg)
+    }
+
+    fn unchanged_now(&self) -> Result<()> {
+        let base = self.endpoint.base();
+        let model_id = self.endpoint.model();
+        let served = self.endpoint.served_models()?;
+        if !served.iter().any(|m| m == model_id) {
+            bail!(
+                "{base}: serves no model `{model_id}` now (it serves: {})",
+                served.join(", ")
+            );
+        }
+        if self.tokenizer.starts_with("tokenize:") {
+            let now = tokenized_identity(&self.endpoint)?;
+            if now.as_deref() != Some(self.tokenizer.as_str()) {
+                bail!(
+                    "{base}: its /tokenize gives other ids than when `{model_id}` was registered \
+                     ({} then, {} now)",
+                    self.tokenizer,
+                    now.as_deref().unwrap_or("no /tokenize route")
+                );
+            }
+        }
+        probe::run(&self.endpoint, TOLERANCE)?;
+        Ok(())
+    }
+
+    /// The echoed log-probs of `label` after `context`; the first answer and one in
+    /// [`probe::CROSS_CHECK_EVERY`] cross-checked before they are returned.
     pub fn score(&self, context: &str, label: &str) -> Result<Echoed> {
-        let (url, json) = self
-            .endpoint
-            .complete(completions::score_request(context, label))?;
-        completions::read_score(&url, &json, context, label)
+        self.check_unchanged()?;
+        let echoed = self.endpoint.score(context, label)?;
+        let asked = self.scores_asked.fetch_add(1, Ordering::Relaxed);
+        if asked.is_multiple_of(probe::CROSS_CHECK_EVERY) {
+            // The position checked: any, as long as the server cannot tell which.
+            let pick = blake3::hash(format!("{context}\u{0}{label}").as_bytes());
+            let pick = u64::from_le_bytes(pick.as_bytes()[..8].try_into().expect("8 bytes"));
+            probe::cross_check(&self.endpoint, &echoed, pick, TOLERANCE)?;
+        }
+        Ok(echoed)
     }
 
     /// A greedy completion of `prompt`.
@@ -229,9 +306,9 @@ impl Served {
         if prompt.is_empty() {
             bail!("an empty prompt conditions nothing");
         }
-        let body = completions::greedy_request(prompt, decoding.max_tokens, &decoding.stop);
-        let (url, json) = self.endpoint.complete(body)?;
-        completions::read_greedy(&url, &json, decoding.max_tokens, &decoding.stop)
+        self.check_unchanged()?;
+        self.endpoint
+            .greedy(prompt, decoding.max_tokens, &decoding.stop)
     }
 
     /// A generation as the runner stores it: the server's tokens are text, so no token ids.

@@ -3,12 +3,13 @@
 //! its members and what they come from, the models — so that it reports and audits alone.
 
 use super::records::kinds;
-use super::{GenerationRecord, ModelRecord, ResultRecord, ScoreRecord};
+use super::{GenerationRecord, ModelRecord, ResultRecord, ScoreRecord, ServedRecord};
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::Catalogue;
-use crate::store::{Id, Kind, Names, Record, Store, StoredSet};
+use crate::store::{decode, Id, Kind, Names, Record, Store, StoredSet};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeSet;
+use std::path::Path;
 
 /// The records and names to export for `model` on the set named `set_name`.
 pub type Closure = (BTreeSet<(Kind, Id)>, Vec<(Names, String, Id)>);
@@ -71,4 +72,50 @@ pub fn closure(reg: &Store, benchmarks: Catalogue, model: Id, set_name: &str) ->
         .chain([(Names::Sets, set_name.to_string(), set_id)])
         .collect();
     Ok((wanted, names))
+}
+
+/// Makes the incoming records a merge adds (`records`, read from the cache file at `path`) data
+/// and nothing more: a served model's URL and the name of its key's environment variable are
+/// instructions to send a key somewhere, so they are emptied before the records are stored. A
+/// served model merged this way is known (its identity, its scores) but cannot be asked until
+/// `model add --served` registers it here, with this user's URL and key variable; ids do not
+/// change (neither is part of them). The count of records emptied is returned.
+pub fn strip_locations(path: &Path, records: &mut [(Kind, Id, Vec<u8>)]) -> Result<usize> {
+    let mut stripped = 0;
+    for (kind, id, bytes) in records.iter_mut() {
+        let emptied = match *kind {
+            ModelRecord::KIND => {
+                let mut m: ModelRecord = decode(bytes, path, id)?;
+                (super::served::is_served(&m) && !m.path.is_empty())
+                    .then(|| {
+                        m.path.clear();
+                        encode(rkyv::to_bytes(&m), ModelRecord::KIND.noun)
+                    })
+                    .transpose()?
+            }
+            ServedRecord::KIND => {
+                let mut s: ServedRecord = decode(bytes, path, id)?;
+                s.api_key_env
+                    .take()
+                    .map(|_| encode(rkyv::to_bytes(&s), ServedRecord::KIND.noun))
+                    .transpose()?
+            }
+            _ => None,
+        };
+        if let Some(body) = emptied {
+            *bytes = body;
+            stripped += 1;
+        }
+    }
+    Ok(stripped)
+}
+
+/// A record's archive, as the store writes it.
+fn encode(
+    archived: Result<rkyv::util::AlignedVec, rkyv::rancor::Error>,
+    noun: &str,
+) -> Result<Vec<u8>> {
+    Ok(archived
+        .map_err(|e| anyhow!("cannot encode a {noun} record: {e}"))?
+        .to_vec())
 }

@@ -35,11 +35,17 @@ pub fn greedy_request(prompt: &str, max_tokens: u32, stop: &[String]) -> Value {
     body
 }
 
-/// A label's tokens (as the server's text pieces) and their log-probs.
+/// A label's tokens (as the server's text pieces) and their log-probs, and the whole prompt's
+/// echo they were read from (what a cross-check of the answer compares).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Echoed {
     pub tokens: Vec<String>,
     pub logprobs: Vec<f32>,
+    /// The prompt's tokens as echoed, after a leading start token if there was one: they spell
+    /// context + label, the label's tokens last.
+    pub prompt_tokens: Vec<String>,
+    /// Their log-probs as the server gave them (the first has none; the label's are checked).
+    pub prompt_logprobs: Vec<Option<f64>>,
 }
 
 /// Why a completion ended.
@@ -135,7 +141,7 @@ fn choice<'a>(url: &str, json: &'a Value) -> Result<Choice<'a>> {
 }
 
 /// A log-prob the server gave for token `i`, refused unless it is a real one.
-fn logprob(url: &str, x: Option<f64>, i: usize, token: &str) -> Result<f32> {
+pub fn logprob(url: &str, x: Option<f64>, i: usize, token: &str) -> Result<f32> {
     match x {
         Some(x) if x.is_finite() && x <= 0.0 && x > CLAMPED => Ok(x as f32),
         Some(x) => bail!("{url}: token {i} ({token:?}) has the log-prob {x}, which no model gives"),
@@ -227,6 +233,8 @@ pub fn read_score(url: &str, json: &Value, context: &str, label: &str) -> Result
     Ok(Echoed {
         tokens: c.tokens[first..n].iter().map(|t| t.to_string()).collect(),
         logprobs,
+        prompt_tokens: c.tokens[lead..n].iter().map(|t| t.to_string()).collect(),
+        prompt_logprobs: c.logprobs[lead..n].to_vec(),
     })
 }
 

@@ -59,8 +59,12 @@ fn numeric_flags() -> Vec<(Vec<&'static str>, &'static str, u64, u64)> {
             vec!["score", "--model", "m", "--set", "s"],
             "--concurrency",
             1,
-            1_024,
+            64,
         ),
+        // A served model's timeouts: global flags, in seconds.
+        (vec!["stats"], "--connect-timeout", 1, 86_400),
+        (vec!["stats"], "--first-byte-timeout", 1, 86_400),
+        (vec!["stats"], "--timeout", 1, 86_400),
         (vec!["cache", "merge", "f"], "--verify-sample", 0, 1_000_000),
         (vec!["cache", "verify"], "--recompute", 1, 1_000_000),
         (

@@ -42,9 +42,10 @@ impl Server {
             log,
         };
         let started = Instant::now();
-        let agent = ureq::AgentBuilder::new()
-            .timeout(Duration::from_secs(5))
-            .build();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(5)))
+            .build()
+            .into();
         while agent.get(&format!("{}/models", server.url)).call().is_err() {
             if let Ok(Some(status)) = server.child.try_wait() {
                 panic!("the server exited ({status}): {}", server.log_tail());

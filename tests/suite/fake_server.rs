@@ -1,6 +1,8 @@
 //! A small OpenAI-shaped completions endpoint on 127.0.0.1 for the served-model tests: it answers
 //! with [`Consistent`] (one token per character), exactly as a conforming server would, or with
-//! one chosen fault. It counts the completions requests it answers.
+//! one chosen fault, among them the hostile ones (a server that stalls, drips, redirects, echoes
+//! the key, serves another model, or forges answers after the probe). It counts the completions
+//! requests it answers, and every request it receives.
 
 use crate::common::ByteModel;
 use anyhow::Result;
@@ -93,7 +95,36 @@ pub enum Fault {
     NoLogprobs,
     /// Connections closed unanswered: the server is down.
     Down,
+    /// Every request accepted and never answered.
+    Stall,
+    /// Headers sent, then a body promised and dripped a byte every half second.
+    Drip,
+    /// A 200 whose body is 9 MiB of JSON.
+    Huge,
+    /// Every request answered with a 302 to [`Fake::redirect_to`]'s target.
+    Redirect,
+    /// A 401 quoting the authorization header it was sent, as OpenAI's API does.
+    EchoKey401,
+    /// A 200 that is not JSON and quotes the authorization header it was sent.
+    EchoKeyPage,
+    /// `/v1/models` lists only `other`, and every answer names it: another model now.
+    OtherModel,
+    /// `/v1/models` still lists `byte`, but the answers name `other`.
+    AnswersOtherModel,
+    /// Every echoed log-prob set to -0.01, except for the probe's contexts: a server that passes
+    /// the probe and forges its scores.
+    ForgedAfterProbe,
+    /// Every echoed log-prob 5e-4 lower, except for the probe's contexts: within the served
+    /// tolerance of a check, beyond a stricter audit's.
+    Drift,
 }
+
+/// The probe's contexts (`deltalogic::served::probe`), which a forging server answers truly.
+const PROBE_PREFIXES: [&str; 3] = [
+    "The capital of France is",
+    "If it rains,",
+    "One, two, three,",
+];
 
 struct State {
     model: Consistent,
@@ -103,6 +134,9 @@ struct State {
     down_after: Mutex<Option<u64>>,
     key: Option<String>,
     stop: AtomicBool,
+    /// Requests of any route received, answered or not.
+    received: AtomicU64,
+    redirect_to: Mutex<String>,
 }
 
 pub struct Fake {
@@ -123,6 +157,8 @@ impl Fake {
             down_after: Mutex::new(None),
             key: key.map(str::to_string),
             stop: AtomicBool::new(false),
+            received: AtomicU64::new(0),
+            redirect_to: Mutex::new(String::new()),
         });
         let s = state.clone();
         std::thread::spawn(move || {
@@ -158,6 +194,17 @@ impl Fake {
     /// Completions requests answered so far.
     pub fn requests(&self) -> u64 {
         self.state.answered.load(Ordering::Relaxed)
+    }
+
+    /// Requests of any route received so far, answered or not.
+    pub fn received(&self) -> u64 {
+        self.state.received.load(Ordering::Relaxed)
+    }
+
+    /// Answers every request with a 302 to `target`.
+    pub fn redirect_to(&self, target: &str) {
+        *self.state.redirect_to.lock().unwrap() = target.to_string();
+        self.set_fault(Fault::Redirect);
     }
 }
 
@@ -195,6 +242,7 @@ fn serve(s: &State, stream: TcpStream) -> std::io::Result<()> {
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
+    s.received.fetch_add(1, Ordering::Relaxed);
     let completions = path == "/v1/completions";
     let mut fault = *s.fault.lock().unwrap();
     if completions {
@@ -204,10 +252,53 @@ fn serve(s: &State, stream: TcpStream) -> std::io::Result<()> {
             }
         }
     }
-    if fault == Fault::Down {
-        return Ok(()); // closed unanswered
+    let mut stream = stream;
+    match fault {
+        Fault::Down => return Ok(()), // closed unanswered
+        Fault::Stall => {
+            while !s.stop.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            return Ok(());
+        }
+        Fault::Drip => {
+            write!(
+                stream,
+                "HTTP/1.1 200 X\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+            )?;
+            while !s.stop.load(Ordering::Relaxed) {
+                stream.write_all(b" ")?;
+                stream.flush()?;
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            return Ok(());
+        }
+        Fault::Redirect => {
+            let target = s.redirect_to.lock().unwrap().clone();
+            write!(
+                stream,
+                "HTTP/1.1 302 Found\r\nLocation: {target}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )?;
+            return stream.flush();
+        }
+        Fault::Huge => {
+            let text = format!("{{\"data\": [{{\"id\": \"{}\"}}]}}", "x".repeat(9 << 20));
+            write!(
+                stream,
+                "HTTP/1.1 200 X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            )?;
+            return stream.flush();
+        }
+        _ => {}
     }
-    let (status, text) = if s
+    let sent = auth.clone().unwrap_or_default();
+    let (status, text) = if fault == Fault::EchoKey401 {
+        let said = format!("Incorrect API key provided: {sent}");
+        (401, json!({"error": {"message": said}}).to_string())
+    } else if fault == Fault::EchoKeyPage {
+        (200, format!("<html>Welcome, {sent}</html>"))
+    } else if s
         .key
         .as_ref()
         .is_some_and(|k| auth.as_deref() != Some(&format!("Bearer {k}")))
@@ -215,6 +306,9 @@ fn serve(s: &State, stream: TcpStream) -> std::io::Result<()> {
         (401, json!({"error": "bad key"}).to_string())
     } else {
         match path.as_str() {
+            "/v1/models" if fault == Fault::OtherModel => {
+                (200, json!({"data": [{"id": "other"}]}).to_string())
+            }
             "/v1/models" => (200, json!({"data": [{"id": "byte"}]}).to_string()),
             "/v1/completions" => {
                 s.answered.fetch_add(1, Ordering::Relaxed);
@@ -224,7 +318,6 @@ fn serve(s: &State, stream: TcpStream) -> std::io::Result<()> {
             _ => (404, json!({"error": "no such route"}).to_string()),
         }
     };
-    let mut stream = stream;
     write!(
         stream,
         "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
@@ -333,6 +426,17 @@ fn complete(model: &Consistent, request: &Value, fault: Fault) -> String {
         }
         _ => {}
     }
+    let probe = PROBE_PREFIXES.iter().any(|p| prompt.starts_with(p));
+    if request["echo"] == true && !probe && matches!(fault, Fault::ForgedAfterProbe | Fault::Drift)
+    {
+        let lps = logprobs["token_logprobs"].as_array_mut().unwrap();
+        for lp in lps.iter_mut().filter(|lp| !lp.is_null()) {
+            *lp = match fault {
+                Fault::Drift => json!(lp.as_f64().unwrap() - 5e-4),
+                _ => json!(-0.01),
+            };
+        }
+    }
     // Offsets from the tokens, in characters as Python counts them.
     let mut at = 0;
     let offsets: Vec<u64> = logprobs["tokens"]
@@ -360,8 +464,13 @@ fn complete(model: &Consistent, request: &Value, fault: Fault) -> String {
     if fault == Fault::NoLogprobs {
         choice["logprobs"] = Value::Null;
     }
+    let model = match fault {
+        Fault::OtherModel | Fault::AnswersOtherModel => "other",
+        _ => "byte",
+    };
     let answer =
-        json!({"choices": [choice], "usage": {"prompt_tokens": prompt_tokens}}).to_string();
+        json!({"model": model, "choices": [choice], "usage": {"prompt_tokens": prompt_tokens}})
+            .to_string();
     match fault {
         Fault::NotJson => format!("<html>{answer}"),
         Fault::NanLogprob => {

@@ -44,6 +44,7 @@ mod scale;
 mod scorer_exactness;
 mod scoring;
 mod served;
+mod served_safety;
 mod shard;
 mod slurm;
 mod solver_agreement;

@@ -5,12 +5,14 @@
 
 use crate::common::{self, deltalogic, dl, members, model_id, ByteModel, NoChat};
 use crate::fake_server::{Consistent, Fake, Fault};
+use crate::served_safety::{add_args, run_ok, KEY, VAR};
 use deltalogic::benchmarks::deltalogic::Episode;
 use deltalogic::benchmarks::{self};
 use deltalogic::eval::{
     self, models, served, Engine, GenerationRecord, Normalisation, PromptRecord, Quiet,
     ResultRecord, ScoreRecord,
 };
+use deltalogic::served::probe;
 use deltalogic::store::{Id, Store};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -121,6 +123,13 @@ fn computed(reg: &Store) -> BTreeMap<(String, String), (Vec<f32>, String)> {
     out
 }
 
+/// Completions requests of a run that asks `asked` scores and generations, `scores` of them
+/// scores: the probe once before the first, then each, and a cross-check of the first score and
+/// one in [`probe::CROSS_CHECK_EVERY`].
+fn requests_of_a_run(asked: usize, scores: usize) -> u64 {
+    probe::REQUESTS + asked as u64 + (scores as u64).div_ceil(probe::CROSS_CHECK_EVERY)
+}
+
 fn answers(reg: &Store, result: Id) -> Vec<Vec<deltalogic::eval::TurnAnswer>> {
     let r = reg.get::<ResultRecord>(&result).unwrap().unwrap();
     r.rows
@@ -143,8 +152,11 @@ fn a_set_through_a_server_scores_as_here_and_a_rerun_sends_nothing() {
         assert!(first.report.scores_computed > 0);
         assert_eq!(
             fake.requests() - before,
-            (first.report.scores_computed + first.report.generations_computed) as u64,
-            "one request per computed record"
+            requests_of_a_run(
+                first.report.scores_computed + first.report.generations_computed,
+                first.report.scores_computed
+            ),
+            "one request per computed record, the probe and the cross-checks"
         );
         let here = run_local(&local_reg, template);
         assert_eq!(
@@ -209,8 +221,9 @@ fn a_server_that_dies_mid_run_keeps_what_it_answered_and_a_rerun_ends_as_an_unbr
     );
     assert!(err.contains("a rerun asks only for the rest"), "{err}");
     let kept = reg.all::<ScoreRecord>().unwrap().len();
+    // 40 answered, less the probe's and the cross-checks' requests.
     assert!(
-        (40..unbroken.report.scores_computed).contains(&kept),
+        (30..unbroken.report.scores_computed).contains(&kept),
         "{kept} of {} scores kept",
         unbroken.report.scores_computed
     );
@@ -218,10 +231,8 @@ fn a_server_that_dies_mid_run_keeps_what_it_answered_and_a_rerun_ends_as_an_unbr
     let before = fake.requests();
     let rerun = run_served(&reg, model, "plain").unwrap();
     assert_eq!(rerun.report.scores_found_in_cache, kept);
-    assert_eq!(
-        fake.requests() - before,
-        (unbroken.report.scores_computed - kept) as u64
-    );
+    let rest = unbroken.report.scores_computed - kept;
+    assert_eq!(fake.requests() - before, requests_of_a_run(rest, rest));
     assert_eq!(
         rerun.result, unbroken.result,
         "the same result as a run never interrupted"
@@ -237,7 +248,8 @@ fn answers_that_do_not_add_up_are_refused_and_nothing_is_stored() {
     for (fault, says) in [
         (Fault::NotJson, "not JSON"),
         (Fault::NanLogprob, "not JSON"),
-        (Fault::WrongCount, "tokens echoed for a prompt of"),
+        // Checked before the first request, the probe meets it first.
+        (Fault::WrongCount, "more than the 1 asked for"),
         (Fault::NoLogprobs, "no `logprobs`"),
     ] {
         fake.set_fault(fault);
@@ -441,58 +453,120 @@ fn the_command_line_registers_scores_and_audits_a_served_model() {
     );
 }
 
-/// A colleague's cache of served scores: merged after re-asking a sample when the server
-/// answers, merged unverified when it does not.
+/// A colleague's cache of served scores: the URL and the key variable it names are never
+/// used. Merged into a store where the model is not registered, its scores are merged
+/// unverified (and said so) without a single request, the file's URL and variable are not
+/// stored, and the model cannot be asked until it is registered here; after `model add
+/// --served`, `cache verify --recompute` asks the registered server. Merged into a store where
+/// it is registered, a sample is re-asked there.
 #[test]
-fn a_merge_re_asks_the_server_or_marks_the_scores_unverified() {
+fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = Fake::start(WEIGHTS, None);
+    let fake = Fake::start(WEIGHTS, Some(KEY));
     let theirs = dir.path().join("theirs.store");
     dl(&theirs, &SMALL_SET);
-    dl(
-        &theirs,
-        &["model", "add", "--served", &fake.url, "--model-id", "byte"],
-    );
-    dl(&theirs, &["score", "--model", "byte", "--set", "small"]);
+    let add = add_args(&fake.url);
+    run_ok(&theirs, &add);
+    run_ok(&theirs, &["score", "--model", "byte", "--set", "small"]);
     let file = dir.path().join("shared.redb");
+    let file = file.to_str().unwrap();
     dl(
         &theirs,
         &[
-            "cache",
-            "export",
-            "--model",
-            "byte",
-            "--set",
-            "small",
-            "-o",
-            file.to_str().unwrap(),
+            "cache", "export", "--model", "byte", "--set", "small", "-o", file,
         ],
     );
 
-    let before = fake.requests();
-    let merged = dl(
-        &dir.path().join("mine.store"),
-        &["--json", "cache", "merge", file.to_str().unwrap()],
-    );
-    let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
-    let recomputed = merged["recomputed"].as_object().unwrap();
-    assert_eq!(recomputed.values().next().unwrap(), 8, "{merged}");
-    assert_eq!(fake.requests() - before, 8, "a sample of 8 re-asked");
-    assert_eq!(
-        merged["added"]["served model"], 1,
-        "the identity travels: {merged}"
-    );
-
-    fake.set_fault(Fault::Down);
-    let merged = dl(
-        &dir.path().join("offline.store"),
-        &["--json", "cache", "merge", file.to_str().unwrap()],
-    );
-    let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    // The merging user has the variable the file names set: nothing is sent anyway.
+    let mine = dir.path().join("mine.store");
+    let before = fake.received();
+    let out = run_ok(&mine, &["--json", "cache", "merge", file]);
+    let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(fake.received(), before, "no request at the file's URL");
     assert!(
         merged["recomputed"].as_object().unwrap().is_empty(),
         "{merged}"
     );
+    let unverified = merged["unverified"].as_object().unwrap();
+    assert_eq!(unverified.len(), 1, "{merged}");
+    let model = unverified.keys().next().unwrap();
+    assert_eq!(merged["served_not_registered"], serde_json::json!([model]));
+    let text = run_ok(&dir.path().join("text.store"), &["cache", "merge", file]).stdout;
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("merged unverified: it is not registered here")
+            && text.contains("model add --served"),
+        "{text}"
+    );
+    let bytes = std::fs::read(&mine).unwrap();
+    for absent in [fake.url.as_str(), VAR] {
+        assert!(
+            !bytes.windows(absent.len()).any(|w| w == absent.as_bytes()),
+            "{absent} stored by the merge"
+        );
+    }
+    // Not askable until registered here.
+    dl(
+        &mine,
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--seed",
+            "6",
+            "--per-type",
+            "1",
+            "--name",
+            "other",
+        ],
+    );
+    let out = deltalogic(&mine)
+        .args(["score", "--model", "byte", "--set", "other"])
+        .env(VAR, KEY)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("came from a cache file and is not registered here"),
+        "{err}"
+    );
+    assert_eq!(fake.received(), before, "{err}");
+
+    // Registered here: `cache verify --recompute` asks the registered server and marks them.
+    run_ok(&mine, &add);
+    let out = run_ok(&mine, &["--json", "cache", "verify", "--recompute", "4"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"recomputed\""), "{text}");
+    let stats = dl(&mine, &["--json", "cache", "stats"]).stdout;
+    let stats: serde_json::Value = serde_json::from_slice(&stats).unwrap();
+    assert!(
+        stats["unverified_per_model"]
+            .as_object()
+            .unwrap()
+            .is_empty(),
+        "{stats}"
+    );
+
+    // Registered here before the merge: a sample of 8 re-asked at the registered URL.
+    let registered = dir.path().join("registered.store");
+    run_ok(&registered, &add);
+    let before = fake.requests();
+    let out = run_ok(&registered, &["--json", "cache", "merge", file]);
+    let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(merged["recomputed"][model], 8, "{merged}");
+    assert_eq!(
+        fake.requests() - before,
+        requests_of_a_run(8, 8),
+        "a sample of 8 re-asked, after the probe, one cross-checked"
+    );
+
+    // A registered server that does not answer leaves them unverified.
+    let down = dir.path().join("down.store");
+    run_ok(&down, &add);
+    fake.set_fault(Fault::Down);
+    let out = run_ok(&down, &["--json", "cache", "merge", file]);
+    let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
         !merged["unverified"].as_object().unwrap().is_empty(),
         "{merged}"

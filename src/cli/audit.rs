@@ -155,7 +155,7 @@ fn served(backend: &str) -> &'static str {
 
 /// Seconds since the Unix epoch as ISO 8601 UTC, `2026-11-26T05:06:17Z` (days to a civil date by
 /// Howard Hinnant's algorithm, proleptic Gregorian).
-fn utc(secs: u64) -> String {
+pub(crate) fn utc(secs: u64) -> String {
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let z = days + 719_468;
     let era = z.div_euclid(146_097);

@@ -249,7 +249,20 @@ impl Normalisation {
         }
     }
 
-    /// `--norm` values: names, or `all` for every normalisation; in report order, each once.
+    /// lm-evaluation-harness's per-sample metric that picks the same answer: its `acc` is the
+    /// argmax of the sums, `acc_norm` of the sums over the continuation's characters, `acc_bytes`
+    /// over its UTF-8 bytes (the continuation being the label text, leading space included).
+    pub fn lm_eval_metric(self) -> Option<&'static str> {
+        match self {
+            Normalisation::Sum => Some("acc"),
+            Normalisation::PerChar => Some("acc_norm"),
+            Normalisation::Byte => Some("acc_bytes"),
+            Normalisation::Mean | Normalisation::Pmi | Normalisation::Calibrated => None,
+        }
+    }
+
+    /// `--norm` values: names, lm-eval's metric names (`acc`, `acc_norm`, `acc_bytes`), or `all`
+    /// for every normalisation; in report order, each once.
     pub fn parse_list(names: &[String]) -> anyhow::Result<Vec<Normalisation>> {
         let mut out = Vec::new();
         for name in names {
@@ -257,10 +270,24 @@ impl Normalisation {
                 out.extend(Normalisation::ALL);
                 continue;
             }
-            out.push(Normalisation::named(name).ok_or_else(|| {
+            let metric = || {
+                Normalisation::ALL
+                    .into_iter()
+                    .find(|n| n.lm_eval_metric() == Some(name.as_str()))
+            };
+            out.push(Normalisation::named(name).or_else(metric).ok_or_else(|| {
                 let known: Vec<&str> = Normalisation::ALL.iter().map(|n| n.as_str()).collect();
+                // lm-eval's mutual information scores the label after an empty context; `pmi`
+                // keeps the template's frame, so it is not the same number.
+                let hint = if name == "acc_mutual_info" {
+                    "; lm-eval's `acc_mutual_info` conditions on an empty context, the nearest \
+                     here is `pmi` (docs/normalisation.md)"
+                } else {
+                    ""
+                };
                 anyhow::anyhow!(
-                    "unknown normalisation `{name}` (known: {}, char, all)",
+                    "unknown normalisation `{name}` (known: {}, char, all, and lm-eval's acc, \
+                     acc_norm, acc_bytes){hint}",
                     known.join(", ")
                 )
             })?);

@@ -1,31 +1,48 @@
-//! lm-evaluation-harness's output shapes for a stored result, so analysis scripts written for
-//! lm-eval read deltalogic results: `samples_<task>.jsonl`, one line per scored turn in the shape
-//! of lm-eval's `loglikelihood` samples of a multiple-choice doc, and `results_<task>.json` with
-//! the aggregate `acc`, the benchmark's own metrics and the configuration that made them.
+//! lm-evaluation-harness 0.4's output files for stored results, in the schema of its
+//! `result_schema` (`EvalResults`, `SampleResult`) and its file naming, so that lm-eval's own
+//! tools read them unchanged (`get_file_task_name`, `get_file_datetime`, `get_latest_filename`,
+//! `make_table`): per model, `samples_<task>_<datetime>.jsonl` for each task (one result: a set,
+//! a template and a normalisation) and one `results_<datetime>.json` holding all its tasks, as
+//! one lm-eval run writes them.
 //!
-//! Everything is read from the store: the prompts and labels from the result's score records,
-//! the gold labels from the benchmark (`Prepared::target`). The answer of each sample is
-//! recomputed from its scores under the result's normalisation and must equal the stored one,
-//! and the prompt must be the one the benchmark renders today, so an export never shows a
-//! sample that does not match its result. No timestamps: the same store gives the same bytes.
+//! A sample is one scored turn, a multiple-choice doc in lm-eval's terms: its `doc_id` numbers
+//! the task's lines, `arguments` are `{"gen_args_i": {"arg_0": prompt, "arg_1": label}}`, and
+//! `resps`/`filtered_resps` hold lm-eval's strings `[str(log-likelihood), str(is_greedy)]`.
+//! `acc`, `acc_norm` and `acc_bytes` are computed as lm-eval computes them from the same
+//! log-likelihoods (argmax of the sums, of the sums over the label's characters, over its
+//! bytes): each is the answer of the normalisation that `Normalisation::lm_eval_metric` maps to
+//! it. The result's own normalisation, its values and answer, and deltalogic's ids stay under a
+//! `deltalogic` key.
+//!
+//! Everything but `is_greedy` is read from the store: the prompts and labels from the result's
+//! score records, the gold labels from the benchmark (`Prepared::target`). The answer of each
+//! sample is recomputed from its scores under the result's normalisation and must equal the
+//! stored one, and the prompt must be the one the benchmark renders today, so an export never
+//! shows a sample that does not match its result. `is_greedy` (whether greedy decoding after the
+//! prompt gives the label's tokens) is not stored: the caller computes it with the model. The
+//! date in the file names is the latest score's, so the same store gives the same bytes.
 
+use super::turns::{self, Scored, Turn};
 use super::Entry;
-use crate::benchmarks::{Answer, Prepared, Request};
+use crate::benchmarks::Prepared;
 use crate::eval::normalise;
-use crate::eval::{
-    self, ModelRecord, Normalisation, PromptRecord, ResultRecord, ScoreRecord, Turn,
-};
+use crate::eval::{ModelRecord, Normalisation, ResultRecord};
 use crate::logic::Label;
 use crate::store::{Id, Record, Store};
-use anyhow::{bail, ensure, Context, Result};
-use serde_json::{json, Value};
+use anyhow::{ensure, Context, Result};
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-/// The two files of one result: (file name, contents).
-pub struct Files {
-    pub samples: (String, String),
-    pub results: (String, String),
-}
+/// lm-eval's per-sample metrics of a multiple-choice doc that deltalogic's scores give.
+const METRICS: [Normalisation; 3] = [
+    Normalisation::Sum,
+    Normalisation::PerChar,
+    Normalisation::Byte,
+];
+
+/// The tokens greedy decoding gives after a prompt, at most so many, by the model that scored
+/// it: `(model, prompt, max_tokens)`. The caller runs the model (or its server).
+pub type Greedy<'a> = dyn FnMut(Id, &str, usize) -> Result<Vec<u32>> + 'a;
 
 /// lm-eval's `hash_string`: sha256 of the UTF-8 text, lowercase hex.
 pub fn hash_string(s: &str) -> String {
@@ -48,27 +65,46 @@ pub fn file_safe(name: &str) -> String {
         .collect()
 }
 
+/// Python's `str(x)` of a float, which lm-eval writes for log-likelihoods: the shortest digits
+/// that read back as `x` (Rust's too), fixed notation with at least one decimal for exponents
+/// -4 to 15, scientific with a signed two-digit exponent otherwise.
+pub fn python_float(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let sci = format!("{x:e}");
+    let (mantissa, exp) = sci.split_once('e').expect("`{:e}` writes an exponent");
+    let exp: i32 = exp.parse().expect("`{:e}` writes an integer exponent");
+    if (-4..16).contains(&exp) {
+        let fixed = x.to_string();
+        if fixed.contains('.') {
+            fixed
+        } else {
+            fixed + ".0"
+        }
+    } else {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    }
+}
+
 /// The task name lm-eval files and keys carry: benchmark, set, template and normalisation.
-fn task(entry: &Entry) -> String {
+/// lm-eval's file-name readers split at the first and last `_`, which stay outside it.
+pub fn task_name(entry: &Entry) -> String {
     file_safe(&format!(
         "{}_{}_{}_{}",
         entry.benchmark, entry.set, entry.template, entry.normalisation
     ))
 }
 
-/// The score records `keys` name, in order.
-fn scores(reg: &Store, rid: Id, keys: &[[u8; 32]]) -> Result<Vec<ScoreRecord>> {
-    keys.iter()
-        .map(|k| {
-            reg.get::<ScoreRecord>(&Id(*k))?.with_context(|| {
-                format!(
-                    "result {} reads a missing score {}",
-                    rid.short(),
-                    Id(*k).short()
-                )
-            })
-        })
-        .collect()
+/// lm-eval's run id in file names (`datetime.isoformat()` with `-` for `:`) of an ISO 8601 UTC
+/// time (`2026-11-27T17:25:03Z` gives `2026-11-27T17-25-03`). It holds no `_`, so lm-eval's
+/// `get_file_datetime` reads it back, and it sorts as the times do (`get_latest_filename`).
+pub fn date_id(utc_iso: &str) -> String {
+    utc_iso.trim_end_matches('Z').replace(':', "-")
 }
 
 /// The result behind a report entry.
@@ -80,249 +116,300 @@ pub fn result(reg: &Store, entry: &Entry) -> Result<(Id, ResultRecord)> {
     Ok((rid, r))
 }
 
-/// The files of result `rid` (`r`), shown in the report as `entry`, whose items `prepared` asks
-/// (the result's template) and `docs` describe (the benchmark's export, in the set's order).
-pub fn files(
+/// One result as an lm-eval task: its samples file's lines and its parts of the run's
+/// `results_*.json`.
+pub struct Task {
+    pub name: String,
+    /// `samples_<name>_<date>.jsonl`'s contents.
+    pub samples: String,
+    /// Unix seconds of the latest score the task reads (the run's date).
+    pub latest: u64,
+    model: Id,
+    metrics: Value,
+    config: Value,
+    higher_is_better: Value,
+    sample_len: usize,
+    task_hash: String,
+    deltalogic: Value,
+}
+
+/// What one task's samples add up to.
+#[derive(Default)]
+struct Tally {
+    lines: String,
+    samples: usize,
+    /// Each metric's per-sample values (of the samples with a target), as `METRICS`.
+    metrics: [Vec<f64>; 3],
+    hashes: String,
+    latest: u64,
+}
+
+/// Result `rid` (`r`), shown in the report as `entry`, whose items `prepared` asks (the
+/// result's template) and `docs` describe (the benchmark's export, in the set's order), as an
+/// lm-eval task.
+pub fn task(
     reg: &Store,
     entry: &Entry,
     (rid, r): (Id, &ResultRecord),
     prepared: &dyn Prepared,
     docs: &[Value],
-) -> Result<Files> {
-    let norm = Normalisation::named(&r.normalisation).with_context(|| {
-        format!(
-            "result {} names an unknown normalisation `{}`",
-            rid.short(),
-            r.normalisation
-        )
-    })?;
-    let items = prepared.items();
+    greedy: &mut Greedy,
+) -> Result<Task> {
     ensure!(
-        items.len() == r.rows.len() && docs.len() == items.len(),
-        "result {}: {} rows, but the set has {} items and {} exported",
+        docs.len() == r.rows.len(),
+        "result {}: {} rows, but the set exports {} items",
         rid.short(),
         r.rows.len(),
-        items.len(),
         docs.len()
     );
-    let mut lines = String::new();
-    let (mut samples, mut correct) = (0usize, Vec::new());
-    for (i, row) in r.rows.iter().enumerate() {
-        ensure!(
-            items[i].0 == row.item,
-            "result {}: row {i} is item {}, the set's item there is {}",
-            rid.short(),
-            Id(row.item).short(),
-            items[i].short()
-        );
-        let answered = eval::answered(reg, row)?;
-        for (t, turn) in row.turns.iter().enumerate() {
-            let Some(answer) = turn.answer.label() else {
-                continue;
-            };
-            let sample = sample(
-                reg,
-                rid,
-                norm,
-                Sample {
-                    doc_id: i,
-                    doc: &docs[i],
-                    item: Id(row.item),
-                    turn: t,
-                    stored: turn,
-                    answer,
-                    earlier: &answered.answers[..t],
-                    target: prepared.target(i, t),
-                },
-                prepared,
-            )
-            .with_context(|| {
-                format!(
-                    "result {}, item {}, turn {}",
-                    rid.short(),
-                    Id(row.item).short(),
-                    t + 1
-                )
-            })?;
-            if let Some(acc) = sample.get("acc").and_then(Value::as_f64) {
-                correct.push(acc);
-            }
-            lines.push_str(&serde_json::to_string(&sample)?);
-            lines.push('\n');
-            samples += 1;
+    let norm = turns::normalisation(rid, r)?;
+    let mut tally = Tally::default();
+    turns::each(reg, (rid, r), prepared, |turn| {
+        let Turn::Scored(scored) = turn else {
+            return Ok(());
+        };
+        let sample = sample(norm, scored, &docs[scored.place.item_index], &mut tally, greedy)?;
+        tally.lines.push_str(&serde_json::to_string(&sample)?);
+        tally.lines.push('\n');
+        tally.samples += 1;
+        Ok(())
+    })?;
+    ensure!(
+        tally.samples > 0,
+        "result {} has no scored turn: lm-eval's multiple-choice samples are scored turns \
+         (`export table --what results` lists generated ones)",
+        rid.short()
+    );
+    let name = task_name(entry);
+    let mut metrics = json!({ "name": name, "alias": name, "sample_len": tally.samples });
+    let mut higher = Map::new();
+    for (norm, values) in METRICS.iter().zip(&tally.metrics) {
+        let metric = norm.lm_eval_metric().expect("METRICS are lm-eval's");
+        higher.insert(metric.into(), json!(true));
+        if values.is_empty() {
+            continue;
         }
+        // lm-eval's `mean` and its standard error (`mean_stderr`: the sample standard
+        // deviation over √n).
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let var = values.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+        metrics[format!("{metric},none")] = json!(mean);
+        metrics[format!("{metric}_stderr,none")] = json!((var / n).sqrt());
     }
-    let name = task(entry);
-    let results = results(reg, entry, r, &name, samples, &correct)?;
-    Ok(Files {
-        samples: (format!("samples_{name}.jsonl"), lines),
-        results: (
-            format!("results_{name}.json"),
-            serde_json::to_string_pretty(&results)? + "\n",
-        ),
+    Ok(Task {
+        config: config(entry, r, &name),
+        model: Id(r.model),
+        metrics,
+        higher_is_better: Value::Object(higher),
+        sample_len: tally.samples,
+        task_hash: hash_string(&tally.hashes),
+        deltalogic: json!({
+            "result_id": entry.result_id,
+            "model": entry.model,
+            "normalisation": entry.normalisation,
+            "metrics": entry.evaluation.metrics,
+        }),
+        name,
+        samples: tally.lines,
+        latest: tally.latest,
     })
 }
 
-/// One scored turn of a result, as `sample` needs it.
-struct Sample<'a> {
-    doc_id: usize,
-    doc: &'a Value,
-    item: Id,
-    turn: usize,
-    /// The turn as the result stores it.
-    stored: &'a Turn,
-    answer: Label,
-    earlier: &'a [Answer],
-    target: Option<Label>,
-}
-
+/// One scored turn as lm-eval's `SampleResult`, numbered `tally.samples` (lm-eval's doc index).
 fn sample(
-    reg: &Store,
-    rid: Id,
     norm: Normalisation,
-    s: Sample,
-    prepared: &dyn Prepared,
+    s: &Scored,
+    doc: &Value,
+    tally: &mut Tally,
+    greedy: &mut Greedy,
 ) -> Result<Value> {
-    let Request::Score { prompt, labels, .. } = prepared.request(s.doc_id, s.turn, s.earlier)?
-    else {
-        bail!("the benchmark asks this turn as a generation, but the result stores a label");
-    };
-    let keys = s
-        .stored
-        .scored_keys(labels.len(), norm.fillers().len())
-        .with_context(|| {
-            format!(
-                "{} score keys for {} labels under `{}`",
-                s.stored.keys.len(),
-                labels.len(),
-                norm.as_str()
-            )
-        })?;
-    let own = scores(reg, rid, keys.labels)?;
-    let content_free = keys
-        .per_filler()
-        .map(|filler| scores(reg, rid, filler))
-        .collect::<Result<Vec<_>>>()?;
-    let stored_prompt = reg
-        .get::<PromptRecord>(&Id(own[0].prompt))?
-        .with_context(|| format!("prompt {} is missing", Id(own[0].prompt).short()))?;
-    ensure!(
-        stored_prompt.text == prompt
-            && own.iter().all(|o| o.prompt == own[0].prompt)
-            && own
-                .iter()
-                .zip(&labels)
-                .all(|(o, (text, _))| &o.label == text),
-        "the stored scores are not of the prompt and labels the benchmark renders for this turn"
-    );
-    let values = normalise::values(&own, &content_free, norm)?;
-    let predicted = normalise::best(&values);
-    ensure!(
-        labels[predicted].1 == s.answer,
-        "the scores give {:?} under `{}`, the result stores {:?}",
-        labels[predicted].1,
-        norm.as_str(),
-        s.answer
-    );
-    let target = s
-        .target
-        .map(|gold| {
-            labels
-                .iter()
-                .position(|(_, l)| *l == gold)
-                .with_context(|| format!("the gold label {gold:?} is not among the turn's labels"))
+    // lm-eval's is_greedy: every label token is the argmax after the prompt and the label's
+    // tokens before it, which is greedy decoding giving the label's tokens.
+    let longest = s.own.iter().map(|o| o.tokens.len()).max().unwrap_or(0);
+    let decoded = greedy(Id(s.own[0].model), &s.prompt, longest)
+        .context("greedy decoding after the prompt, for lm-eval's is_greedy")?;
+    let resps: Vec<[String; 2]> = s
+        .own
+        .iter()
+        .map(|o| {
+            let is_greedy = decoded.starts_with(&o.tokens);
+            [
+                python_float(o.sum()),
+                if is_greedy { "True" } else { "False" }.to_string(),
+            ]
         })
-        .transpose()?;
-    let logliks: Vec<f64> = own.iter().map(ScoreRecord::sum).collect();
-    let doc_text = serde_json::to_string_pretty(s.doc)?;
-    let target_text = target.map_or_else(|| "None".to_string(), |t| t.to_string());
+        .collect();
+    let doc_text = serde_json::to_string_pretty(doc)?;
+    // lm-eval writes `str(target)`: the gold choice's index, or `None`.
+    let target_text = s
+        .target
+        .map_or_else(|| "None".to_string(), |t| t.to_string());
+    let arguments: Map<String, Value> = s
+        .labels
+        .iter()
+        .enumerate()
+        .map(|(i, (text, _))| {
+            (
+                format!("gen_args_{i}"),
+                json!({ "arg_0": s.prompt, "arg_1": text }),
+            )
+        })
+        .collect();
+    let (doc_hash, prompt_hash, target_hash) = (
+        hash_string(&doc_text),
+        hash_string(&s.prompt),
+        hash_string(&target_text),
+    );
+    tally.hashes.push_str(&format!("{doc_hash}{prompt_hash}{target_hash}"));
+    for o in s.own.iter().chain(s.content_free.iter().flatten()) {
+        tally.latest = tally.latest.max(o.computed_at);
+    }
     let mut out = json!({
-        "doc_id": s.doc_id,
-        "doc": s.doc,
-        "target": target,
-        "arguments": labels.iter().map(|(text, _)| json!([prompt, text])).collect::<Vec<_>>(),
-        // lm-eval's (log-likelihood, is_greedy) per choice; is_greedy needs the argmax token at
-        // every label position, which deltalogic does not store: null.
-        "resps": logliks.iter().map(|l| json!([[l, null]])).collect::<Vec<_>>(),
-        "filtered_resps": logliks.iter().map(|l| json!([l, null])).collect::<Vec<_>>(),
+        "doc_id": tally.samples,
+        "doc": doc,
+        "target": target_text,
+        "arguments": arguments,
+        "resps": resps.iter().map(|r| [r]).collect::<Vec<_>>(),
+        "filtered_resps": resps,
         "filter": "none",
-        "metrics": if target.is_some() { json!(["acc"]) } else { json!([]) },
-        "doc_hash": hash_string(&doc_text),
-        "prompt_hash": hash_string(&prompt),
-        "target_hash": hash_string(&target_text),
+        "metrics": if s.target.is_some() {
+            json!(METRICS.map(|n| n.lm_eval_metric()))
+        } else {
+            json!([])
+        },
+        "doc_hash": doc_hash,
+        "prompt_hash": prompt_hash,
+        "target_hash": target_hash,
         "deltalogic": {
-            "item": s.item.hex(),
-            "turn": s.turn + 1,
+            "item": s.place.item.hex(),
+            "item_index": s.place.item_index,
+            "turn": s.place.turn + 1,
             "normalisation": norm.as_str(),
-            "values": values,
-            "prediction": predicted,
-            "answer": s.answer.as_str(),
-            "gold": s.target.map(Label::as_str),
-            "score_keys": keys.labels.iter().map(|k| Id(*k).hex()).collect::<Vec<_>>(),
-            "content_free_keys": keys.content_free.iter().map(|k| Id(*k).hex()).collect::<Vec<_>>(),
+            "values": s.values,
+            "prediction": s.predicted,
+            "answer": s.labels[s.predicted].1.as_str(),
+            "gold": s.gold.map(Label::as_str),
+            "score_keys": s.own_keys.iter().map(|k| k.hex()).collect::<Vec<_>>(),
+            "content_free_keys": s.content_free_keys.iter().map(|k| k.hex()).collect::<Vec<_>>(),
         },
     });
-    if let Some(t) = target {
-        out["acc"] = json!(if t == predicted { 1.0 } else { 0.0 });
+    if let Some(gold) = s.target {
+        for (metric, values) in METRICS.iter().zip(&mut tally.metrics) {
+            let chosen = normalise::best(&normalise::values(&s.own, &[], *metric)?);
+            let correct = if chosen == gold { 1.0 } else { 0.0 };
+            values.push(correct);
+            out[metric.lm_eval_metric().expect("METRICS are lm-eval's")] = json!(correct);
+        }
     }
     Ok(out)
 }
 
-/// lm-eval's `results_*.json` for one task: `acc` with lm-eval's standard error (sample
-/// standard deviation over √n), the benchmark's own metrics, and the configuration.
-fn results(
-    reg: &Store,
-    entry: &Entry,
-    r: &ResultRecord,
-    name: &str,
-    samples: usize,
-    correct: &[f64],
-) -> Result<Value> {
-    let model = Id(r.model);
-    let record = reg
-        .get::<ModelRecord>(&model)?
-        .with_context(|| format!("model {} is missing", model.short()))?;
-    let mut task = json!({ "alias": name });
-    if !correct.is_empty() {
-        let n = correct.len() as f64;
-        let mean = correct.iter().sum::<f64>() / n;
-        let var = correct.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-        task["acc,none"] = json!(mean);
-        task["acc_stderr,none"] = json!((var / n).sqrt());
-    }
-    Ok(json!({
-        "results": { name: task },
-        "configs": { name: {
-            "task": name,
-            "output_type": "multiple_choice",
+/// The task's entry in `configs`: what lm-eval's task config says (output type, how a choice
+/// continues the prompt, the metrics and their aggregation) and where the task comes from.
+fn config(entry: &Entry, r: &ResultRecord, name: &str) -> Value {
+    json!({
+        "task": name,
+        "output_type": "multiple_choice",
+        // The labels are whole continuations (` True`, leading space included), so lm-eval's
+        // choice lengths are the labels' characters.
+        "target_delimiter": "",
+        "num_fewshot": 0,
+        "metric_list": METRICS.map(|n| json!({
+            "metric": n.lm_eval_metric(),
+            "aggregation": "mean",
+            "higher_is_better": true,
+        })),
+        "metadata": { "version": Id(r.template).short() },
+        "deltalogic": {
             "benchmark": entry.benchmark,
             "set": entry.set,
             "set_id": Id(r.set).hex(),
             "template": entry.template,
             "template_id": Id(r.template).hex(),
             "normalisation": entry.normalisation,
-            "num_fewshot": 0,
-            "metric_list": [{ "metric": "acc", "aggregation": "mean", "higher_is_better": true }],
-        }},
-        "versions": { name: env!("CARGO_PKG_VERSION") },
-        "n-shot": { name: 0 },
-        "higher_is_better": { name: { "acc": true } },
-        "n-samples": { name: { "original": entry.evaluation.n, "effective": samples } },
+            "result_id": entry.result_id,
+        },
+    })
+}
+
+/// One model's `results_<date>.json` over its `tasks` (all of one model), as `EvalResults`.
+/// `date` is the latest score's time (lm-eval's is the run's start); the store keeps no run's
+/// wall time, so `total_evaluation_time_seconds`, optional in the schema, is left out.
+pub fn results(reg: &Store, model_name: &str, tasks: &[Task]) -> Result<String> {
+    let first = tasks.first().context("no tasks to write results for")?;
+    ensure!(
+        tasks.iter().all(|t| t.model == first.model),
+        "one results file holds one model's tasks"
+    );
+    let model = first.model;
+    let record = reg
+        .get::<ModelRecord>(&model)?
+        .with_context(|| format!("model {} is missing", model.short()))?;
+    let by_task = |f: &dyn Fn(&Task) -> Value| -> Value {
+        Value::Object(tasks.iter().map(|t| (t.name.clone(), f(t))).collect())
+    };
+    let latest = tasks.iter().map(|t| t.latest).max().unwrap_or(0);
+    let doc = json!({
+        "results": by_task(&|t| t.metrics.clone()),
+        "group_subtasks": by_task(&|_| json!([])),
+        "configs": by_task(&|t| t.config.clone()),
+        "versions": by_task(&|t| t.config["metadata"]["version"].clone()),
+        "n-shot": by_task(&|_| json!(0)),
+        "higher_is_better": by_task(&|t| t.higher_is_better.clone()),
+        // Every scored turn is a doc, and every doc was evaluated.
+        "n-samples": by_task(&|t| json!({ "original": t.sample_len, "effective": t.sample_len })),
         "config": {
             "model": "deltalogic",
-            "model_name": entry.model,
             "model_args": format!(
                 "fingerprint={},{}={}",
                 model.hex(),
                 if crate::eval::served::is_served(&record) { "served" } else { "file" },
                 record.path
             ),
+            "batch_size": null,
+            "limit": null,
+            "bootstrap_iters": 0,
+        },
+        "date": latest as f64,
+        "model_source": "deltalogic",
+        "model_name": model_name,
+        "model_name_sanitized": file_safe(model_name),
+        "task_hashes": by_task(&|t| json!(t.task_hash)),
+        "deltalogic": {
+            "tool_version": env!("CARGO_PKG_VERSION"),
             "model_fingerprint": model.hex(),
             "backend": record.backend,
             "scorer_version": record.scorer_version,
-            "tool_version": env!("CARGO_PKG_VERSION"),
-            "result_id": entry.result_id,
+            "tasks": by_task(&|t| t.deltalogic.clone()),
         },
-        "deltalogic": { name: entry.evaluation.metrics },
-    }))
+    });
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_float;
+
+    #[test]
+    fn floats_are_written_as_python_writes_them() {
+        // Each right side is Python's `str(float(left))`.
+        for (x, py) in [
+            (-3.0, "-3.0"),
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (-3.1875, "-3.1875"),
+            (-12.345678901234567, "-12.345678901234567"),
+            (-0.0001, "-0.0001"),
+            (-0.00001234, "-1.234e-05"),
+            (1e-5, "1e-05"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (-2.5e300, "-2.5e+300"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+        ] {
+            assert_eq!(python_float(x), py, "{x:e}");
+        }
+    }
 }

@@ -1,13 +1,18 @@
 //! Reports: the stored results a selection keeps, each evaluated by its benchmark, rendered as
-//! Markdown tables, one long CSV, JSON, or an SVG figure. Nothing here computes a score: a report
-//! reads results and the items they name.
+//! Markdown tables, one long CSV, JSON, or an SVG figure; and the exports for other tools:
+//! lm-evaluation-harness's files, Parquet/CSV tables and a Hugging Face dataset folder. Nothing
+//! here computes a score: a report reads results and the items they name.
 
 mod csv;
+pub mod dataset_card;
+pub mod frames;
 mod json;
 pub mod lm_eval;
 mod markdown;
 pub mod robustness;
 mod svg;
+pub mod table;
+mod turns;
 
 pub use markdown::{cell, markdown};
 pub use svg::svg;

@@ -49,5 +49,6 @@ mod shard;
 mod slurm;
 mod solver_agreement;
 mod static_questions;
+mod tables;
 mod tokenizer_golden;
 mod vocabularies;

@@ -1,14 +1,17 @@
 //! Reports: the stored results a selection keeps, each evaluated by its benchmark, rendered as
-//! Markdown tables, one long CSV, JSON, or an SVG figure. Nothing here computes a score: a report
-//! reads results and the items they name.
+//! Markdown tables, one long CSV, JSON, an SVG figure, or one explorable HTML file. Nothing here
+//! computes a score: a report reads results and the items they name.
 
 mod csv;
+mod html;
+mod html_data;
 mod json;
 pub mod lm_eval;
 mod markdown;
 pub mod robustness;
 mod svg;
 
+pub use html::html;
 pub use markdown::{cell, markdown};
 pub use svg::svg;
 
@@ -44,14 +47,17 @@ pub enum Format {
     Md,
     Csv,
     Json,
+    /// One self-contained file, written beside the store (it reads items and scores: [`html`]).
+    Html,
 }
 
-/// The report in a format.
+/// The report in a text format (the HTML file reads the store too: [`html`]).
 pub fn render(entries: &[Entry], format: Format) -> Result<String> {
     Ok(match format {
         Format::Md => markdown(entries),
         Format::Csv => csv::long(entries),
         Format::Json => json::document(entries)?,
+        Format::Html => anyhow::bail!("the HTML report reads the store: use report::html"),
     })
 }
 

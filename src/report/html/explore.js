@@ -221,7 +221,6 @@ function drawExplore() {
   const redraw = () => { s.shown = PAGE; drawExplore(); };
   for (const k of facetKeys) {
     const values = [...new Set(s.base.map((i) => (set.views[r.at[i]].facets.find(([fk]) => fk === k) || [])[1]).filter((v) => v !== undefined))].sort();
-    if (values.length < 2 && !s.facets[k]) continue;
     filters.append(el("label", {}, k, " ", el("select", { "data-facet": k, onchange: (ev) => { s.facets[k] = ev.target.value; redraw(); } },
       el("option", { value: "" }, "all"), values.map((v) => el("option", { value: v, selected: s.facets[k] === v }, v)))));
   }

@@ -2,7 +2,8 @@
 //! cannot run here is reported by `cargo test` as *ignored*, with its reason, and never counted as
 //! a pass. Under CI (`CI=true`) nothing is ignored for a missing model or rsvg-convert: the test
 //! runs and fails, naming what is missing. Slurm is ignored under CI only when `.ci/run` could not
-//! install it and said why in `DELTALOGIC_NO_SLURM`; so are the served-model engines (vLLM,
+//! install it and said why in `DELTALOGIC_NO_SLURM` (Chromium, for the HTML report's browser
+//! test, in `DELTALOGIC_NO_CHROMIUM`); so are the served-model engines (vLLM,
 //! llama-cpp-python's server) with `DELTALOGIC_NO_VLLM` and `DELTALOGIC_NO_LLAMACPP_SERVER`, and
 //! lm-evaluation-harness's venv (the interop tests) with `DELTALOGIC_NO_LMEVAL`.
 //!
@@ -46,6 +47,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(models_missing)");
     println!("cargo::rustc-check-cfg=cfg(slurm_missing)");
     println!("cargo::rustc-check-cfg=cfg(rsvg_missing)");
+    println!("cargo::rustc-check-cfg=cfg(chromium_missing)");
     println!("cargo::rustc-check-cfg=cfg(vllm_missing)");
     println!("cargo::rustc-check-cfg=cfg(llamacpp_server_missing)");
     let folders: Vec<String> = home::DATASETS
@@ -61,6 +63,7 @@ fn main() {
         "CI",
         "DELTALOGIC_MODELS",
         "DELTALOGIC_NO_SLURM",
+        "DELTALOGIC_NO_CHROMIUM",
         "PATH",
         "DELTALOGIC_VLLM",
         "DELTALOGIC_NO_VLLM",
@@ -108,6 +111,13 @@ fn main() {
     // The figure's rendering test draws the SVG with rsvg-convert (librsvg2-bin).
     if !ci && !installed("rsvg-convert") {
         println!("cargo::rustc-cfg=rsvg_missing");
+    }
+
+    // The HTML report's browser test drives Debian's chromium through chromium-driver; under CI
+    // it is skipped only when `.ci/run` could not install them and said why.
+    let chromium = installed("chromium") && installed("chromedriver");
+    if std::env::var_os("DELTALOGIC_NO_CHROMIUM").is_some() || (!ci && !chromium) {
+        println!("cargo::rustc-cfg=chromium_missing");
     }
 
     let slurm = ["sbatch", "slurmctld", "slurmd", "munged"]

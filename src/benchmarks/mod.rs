@@ -18,6 +18,7 @@ pub mod prompts;
 pub mod question;
 pub mod robustlr;
 pub mod r#static;
+pub mod view;
 
 use crate::logic::Label;
 use crate::metrics::Metric;
@@ -26,6 +27,7 @@ use anyhow::{bail, Result};
 use prompts::TemplateRecord;
 use question::Question;
 use serde::Serialize;
+use view::{Counted, ItemView};
 
 /// Every benchmark of the command line, by the name its sets carry.
 pub static ALL: Catalogue<'static> = Catalogue::new(&[
@@ -313,6 +315,17 @@ pub trait Benchmark: Sync {
     fn evaluator(&self) -> u32;
     /// The metrics of one result over the set's items, with seeded bootstrap intervals.
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation>;
+    /// How the HTML report shows each member of `set`, in the set's order. By default: the
+    /// set's questions.
+    fn views(&self, store: &Store, set: &StoredSet) -> Result<Vec<ItemView>> {
+        question::views(store, set)
+    }
+    /// Which items each metric of [`Self::evaluate`]'s groups counts (its n), from the same
+    /// answers; `None` when the benchmark does not say, and the report's numbers then open
+    /// nothing. A benchmark that says must say it for every group and column `evaluate` gives.
+    fn counted(&self, _store: &Store, _answered: &[Answered]) -> Result<Option<Counted>> {
+        Ok(None)
+    }
 }
 
 /// What a build made: a summary for `--json` and the same in words.

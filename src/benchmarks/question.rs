@@ -9,6 +9,7 @@
 //! without metrics of their own.
 
 use super::prompts::{plain_question, QuestionTemplate, TemplateRecord, STATEMENT_TEMPLATE_NAME};
+use super::view::{Block, Counted, ItemView};
 use super::{
     members, Answer, Answered, Column, Evaluation, Group, Panel, Prepared, Request, Role, RESAMPLES,
 };
@@ -288,6 +289,62 @@ pub fn accuracy(
     AccuracyBreakdown {
         accuracy: acc(&outcomes),
         by_tag,
+    }
+}
+
+/// Which questions each group of [`accuracy_evaluation`] counts: all of the group's, in the
+/// groups' order (overall, then each tag's values, tags in key order as `accuracy` keeps them).
+pub fn accuracy_counted(rows: &[QuestionRow], tags: &[&str]) -> Counted {
+    let positions: Vec<u32> = (0..rows.len() as u32).collect();
+    let by_tag: BTreeMap<&str, BTreeMap<String, Vec<u32>>> = tags
+        .iter()
+        .map(|&key| (key, group_by(rows, &positions, key)))
+        .filter(|(_, groups)| !groups.is_empty())
+        .collect();
+    let mut groups = vec![vec![Some(positions.clone())]];
+    for values in by_tag.into_values() {
+        groups.extend(values.into_values().map(|p| vec![Some(p)]));
+    }
+    Counted(groups)
+}
+
+/// How the HTML report shows a set's questions: premises, query, options; the tags as facets.
+pub fn views(store: &Store, set: &StoredSet) -> Result<Vec<ItemView>> {
+    Ok(members::<Question>(store, set)?
+        .into_iter()
+        .map(|(_, q)| view(&q))
+        .collect())
+}
+
+fn view(q: &Question) -> ItemView {
+    let mut blocks = vec![
+        Block::List {
+            title: "Premises".into(),
+            items: q.premises.clone(),
+        },
+        Block::Text {
+            title: "Question".into(),
+            text: q.query.clone(),
+        },
+        Block::List {
+            title: "Options".into(),
+            items: q
+                .options
+                .iter()
+                .map(|o| format!("{} ({})", o.text, o.label))
+                .collect(),
+        },
+    ];
+    if let Some(before) = q.revises {
+        blocks.push(Block::Text {
+            title: "Revises".into(),
+            text: Id(before).hex(),
+        });
+    }
+    ItemView {
+        facets: q.tags.clone(),
+        gold: vec![q.gold],
+        blocks,
     }
 }
 

@@ -31,6 +31,11 @@ pub fn figure_beside(store: &Store) -> PathBuf {
     beside(store, FIGURE)
 }
 
+/// The explorable HTML report, beside the store it was read from.
+pub fn html_beside(store: &Store) -> PathBuf {
+    beside(store, &format!("{REPORT}.html"))
+}
+
 /// Suffixes of the files named after the store.
 pub const FIGURE: &str = ".figure.svg";
 pub const REPORT: &str = ".report";

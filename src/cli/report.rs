@@ -1,4 +1,5 @@
-//! `deltalogic report`: every benchmark's tables for the stored results, and the figure.
+//! `deltalogic report`: every benchmark's tables for the stored results, and the figure; or the
+//! explorable HTML file.
 
 use super::output;
 use crate::benchmarks;
@@ -19,13 +20,19 @@ pub struct Args {
     /// [default: every stored one, side by side, with the robustness section].
     #[arg(long, num_args = 1.., value_delimiter = ',', value_parser = super::score::norm)]
     norm: Vec<String>,
+    /// `html`: one self-contained file to open in a browser, written to `--output` (the text
+    /// formats print to stdout).
     #[arg(long, value_enum, default_value_t = Format::Md)]
     format: Format,
+    /// Where `--format html` writes [default: beside the store, named after it:
+    /// `store/registry.report.html` for `store/registry.redb`].
+    #[arg(long, short)]
+    output: Option<PathBuf>,
     /// Where to write the SVG figure [default: beside the store, named after it:
     /// `store/registry.figure.svg` for `store/registry.redb`].
     #[arg(long)]
     svg: Option<PathBuf>,
-    /// Overwrite an existing figure file that is not this tool's own previous output.
+    /// Overwrite an existing figure or HTML file that is not this tool's own previous output.
     #[arg(long)]
     force: bool,
 }
@@ -40,9 +47,29 @@ pub fn run(store: &Store, json: bool, a: Args) -> Result<()> {
         bail!("no results to report: score a set first (`deltalogic score` or `deltalogic run`)");
     }
     let format = if json { Format::Json } else { a.format };
+    if a.output.is_some() && format != Format::Html {
+        bail!("--output is where `--format html` writes; the other formats print to stdout");
+    }
+    if format == Format::Html {
+        let path = a.output.unwrap_or_else(|| output::html_beside(store));
+        return write_html(store, &path, &entries, a.force);
+    }
     print!("{}", report::render(&entries, format)?);
     let path = a.svg.unwrap_or_else(|| output::figure_beside(store));
     write_figure(store, &path, &entries, a.force)
+}
+
+/// The explorable report of `entries` (from `store`) at `path`.
+pub fn write_html(
+    store: &Store,
+    path: &std::path::Path,
+    entries: &[report::Entry],
+    force: bool,
+) -> Result<()> {
+    let page = report::html(store, benchmarks::ALL, entries)?;
+    output::write(store, path, page.as_bytes(), force)?;
+    eprintln!("HTML report written to {}", path.display());
+    Ok(())
 }
 
 pub fn write_figure(

@@ -25,6 +25,8 @@ struct Files {
     csv: PathBuf,
     json: PathBuf,
     figure: PathBuf,
+    /// The explorable report: every number opens the episodes it counts.
+    html: PathBuf,
 }
 
 pub fn run(reg: &Store, json: bool, a: RunArgs) -> Result<()> {
@@ -68,8 +70,8 @@ pub fn run(reg: &Store, json: bool, a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// The full report (every normalisation, every grouping) as Markdown, CSV and JSON, and the
-/// figure, beside the store.
+/// The full report (every normalisation, every grouping) as Markdown, CSV and JSON, the figure,
+/// and the explorable HTML file, beside the store.
 fn write_report(reg: &Store, entries: &[Entry]) -> Result<Files> {
     let at = |suffix: &str| output::beside(reg, &format!("{}{suffix}", output::REPORT));
     let files = Files {
@@ -77,6 +79,7 @@ fn write_report(reg: &Store, entries: &[Entry]) -> Result<Files> {
         csv: at(".csv"),
         json: at(".json"),
         figure: output::figure_beside(reg),
+        html: output::html_beside(reg),
     };
     for (path, format) in [
         (&files.markdown, Format::Md),
@@ -91,6 +94,8 @@ fn write_report(reg: &Store, entries: &[Entry]) -> Result<Files> {
         )?;
     }
     output::write(reg, &files.figure, report::svg(entries).as_bytes(), false)?;
+    let page = report::html(reg, benchmarks::ALL, entries)?;
+    output::write(reg, &files.html, page.as_bytes(), false)?;
     Ok(files)
 }
 
@@ -144,11 +149,13 @@ fn summary(entries: &[Entry], files: &Files) -> Result<String> {
     }
     s += &format!(
         "\nThe full report (all {norms} normalisations, every grouping): {}\n\
-         (also {} and {}); the figure: {}\n",
+         (also {} and {}); the figure: {}\n\
+         Open {} in a browser: every number opens the episodes it counts.\n",
         files.markdown.display(),
         files.csv.display(),
         files.json.display(),
-        files.figure.display()
+        files.figure.display(),
+        files.html.display()
     );
     let next = [
         (

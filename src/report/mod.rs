@@ -1,11 +1,13 @@
 //! Reports: the stored results a selection keeps, each evaluated by its benchmark, rendered as
-//! Markdown tables, one long CSV, JSON, or an SVG figure; and the exports for other tools:
-//! lm-evaluation-harness's files, Parquet/CSV tables and a Hugging Face dataset folder. Nothing
-//! here computes a score: a report reads results and the items they name.
+//! Markdown tables, one long CSV, JSON, an SVG figure, or one explorable HTML file; and the
+//! exports for other tools: lm-evaluation-harness's files, Parquet/CSV tables and a Hugging Face
+//! dataset folder. Nothing here computes a score: a report reads results and the items they name.
 
 mod csv;
 pub mod dataset_card;
 pub mod frames;
+mod html;
+mod html_data;
 mod json;
 pub mod lm_eval;
 mod markdown;
@@ -14,6 +16,7 @@ mod svg;
 pub mod table;
 mod turns;
 
+pub use html::html;
 pub use markdown::{cell, markdown};
 pub use svg::svg;
 
@@ -49,14 +52,17 @@ pub enum Format {
     Md,
     Csv,
     Json,
+    /// One self-contained file, written beside the store (it reads items and scores: [`html`]).
+    Html,
 }
 
-/// The report in a format.
+/// The report in a text format (the HTML file reads the store too: [`html`]).
 pub fn render(entries: &[Entry], format: Format) -> Result<String> {
     Ok(match format {
         Format::Md => markdown(entries),
         Format::Csv => csv::long(entries),
         Format::Json => json::document(entries)?,
+        Format::Html => anyhow::bail!("the HTML report reads the store: use report::html"),
     })
 }
 

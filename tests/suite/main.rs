@@ -25,6 +25,7 @@ mod generation_golden;
 mod gguf_errors;
 mod grammar;
 mod hf_export;
+mod html_report;
 mod integrity;
 mod interruptions;
 mod lm_eval;

@@ -19,6 +19,7 @@
 //! ([`robustlr`]).
 
 use crate::benchmarks::question::{group_by, QuestionRow};
+use crate::benchmarks::view::{conditioning, within};
 use crate::metrics::{estimate, Derived, Metric, Outcome};
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -159,6 +160,37 @@ fn beliefr_metrics(
     }
 }
 
+/// The tags whose values split the metrics, in the evaluation's order.
+const SPLITS: [&str; 3] = ["modus", "effect", "agreement"];
+
+/// The estimates of [`beliefr_metrics`] in [`BeliefRMetrics::KEYS`] order.
+const KEY_ORDER: [usize; 9] = [
+    ACC_T, BU, BM, BREU, BU_ALL, BM_ALL, BREU_ALL, INERTIA, OVER_FLIP,
+];
+
+/// The rows each metric of each group of [`beliefr`] counts (its conditioning set), as
+/// positions in `rows`, in [`BeliefRMetrics::KEYS`] order; groups overall, then each split's
+/// values.
+pub fn counted(rows: &[QuestionRow]) -> Result<Vec<Vec<Vec<u32>>>> {
+    let outcomes = beliefr_outcomes(rows)?;
+    let positions: Vec<u32> = (0..rows.len() as u32).collect();
+    let mut groups = vec![positions.clone()];
+    for key in SPLITS {
+        groups.extend(group_by(rows, &positions, key).into_values());
+    }
+    Ok(groups
+        .into_iter()
+        .map(|at| {
+            let o: Vec<Outcome<PROPORTIONS>> = at.iter().map(|&i| outcomes[i as usize]).collect();
+            let sets = conditioning(&o, &BREU_DERIVED);
+            KEY_ORDER
+                .iter()
+                .map(|&k| within(&at, sets[k].clone()))
+                .collect()
+        })
+        .collect())
+}
+
 /// Groups per-row values by a tag; rows without the tag are in no group.
 pub fn beliefr(rows: &[QuestionRow], seed: u64, resamples: usize) -> Result<BeliefRBreakdown> {
     let outcomes = beliefr_outcomes(rows)?;
@@ -170,9 +202,9 @@ pub fn beliefr(rows: &[QuestionRow], seed: u64, resamples: usize) -> Result<Beli
     };
     Ok(BeliefRBreakdown {
         overall: beliefr_metrics(&outcomes, seed, resamples),
-        by_modus: by("modus"),
-        by_effect: by("effect"),
-        by_agreement: by("agreement"),
+        by_modus: by(SPLITS[0]),
+        by_effect: by(SPLITS[1]),
+        by_agreement: by(SPLITS[2]),
     })
 }
 

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod prompts;
 
 use super::question::{self, store_set, Choice, Question, Questions, Stored};
+use super::view::Counted;
 use super::{
     parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, Models, Panel, Prepared,
 };
@@ -484,5 +485,10 @@ impl Benchmark for BeliefR {
             panel: Panel::HEADLINE,
             findings: &[],
         })
+    }
+
+    fn counted(&self, store: &Store, answered: &[Answered]) -> Result<Option<Counted>> {
+        let groups = metrics::counted(&question::rows(store, answered)?)?;
+        Ok(Some(Counted::every(groups)))
     }
 }

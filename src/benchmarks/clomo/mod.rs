@@ -344,6 +344,10 @@ impl Benchmark for Clomo {
         super::exported::<ClomoItem>(store, set)
     }
 
+    fn views(&self, store: &Store, set: &StoredSet) -> Result<Vec<super::view::ItemView>> {
+        Ok(super::view::fields(self.export(store, set)?))
+    }
+
     fn items(&self) -> Declared {
         Declared::of::<ClomoItem>()
     }

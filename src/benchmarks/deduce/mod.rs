@@ -544,6 +544,10 @@ impl Benchmark for Deduce {
             .collect()
     }
 
+    fn views(&self, store: &Store, set: &StoredSet) -> Result<Vec<super::view::ItemView>> {
+        Ok(super::view::fields(self.export(store, set)?))
+    }
+
     fn evaluator(&self) -> u32 {
         1
     }

@@ -17,6 +17,7 @@
 //! [`Rng`], so the same rows, seed and resample count always give the same intervals.
 
 use crate::benchmarks::deltalogic::EditType;
+use crate::benchmarks::view::{conditioning, within};
 use crate::logic::Label;
 use crate::metrics::{estimate, Derived, Metric, Outcome};
 use serde::Serialize;
@@ -125,23 +126,62 @@ pub fn compute(rows: &[Row], seed: u64, resamples: usize) -> Metrics {
     }
 }
 
+/// The estimates of [`compute`] in [`Metrics::KEYS`] order.
+const KEY_ORDER: [usize; 6] = [INITIAL, REVISION, GAP, INERTIA, OVER_FLIP, ABSTAIN];
+
+/// The rows of each group of a [`Breakdown`], as positions in `rows`, in its order: overall,
+/// then per edit type, then per source.
+fn groups(rows: &[Row]) -> Vec<(&'static str, String, Vec<u32>)> {
+    let by = |by: &'static str, key: fn(&Row) -> String| {
+        let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for (i, r) in rows.iter().enumerate() {
+            groups.entry(key(r)).or_default().push(i as u32);
+        }
+        groups.into_iter().map(move |(k, g)| (by, k, g))
+    };
+    let mut out = vec![(
+        "overall",
+        "all".to_string(),
+        (0..rows.len() as u32).collect(),
+    )];
+    out.extend(by("edit-type", |r| r.edit_type.as_str().to_string()));
+    out.extend(by("source", |r| r.source.clone()));
+    out
+}
+
 /// The metrics overall and per group; every group is bootstrapped on its own rows.
 pub fn breakdown(rows: &[Row], seed: u64, resamples: usize) -> Breakdown {
-    let by = |key: fn(&Row) -> String| {
-        let mut groups: BTreeMap<String, Vec<Row>> = BTreeMap::new();
-        for r in rows {
-            groups.entry(key(r)).or_default().push(r.clone());
-        }
-        groups
-            .into_iter()
-            .map(|(k, g)| (k, compute(&g, seed, resamples)))
-            .collect()
-    };
-    Breakdown {
+    let mut b = Breakdown {
         overall: compute(rows, seed, resamples),
-        by_edit_type: by(|r| r.edit_type.as_str().to_string()),
-        by_source: by(|r| r.source.clone()),
+        by_edit_type: BTreeMap::new(),
+        by_source: BTreeMap::new(),
+    };
+    for (by, value, at) in groups(rows).into_iter().skip(1) {
+        let group: Vec<Row> = at.iter().map(|&i| rows[i as usize].clone()).collect();
+        let m = compute(&group, seed, resamples);
+        match by {
+            "edit-type" => b.by_edit_type.insert(value, m),
+            _ => b.by_source.insert(value, m),
+        };
     }
+    b
+}
+
+/// The rows each metric of each group of [`breakdown`] counts (its conditioning set), as
+/// positions in `rows`, in [`Metrics::KEYS`] order; groups as the evaluation lists them.
+pub fn counted(rows: &[Row]) -> Vec<Vec<Vec<u32>>> {
+    groups(rows)
+        .into_iter()
+        .map(|(_, _, at)| {
+            let outcomes: Vec<Outcome<RATES>> =
+                at.iter().map(|&i| outcome(&rows[i as usize])).collect();
+            let sets = conditioning(&outcomes, &DELTALOGIC_DERIVED);
+            KEY_ORDER
+                .iter()
+                .map(|&k| within(&at, sets[k].clone()))
+                .collect()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -276,6 +316,31 @@ mod tests {
         assert!(differ >= 4, "only {differ} of 6 intervals changed");
         // Point estimates do not depend on the seed.
         assert_eq!(a.inertia.value, b.inertia.value);
+    }
+
+    #[test]
+    fn counted_rows_are_the_conditioning_sets_of_every_group() {
+        let mut rows = six();
+        rows[0].source = "folio".into();
+        let b = breakdown(&rows, 0, 0);
+        let mut metrics = vec![&b.overall];
+        metrics.extend(b.by_edit_type.values());
+        metrics.extend(b.by_source.values());
+        let counted = counted(&rows);
+        assert_eq!(counted.len(), metrics.len());
+        for (sets, m) in counted.iter().zip(metrics) {
+            for (set, (key, x)) in sets.iter().zip(m.entries()) {
+                assert_eq!(set.len(), x.n, "{key}");
+            }
+        }
+        // Overall inertia counts rows 1 and 2 (gold changes, first answer right); over-flip
+        // rows 4 and 5; the folio group is row 1 alone.
+        assert_eq!(counted[0][3], [0, 1]);
+        assert_eq!(counted[0][4], [3, 4]);
+        let folio = counted.len() - 2;
+        assert_eq!(counted[folio][0], [0]);
+        // The support-insertion group's inertia: row 2 (its first answer right), not row 3.
+        assert_eq!(counted[2][3], [1]);
     }
 
     #[test]

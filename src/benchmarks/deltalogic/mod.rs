@@ -13,6 +13,7 @@ pub use build::{build, generated_items, BuildOutcome, BuildSpec, CellReport, Pre
 pub(crate) use episode::solve;
 pub use episode::{verify, Edit, EditType, Episode, Premise};
 
+use super::view::{Block, Counted, ItemView, Line, Mark};
 use super::{
     members, parse_args, Answer, Answered, Benchmark, Built, Column, Evaluation, Finding, Group,
     Models, Panel, Prepared, Request, Role,
@@ -349,35 +350,105 @@ impl Benchmark for DeltaLogic {
     }
 
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
-        let rows = answered
-            .iter()
-            .map(|a| {
-                let ep = store.get::<Episode>(&a.item)?.with_context(|| {
-                    format!("a result names a missing episode {}", a.item.short())
-                })?;
-                // The scored turns: the first and the revised answer (the dialogue's explanation
-                // between them is generated text).
-                let labels: Vec<Label> = a.answers.iter().filter_map(|x| x.label().ok()).collect();
-                let [pred0, pred1] = labels[..] else {
-                    bail!(
-                        "episode {} has {} scored answers, not 2",
-                        a.item.short(),
-                        labels.len()
-                    );
-                };
-                Ok(Row {
-                    episode: a.item.hex(),
-                    source: ep.source,
-                    edit_type: ep.edit_type,
-                    y0: ep.y0,
-                    y1: ep.y1,
-                    pred0,
-                    pred1,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        evaluation(&rows, seed, super::RESAMPLES)
+        evaluation(&rows(store, answered)?, seed, super::RESAMPLES)
     }
+
+    fn views(&self, store: &Store, set: &StoredSet) -> Result<Vec<ItemView>> {
+        members::<Episode>(store, set)?
+            .into_iter()
+            .map(|(id, ep)| view(&ep).with_context(|| format!("episode {}", id.short())))
+            .collect()
+    }
+
+    fn counted(&self, store: &Store, answered: &[Answered]) -> Result<Option<Counted>> {
+        let groups = metrics::counted(&rows(store, answered)?);
+        Ok(Some(Counted::every(groups)))
+    }
+}
+
+/// The scored episodes of a result: gold labels and the model's first and revised answers.
+fn rows(store: &Store, answered: &[Answered]) -> Result<Vec<Row>> {
+    answered
+        .iter()
+        .map(|a| {
+            let ep = store
+                .get::<Episode>(&a.item)?
+                .with_context(|| format!("a result names a missing episode {}", a.item.short()))?;
+            // The scored turns: the first and the revised answer (the dialogue's explanation
+            // between them is generated text).
+            let labels: Vec<Label> = a.answers.iter().filter_map(|x| x.label().ok()).collect();
+            let [pred0, pred1] = labels[..] else {
+                bail!(
+                    "episode {} has {} scored answers, not 2",
+                    a.item.short(),
+                    labels.len()
+                );
+            };
+            Ok(Row {
+                episode: a.item.hex(),
+                source: ep.source,
+                edit_type: ep.edit_type,
+                y0: ep.y0,
+                y1: ep.y1,
+                pred0,
+                pred1,
+            })
+        })
+        .collect()
+}
+
+/// An episode as the HTML report shows it: P, q and y0, the edit from P to P′ line by line,
+/// and y1; edit type and source as facets.
+fn view(ep: &Episode) -> Result<ItemView> {
+    let text = |p: &Premise| p.text.clone();
+    let kept = |p: &Premise| Line {
+        mark: Mark::Kept,
+        text: text(p),
+    };
+    let mut lines: Vec<Line> = ep.premises.iter().map(kept).collect();
+    let added = |p: &Premise| Line {
+        mark: Mark::Added,
+        text: text(p),
+    };
+    match &ep.edit {
+        Edit::Insert { premise } => lines.push(added(premise)),
+        Edit::Remove { at } | Edit::Replace { at, .. } => {
+            let Some(line) = lines.get_mut(*at as usize) else {
+                bail!("its edit names premise {} of {}", at + 1, ep.premises.len());
+            };
+            line.mark = Mark::Removed;
+            if let Edit::Replace { premise, .. } = &ep.edit {
+                lines.insert(*at as usize + 1, added(premise));
+            }
+        }
+    }
+    let label = |title: &str, l: Label| Block::Text {
+        title: title.into(),
+        text: l.as_str().into(),
+    };
+    Ok(ItemView {
+        facets: vec![
+            ("edit type".into(), ep.edit_type.as_str().into()),
+            ("source".into(), ep.source.clone()),
+        ],
+        gold: vec![ep.y0, ep.y1],
+        blocks: vec![
+            Block::List {
+                title: "P (premises)".into(),
+                items: ep.premises.iter().map(text).collect(),
+            },
+            Block::Text {
+                title: "q (query)".into(),
+                text: text(&ep.query),
+            },
+            label("y0 (gold on P)", ep.y0),
+            Block::Diff {
+                title: format!("P → P′ ({})", ep.edit_type),
+                lines,
+            },
+            label("y1 (gold on P′)", ep.y1),
+        ],
+    })
 }
 
 /// DeltaLogic's evaluation of scored episodes: the metrics overall, per edit type and per source,

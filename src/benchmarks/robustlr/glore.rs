@@ -4,6 +4,7 @@
 
 use super::options;
 use crate::benchmarks::question::{self, store_set, Question, Stored, DATASET_GOLD_NOT_CHECKED};
+use crate::benchmarks::view::Counted;
 use crate::benchmarks::{parse_args, Answered, Benchmark, Built, Evaluation};
 use crate::datasets::BaseItem;
 use crate::logic::{Label, Semantics};
@@ -145,5 +146,13 @@ impl Benchmark for Glore {
             seed,
             "Gold answers are the dataset's own.",
         )
+    }
+
+    fn counted(&self, store: &Store, answered: &[Answered]) -> Result<Option<Counted>> {
+        let rows = question::rows(store, answered)?;
+        Ok(Some(question::accuracy_counted(
+            &rows,
+            &question::GROUP_TAGS,
+        )))
     }
 }

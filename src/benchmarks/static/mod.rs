@@ -12,6 +12,7 @@
 use super::deltalogic::{self, Episode};
 use super::question::{self, store_set, Question, Verdict};
 use super::robustlr::options;
+use super::view::Counted;
 use super::{members, parse_args, Answered, Benchmark, Built, Evaluation};
 use crate::logic::Semantics;
 use crate::store::{canonical, Id, Store};
@@ -173,5 +174,10 @@ impl Benchmark for Static {
              over the edited premises (after), the same items as DeltaLogic's initial and \
              revision accuracy. Gold answers are the solver's.",
         )
+    }
+
+    fn counted(&self, store: &Store, answered: &[Answered]) -> Result<Option<Counted>> {
+        let rows = question::rows(store, answered)?;
+        Ok(Some(question::accuracy_counted(&rows, &GROUPS)))
     }
 }

@@ -155,6 +155,23 @@ pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> 
                     .unwrap_or_default(),
             );
             println!("tied embeddings: {}", f.tied_embeddings);
+            // Issue 43: SmolLM3's no-rope layers, OLMo 2's norms, Mistral 3's temperature.
+            let mut block = Vec::new();
+            if f.no_rope_layers > 0 {
+                block.push(format!("no rope on {} layers", f.no_rope_layers));
+            }
+            if !f.pre_norms {
+                block.push("no input norms (outputs normed)".to_string());
+            }
+            if f.qk_norm_whole {
+                block.push("q/k norm over the whole projection".to_string());
+            }
+            if let Some(t) = &f.attn_temperature {
+                block.push(format!("attention temperature {t}"));
+            }
+            if !block.is_empty() {
+                println!("block: {}", block.join("; "));
+            }
         }
         for (group, types) in &found.tensor_types {
             let list: Vec<String> = types.iter().map(|(t, n)| format!("{t} x{n}")).collect();

@@ -16,12 +16,15 @@ pub mod hf_export;
 pub mod inspect;
 pub mod kernels;
 pub mod llama;
+pub mod mistral3;
+pub mod olmo2;
 pub mod phi3;
 pub mod qmatmul;
 pub mod qwen2;
 pub mod qwen3;
 mod repack;
 pub mod scorer;
+pub mod smollm3;
 mod spm;
 pub mod transformer;
 

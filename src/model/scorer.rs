@@ -17,6 +17,8 @@ use super::tokenizer::Tokenizer;
 use super::transformer::Naming;
 use super::transformer::{Blocks, RawTensor, State, TensorDesc, TensorFile, Transformer};
 use super::{gemma2, gemma3, hf, llama, phi3, qwen2, qwen3, ModelError};
+// Issue 43.
+use super::{mistral3, olmo2, smollm3};
 
 /// The scores of one label.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -217,9 +219,11 @@ impl Scorer {
 
 /// The Hugging Face architectures understood, as `architectures[0]` names them.
 pub const HF_SUPPORTED: &str = "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, \
-    Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM";
+    Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, SmolLM3ForCausalLM, \
+    Olmo2ForCausalLM, Ministral3ForCausalLM";
 /// The GGUF architectures understood.
-pub const GGUF_SUPPORTED: &str = "llama, qwen2, qwen3, phi3, gemma2, gemma3";
+pub const GGUF_SUPPORTED: &str =
+    "llama, qwen2, qwen3, phi3, gemma2, gemma3, smollm3, olmo2, mistral3";
 
 /// The config of a Hugging Face model directory.
 pub fn hf_config(dir: &Path) -> Result<Config, ModelError> {
@@ -238,6 +242,11 @@ pub fn hf_config(dir: &Path) -> Result<Config, ModelError> {
         "Phi3ForCausalLM" | "phi3" => phi3::config_from_hf(&json),
         "Gemma2ForCausalLM" | "gemma2" => gemma2::config_from_hf(&json),
         "Gemma3ForCausalLM" | "gemma3_text" => gemma3::config_from_hf(&json),
+        // Issue 43.
+        "SmolLM3ForCausalLM" | "smollm3" => smollm3::config_from_hf(&json),
+        "Olmo2ForCausalLM" | "olmo2" => olmo2::config_from_hf(&json),
+        "Ministral3ForCausalLM" | "ministral3" => mistral3::config_from_hf(&json),
+        mistral3::MULTIMODAL => Err(mistral3::refuse_multimodal(&json)),
         _ => Err(ModelError::UnknownArchitecture {
             path: json.path.clone(),
             arch,
@@ -256,7 +265,8 @@ pub(crate) fn with_hf<R>(
 ) -> Result<R, ModelError> {
     match cfg.arch.as_str() {
         "phi3" => f(&phi3::Unfused::new(weights, cfg), phi3::hf_name),
-        "llama" => {
+        // Issue 43: smollm3 and mistral3 are converted as llama.
+        "llama" | "smollm3" | "mistral3" => {
             let reordered = llama::GgufOrder {
                 inner: weights,
                 heads: cfg.heads,
@@ -288,6 +298,10 @@ pub fn gguf_config(g: &Gguf) -> Result<Config, ModelError> {
         "phi3" => phi3::config_from_gguf(g),
         "gemma2" => gemma2::config_from_gguf(g),
         "gemma3" => gemma3::config_from_gguf(g),
+        // Issue 43.
+        "smollm3" => smollm3::config_from_gguf(g),
+        "olmo2" => olmo2::config_from_gguf(g),
+        "mistral3" => mistral3::config_from_gguf(g),
         other => Err(ModelError::UnknownArchitecture {
             path: g.path().to_path_buf(),
             arch: other.to_string(),
@@ -315,7 +329,8 @@ fn with_gguf<R>(
                 phi3::GGUF_EXTRA_TENSORS,
             )
         }
-        "llama" => f(g, llama::gguf_name, llama::GGUF_EXTRA_TENSORS),
+        // Issue 43: mistral3 reads Llama 3's rope_freqs.weight too.
+        "llama" | "mistral3" => f(g, llama::gguf_name, llama::GGUF_EXTRA_TENSORS),
         "gemma2" | "gemma3" => f(g, gemma2::gguf_name, &[]),
         _ => f(g, llama::gguf_name, &[]),
     }

@@ -12,12 +12,12 @@ use deltalogic::model::gguf::Gguf;
 use deltalogic::model::gguf_write::{hf_to_gguf, GgufWriter, Meta, Store};
 use deltalogic::model::scorer::{self, Backend, Scorer};
 
-fn bits(v: &[f32]) -> Vec<u32> {
+pub(super) fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
 /// `arch`'s fixture directory and its GGUF conversion, in `dir`.
-fn both(dir: &Path, arch: &'static str) -> (PathBuf, PathBuf) {
+pub(super) fn both(dir: &Path, arch: &'static str) -> (PathBuf, PathBuf) {
     fixtures::write_one(dir, arch, SEED).unwrap();
     let hf = dir.join(arch);
     let gguf = dir.join(format!("{arch}.gguf"));
@@ -26,13 +26,13 @@ fn both(dir: &Path, arch: &'static str) -> (PathBuf, PathBuf) {
 }
 
 /// 20 tokens: longer than the Gemma fixtures' sliding window of 8.
-fn tokens() -> Vec<u32> {
+pub(super) fn tokens() -> Vec<u32> {
     (0..20u32).map(|i| (i * 37 + 11) % 320).collect()
 }
 
 /// Log-probs of the last 8 tokens after the first 12 (the context prefilled in two chunks) and
 /// the logits after the context.
-fn scores(model: &Path) -> (Vec<f32>, Vec<f32>) {
+pub(super) fn scores(model: &Path) -> (Vec<f32>, Vec<f32>) {
     let s = Scorer::open(model, Backend::Flex).unwrap();
     let t = tokens();
     let state = s.prefill(&s.empty_state(), &t[..5]).unwrap();
@@ -42,7 +42,7 @@ fn scores(model: &Path) -> (Vec<f32>, Vec<f32>) {
     (lp, logits)
 }
 
-fn same_bits(arch: &'static str) -> (Vec<f32>, Vec<f32>) {
+pub(super) fn same_bits(arch: &'static str) -> (Vec<f32>, Vec<f32>) {
     let dir = tempfile::tempdir().unwrap();
     let (hf, gguf) = both(dir.path(), arch);
     let (a, b) = (scores(&hf), scores(&gguf));
@@ -151,7 +151,7 @@ fn llama_writer(dir: &Path) -> GgufWriter {
 }
 
 /// `w` written, then refused by a load and by `model add`'s check, naming `what`.
-fn refused(dir: &Path, name: &str, w: &GgufWriter, what: &str) {
+pub(super) fn refused(dir: &Path, name: &str, w: &GgufWriter, what: &str) {
     let path = dir.join(name);
     w.write(&path).unwrap();
     let load = match Scorer::open(&path, Backend::Flex) {

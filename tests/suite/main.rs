@@ -12,6 +12,7 @@ mod crash_points;
 mod datasets;
 mod deduce;
 mod deduce_gsm8k;
+mod dense_families;
 mod engines;
 mod episodes;
 mod evaluations;

@@ -32,6 +32,7 @@ ap.add_argument("--threads", default="2")
 ap.add_argument("--out", default="fixtures/golden/families-llamacpp.json")
 ap.add_argument("--only", action="append", default=[])
 ap.add_argument("--greedy", action="store_true")
+ap.add_argument("--exe", help="where to build the C++ program (default: beside llama.cpp's libraries)")
 a = ap.parse_args()
 GREEDY = 8
 
@@ -39,7 +40,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 src = os.path.join(root, ".tools", "llama-cpp-python-0.3.36", "vendor", "llama.cpp")
 bin_dir = os.path.join(root, ".tools", "llama.cpp-build", "bin")
-exe = os.path.join(bin_dir, "deltalogic-logprobs")
+exe = a.exe or os.path.join(bin_dir, "deltalogic-logprobs")
 subprocess.run(
     ["g++", "-O2", "-std=c++17", os.path.join(here, "llamacpp_logprobs.cpp"), "-o", exe,
      "-I", os.path.join(src, "include"), "-I", os.path.join(src, "ggml", "include"),

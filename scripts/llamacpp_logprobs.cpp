@@ -35,6 +35,9 @@ int main(int argc, char ** argv) {
     cp.n_ctx = 2048;
     cp.n_batch = 2048;
     cp.n_ubatch = 512;  // 2048 made every decode twice as slow here
+    // LLAMACPP_UBATCH=1 decodes every token alone: llama.cpp's one-row products (vec_dot)
+    // instead of its batched ones, another order of float operations, for its own spread.
+    if (const char * ub = getenv("LLAMACPP_UBATCH")) cp.n_ubatch = atoi(ub);
     cp.n_threads = cp.n_threads_batch = argc > 2 ? atoi(argv[2]) : 2;
     cp.type_k = GGML_TYPE_F32;
     cp.type_v = GGML_TYPE_F32;

@@ -219,8 +219,9 @@ pub fn export_hf(model: &Path, output: &Path, json: bool) -> Result<()> {
 pub enum DevCommand {
     /// Write the tiny random-weight model fixtures of every architecture.
     MakeFixtures(super::score_text::MakeFixturesArgs),
-    /// Write the random-weight GGUF files at the real models' shapes (2 layers) that llama.cpp
-    /// scores for the family goldens (scripts/llamacpp_families.py), in f32 and Q8_0.
+    /// Write the random-weight GGUF files at the real models' shapes (2 layers, SmolLM3 4)
+    /// that llama.cpp scores for the family goldens (scripts/llamacpp_families.py), in f32 and
+    /// Q8_0.
     FamilyFiles {
         #[arg(long)]
         out: PathBuf,
@@ -242,7 +243,8 @@ pub fn dev(c: &DevCommand) -> Result<()> {
                 }
                 for store in [Store::F32, Store::Q8_0] {
                     let path = family_files::write(out, name, store)?;
-                    println!("{} ({real} shapes, 2 layers)", path.display());
+                    let layers = family_files::config(name).map_or(0, |c| c.layers);
+                    println!("{} ({real} shapes, {layers} layers)", path.display());
                 }
             }
             Ok(())

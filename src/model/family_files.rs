@@ -1,4 +1,5 @@
-//! Random-weight GGUF files at the real models' shapes and metadata, depth cut to 2 layers: what
+//! Random-weight GGUF files at the real models' shapes and metadata, depth cut to 2 layers (4 for
+//! SmolLM3, whose fourth layer is the first without RoPE): what
 //! llama.cpp scores for the family goldens (`scripts/llamacpp_families.py`,
 //! `fixtures/golden/families-llamacpp.json`) and what `tests/suite/families_llamacpp.rs` writes again
 //! to compare our engine with those goldens. Deterministic: the same bytes on every machine
@@ -9,7 +10,9 @@
 //! window; the layer count is cut to 2 and the tokenizer is the fixtures' 320-token byte-level
 //! BPE (`fixtures::tokenizer_json`), since no installable package ships these models' own
 //! tokenizers at a size CI can carry (the vocabulary sizes the embedding). Gemma 3's two layers
-//! are one local and one global, so that both of its ropes are checked.
+//! are one local and one global, so that both of its ropes are checked. Ministral 3 has a second
+//! file with an original window of 16 positions, so that its attention temperature and YaRN ramp
+//! are checked within the contexts' length.
 
 use std::path::{Path, PathBuf};
 

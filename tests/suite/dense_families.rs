@@ -7,20 +7,13 @@ use std::path::Path;
 use deltalogic::model::fixtures::{self, SEED};
 use deltalogic::model::gguf::Gguf;
 use deltalogic::model::gguf_write::{GgufWriter, Meta, Store};
-use deltalogic::model::scorer::{self, Backend, Scorer};
+use deltalogic::model::scorer::{Backend, Scorer};
 
-use super::families::{bits, both, refused, same_bits, scores, tokens};
+use super::families::{bits, both, edited_fixture, refused, same_bits, scores, spoiled, tokens};
 
 /// `arch`'s fixture directory with its config.json edited, scored.
 fn edited(dir: &Path, arch: &'static str, edit: &dyn Fn(&mut serde_json::Value)) -> Vec<f32> {
-    fixtures::write_one(dir, arch, SEED).unwrap();
-    let path = dir.join(arch);
-    let config = path.join("config.json");
-    let mut json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-    edit(&mut json);
-    std::fs::write(&config, json.to_string()).unwrap();
-    scores(&path).0
+    scores(&edited_fixture(dir, arch, edit)).0
 }
 
 #[test]
@@ -247,19 +240,7 @@ fn what_llama_cpp_reads_for_smollm3_olmo2_and_mistral3_and_is_not_implemented_is
 fn unimplemented_config_keys_of_smollm3_olmo2_and_ministral3_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let spoil = |arch: &'static str, edit: &dyn Fn(&mut serde_json::Value), what: &str| {
-        fixtures::write_one(dir.path(), arch, SEED).unwrap();
-        let path = dir.path().join(arch);
-        let config = path.join("config.json");
-        let mut json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-        edit(&mut json);
-        std::fs::write(&config, json.to_string()).unwrap();
-        let err = match Scorer::open(&path, Backend::Flex) {
-            Ok(_) => panic!("{arch}: loaded"),
-            Err(e) => e.to_string(),
-        };
-        assert!(err.contains(what), "{arch}: {err}");
-        assert_eq!(scorer::check(&path).unwrap_err().to_string(), err);
+        spoiled(dir.path(), arch, edit, what)
     };
     let yarn = |j: &mut serde_json::Value| j["rope_parameters"].as_object_mut().unwrap().clone();
     spoil(

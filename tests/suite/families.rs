@@ -276,24 +276,45 @@ fn unimplemented_features_are_refused_by_name() {
     );
 }
 
+/// `arch`'s fixture directory in `dir` with its config.json edited by `edit`.
+pub(super) fn edited_fixture(
+    dir: &Path,
+    arch: &'static str,
+    edit: &dyn Fn(&mut serde_json::Value),
+) -> PathBuf {
+    fixtures::write_one(dir, arch, SEED).unwrap();
+    let path = dir.join(arch);
+    let config = path.join("config.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    edit(&mut json);
+    std::fs::write(&config, json.to_string()).unwrap();
+    path
+}
+
+/// `arch`'s fixture with config.json edited, refused by a load and by `model add`'s check,
+/// naming `what`.
+pub(super) fn spoiled(
+    dir: &Path,
+    arch: &'static str,
+    edit: &dyn Fn(&mut serde_json::Value),
+    what: &str,
+) {
+    let path = edited_fixture(dir, arch, edit);
+    let err = match Scorer::open(&path, Backend::Flex) {
+        Ok(_) => panic!("{arch}: loaded"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains(what), "{arch}: {err}");
+    assert_eq!(scorer::check(&path).unwrap_err().to_string(), err);
+}
+
 /// config.json features that are not implemented, refused by name.
 #[test]
 fn unimplemented_config_keys_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let spoil = |arch: &'static str, edit: &dyn Fn(&mut serde_json::Value), what: &str| {
-        fixtures::write_one(dir.path(), arch, SEED).unwrap();
-        let path = dir.path().join(arch);
-        let config = path.join("config.json");
-        let mut json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-        edit(&mut json);
-        std::fs::write(&config, json.to_string()).unwrap();
-        let err = match Scorer::open(&path, Backend::Flex) {
-            Ok(_) => panic!("{arch}: loaded"),
-            Err(e) => e.to_string(),
-        };
-        assert!(err.contains(what), "{arch}: {err}");
-        assert_eq!(scorer::check(&path).unwrap_err().to_string(), err);
+        spoiled(dir.path(), arch, edit, what)
     };
     spoil(
         "llama",

@@ -7,7 +7,16 @@ The files are random-weight GGUFs at the real models' shapes, 2 layers, written 
 records each file's sha256, and the test writes the same bytes again and checks it.
 
 Usage: scripts/llamacpp_families.py [--deltalogic target/release/deltalogic] [--dir /tmp/fam]
+           [--only NAME ...] [--greedy] [--out FILE]
 Needs llama.cpp built by scripts/llamacpp.sh; builds scripts/llamacpp_logprobs.cpp against it.
+
+--only writes and scores only the named files of `model::family_files::FILES`. --greedy also
+records, per context, llama.cpp's logits after it (`next_logits`) and its 8 argmax tokens one
+after another (`greedy`), from the same C++ program (its "greedy" mode) rather than from
+scripts/llamacpp_families_logits.py: how fixtures/golden/families-dense-llamacpp.json (SmolLM3,
+OLMo 2, Mistral 3; issue 43) was made:
+    scripts/llamacpp_families.py --only smollm3-3b --only olmo2-1b --only ministral3-3b \
+        --only ministral3-3b-window16 --greedy --out fixtures/golden/families-dense-llamacpp.json
 """
 
 import argparse
@@ -21,22 +30,32 @@ ap.add_argument("--deltalogic", default="target/debug/deltalogic")
 ap.add_argument("--dir", default="/tmp/deltalogic-families")
 ap.add_argument("--threads", default="2")
 ap.add_argument("--out", default="fixtures/golden/families-llamacpp.json")
+ap.add_argument("--only", action="append", default=[])
+ap.add_argument("--greedy", action="store_true")
+ap.add_argument("--exe", help="where to build the C++ program (default: beside llama.cpp's libraries)")
 a = ap.parse_args()
+GREEDY = 8
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 src = os.path.join(root, ".tools", "llama-cpp-python-0.3.36", "vendor", "llama.cpp")
 bin_dir = os.path.join(root, ".tools", "llama.cpp-build", "bin")
-exe = os.path.join(bin_dir, "deltalogic-logprobs")
+exe = a.exe or os.path.join(bin_dir, "deltalogic-logprobs")
 subprocess.run(
     ["g++", "-O2", "-std=c++17", os.path.join(here, "llamacpp_logprobs.cpp"), "-o", exe,
      "-I", os.path.join(src, "include"), "-I", os.path.join(src, "ggml", "include"),
      "-L", bin_dir, "-lllama", "-lggml", "-lggml-base", f"-Wl,-rpath,{bin_dir}"],
     check=True,
 )
-files = subprocess.run([a.deltalogic, "dev", "family-files", "--out", a.dir], check=True,
-                       capture_output=True, text=True).stdout.split("\n")
-files = [f.split(" ")[0] for f in files if f.strip()]
+def family_files(only):
+    cmd = [a.deltalogic, "dev", "family-files", "--out", a.dir]
+    if only:
+        cmd += ["--only", only]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split("\n")
+    return [f.split(" ")[0] for f in out if f.strip()]
+
+
+files = [f for name in a.only for f in family_files(name)] if a.only else family_files(None)
 
 
 def cases():
@@ -60,6 +79,11 @@ golden = {
               "cache, no flash attention, scripts/llamacpp_logprobs.cpp",
     "files": [],
 }
+if a.greedy:
+    golden["logits_source"] = (
+        f"the same llama.cpp build through scripts/llamacpp_logprobs.cpp's greedy mode: logits "
+        f"after each context from an empty cache, then {GREEDY} argmax tokens decoded one at a "
+        f"time, f32 KV cache, no flash attention, {a.threads} threads")
 for path in files:
     sha = hashlib.sha256(open(path, "rb").read()).hexdigest()
     lines = []
@@ -80,7 +104,20 @@ for path in files:
             "labels": [{"tokens": l, "logprobs": [float(x) for x in next(out).split()]}
                        for l in labels],
         })
+    if a.greedy:
+        run = subprocess.run([exe, path, a.threads, "greedy", str(GREEDY)],
+                             input="".join(f"{len(ctx)} {' '.join(map(str, ctx))}\n"
+                                           for ctx, _ in cs),
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            print(f"{os.path.basename(path)}: llama.cpp greedy failed: {run.stderr[-2000:]}")
+            continue
+        out = iter(run.stdout.splitlines())
+        for case in entry["cases"]:
+            case["next_logits"] = [float(x) for x in next(out).split()]
+            case["greedy"] = [int(x) for x in next(out).split()]
     golden["files"].append(entry)
+    os.remove(path)
     print(f"{entry['file']}: {sum(len(c['labels']) for c in entry['cases'])} labels")
 with open(a.out, "w") as f:
     json.dump(golden, f, indent=1)

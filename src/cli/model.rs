@@ -155,6 +155,23 @@ pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> 
                     .unwrap_or_default(),
             );
             println!("tied embeddings: {}", f.tied_embeddings);
+            // Issue 43: SmolLM3's no-rope layers, OLMo 2's norms, Mistral 3's temperature.
+            let mut block = Vec::new();
+            if f.no_rope_layers > 0 {
+                block.push(format!("no rope on {} layers", f.no_rope_layers));
+            }
+            if !f.pre_norms {
+                block.push("no input norms (outputs normed)".to_string());
+            }
+            if f.qk_norm_whole {
+                block.push("q/k norm over the whole projection".to_string());
+            }
+            if let Some(t) = &f.attn_temperature {
+                block.push(format!("attention temperature {t}"));
+            }
+            if !block.is_empty() {
+                println!("block: {}", block.join("; "));
+            }
         }
         for (group, types) in &found.tensor_types {
             let list: Vec<String> = types.iter().map(|(t, n)| format!("{t} x{n}")).collect();
@@ -202,8 +219,9 @@ pub fn export_hf(model: &Path, output: &Path, json: bool) -> Result<()> {
 pub enum DevCommand {
     /// Write the tiny random-weight model fixtures of every architecture.
     MakeFixtures(super::score_text::MakeFixturesArgs),
-    /// Write the random-weight GGUF files at the real models' shapes (2 layers) that llama.cpp
-    /// scores for the family goldens (scripts/llamacpp_families.py), in f32 and Q8_0.
+    /// Write the random-weight GGUF files at the real models' shapes (2 layers, SmolLM3 4)
+    /// that llama.cpp scores for the family goldens (scripts/llamacpp_families.py), in f32 and
+    /// Q8_0.
     FamilyFiles {
         #[arg(long)]
         out: PathBuf,
@@ -225,7 +243,8 @@ pub fn dev(c: &DevCommand) -> Result<()> {
                 }
                 for store in [Store::F32, Store::Q8_0] {
                     let path = family_files::write(out, name, store)?;
-                    println!("{} ({real} shapes, 2 layers)", path.display());
+                    let layers = family_files::config(name).map_or(0, |c| c.layers);
+                    println!("{} ({real} shapes, {layers} layers)", path.display());
                 }
             }
             Ok(())

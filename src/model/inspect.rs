@@ -56,6 +56,15 @@ pub struct Family {
     pub attn_softcap: Option<f32>,
     pub final_softcap: Option<f32>,
     pub tied_embeddings: bool,
+    // Issue 43.
+    /// Layers that run without RoPE (SmolLM3).
+    pub no_rope_layers: usize,
+    /// Whether blocks norm their input (false: OLMo 2, which norms only the outputs).
+    pub pre_norms: bool,
+    /// Whether the q/k norms span the whole projection (OLMo 2) rather than one head.
+    pub qk_norm_whole: bool,
+    /// Llama 4's attention temperature (Mistral 3): "beta over N positions".
+    pub attn_temperature: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -93,6 +102,13 @@ fn family(cfg: &Config) -> Family {
         attn_softcap: cfg.attn_softcap,
         final_softcap: cfg.final_softcap,
         tied_embeddings: cfg.tied_embeddings,
+        no_rope_layers: cfg.no_rope_layers.iter().filter(|l| **l).count(),
+        pre_norms: cfg.pre_norms,
+        qk_norm_whole: cfg.qk_norm_whole,
+        attn_temperature: cfg
+            .attn_temperature
+            .as_ref()
+            .map(|t| format!("{} over {} positions", t.beta, t.floor)),
     }
 }
 

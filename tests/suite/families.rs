@@ -12,12 +12,12 @@ use deltalogic::model::dev::gguf_write::{hf_to_gguf, GgufWriter, Meta, Store};
 use deltalogic::model::format::gguf::Gguf;
 use deltalogic::model::scorer::{self, Backend, Scorer};
 
-fn bits(v: &[f32]) -> Vec<u32> {
+pub(super) fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
 /// `arch`'s fixture directory and its GGUF conversion, in `dir`.
-fn both(dir: &Path, arch: &'static str) -> (PathBuf, PathBuf) {
+pub(super) fn both(dir: &Path, arch: &'static str) -> (PathBuf, PathBuf) {
     fixtures::write_one(dir, arch, SEED).unwrap();
     let hf = dir.join(arch);
     let gguf = dir.join(format!("{arch}.gguf"));
@@ -26,13 +26,13 @@ fn both(dir: &Path, arch: &'static str) -> (PathBuf, PathBuf) {
 }
 
 /// 20 tokens: longer than the Gemma fixtures' sliding window of 8.
-fn tokens() -> Vec<u32> {
+pub(super) fn tokens() -> Vec<u32> {
     (0..20u32).map(|i| (i * 37 + 11) % 320).collect()
 }
 
 /// Log-probs of the last 8 tokens after the first 12 (the context prefilled in two chunks) and
 /// the logits after the context.
-fn scores(model: &Path) -> (Vec<f32>, Vec<f32>) {
+pub(super) fn scores(model: &Path) -> (Vec<f32>, Vec<f32>) {
     let s = Scorer::open(model, Backend::Flex).unwrap();
     let t = tokens();
     let state = s.prefill(&s.empty_state(), &t[..5]).unwrap();
@@ -42,7 +42,7 @@ fn scores(model: &Path) -> (Vec<f32>, Vec<f32>) {
     (lp, logits)
 }
 
-fn same_bits(arch: &'static str) -> (Vec<f32>, Vec<f32>) {
+pub(super) fn same_bits(arch: &'static str) -> (Vec<f32>, Vec<f32>) {
     let dir = tempfile::tempdir().unwrap();
     let (hf, gguf) = both(dir.path(), arch);
     let (a, b) = (scores(&hf), scores(&gguf));
@@ -151,7 +151,7 @@ fn llama_writer(dir: &Path) -> GgufWriter {
 }
 
 /// `w` written, then refused by a load and by `model add`'s check, naming `what`.
-fn refused(dir: &Path, name: &str, w: &GgufWriter, what: &str) {
+pub(super) fn refused(dir: &Path, name: &str, w: &GgufWriter, what: &str) {
     let path = dir.join(name);
     w.write(&path).unwrap();
     let load = match Scorer::open(&path, Backend::Flex) {
@@ -276,24 +276,45 @@ fn unimplemented_features_are_refused_by_name() {
     );
 }
 
+/// `arch`'s fixture directory in `dir` with its config.json edited by `edit`.
+pub(super) fn edited_fixture(
+    dir: &Path,
+    arch: &'static str,
+    edit: &dyn Fn(&mut serde_json::Value),
+) -> PathBuf {
+    fixtures::write_one(dir, arch, SEED).unwrap();
+    let path = dir.join(arch);
+    let config = path.join("config.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    edit(&mut json);
+    std::fs::write(&config, json.to_string()).unwrap();
+    path
+}
+
+/// `arch`'s fixture with config.json edited, refused by a load and by `model add`'s check,
+/// naming `what`.
+pub(super) fn spoiled(
+    dir: &Path,
+    arch: &'static str,
+    edit: &dyn Fn(&mut serde_json::Value),
+    what: &str,
+) {
+    let path = edited_fixture(dir, arch, edit);
+    let err = match Scorer::open(&path, Backend::Flex) {
+        Ok(_) => panic!("{arch}: loaded"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains(what), "{arch}: {err}");
+    assert_eq!(scorer::check(&path).unwrap_err().to_string(), err);
+}
+
 /// config.json features that are not implemented, refused by name.
 #[test]
 fn unimplemented_config_keys_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let spoil = |arch: &'static str, edit: &dyn Fn(&mut serde_json::Value), what: &str| {
-        fixtures::write_one(dir.path(), arch, SEED).unwrap();
-        let path = dir.path().join(arch);
-        let config = path.join("config.json");
-        let mut json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
-        edit(&mut json);
-        std::fs::write(&config, json.to_string()).unwrap();
-        let err = match Scorer::open(&path, Backend::Flex) {
-            Ok(_) => panic!("{arch}: loaded"),
-            Err(e) => e.to_string(),
-        };
-        assert!(err.contains(what), "{arch}: {err}");
-        assert_eq!(scorer::check(&path).unwrap_err().to_string(), err);
+        spoiled(dir.path(), arch, edit, what)
     };
     spoil(
         "llama",

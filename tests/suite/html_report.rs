@@ -54,9 +54,11 @@ impl Driver {
         let mut d = Driver {
             child,
             base: format!("http://127.0.0.1:{port}"),
-            agent: ureq::AgentBuilder::new()
-                .timeout(Duration::from_secs(120))
-                .build(),
+            agent: ureq::Agent::config_builder()
+                .timeout_global(Some(Duration::from_secs(120)))
+                .http_status_as_error(false)
+                .build()
+                .into(),
             session: None,
         };
         let start = Instant::now();
@@ -96,18 +98,19 @@ impl Driver {
             Some(s) if path != "/session" => format!("/session/{s}{path}"),
             _ => path.to_string(),
         };
-        let req = self.agent.request(method, &format!("{}{path}", self.base));
-        let res = match body {
-            Some(b) => req.send_string(&b.to_string()),
-            None => req.call(),
+        let url = format!("{}{path}", self.base);
+        let res = match (method, body) {
+            ("POST", Some(b)) => self.agent.post(&url).send(b.to_string()),
+            ("POST", None) => self.agent.post(&url).send_empty(),
+            ("DELETE", _) => self.agent.delete(&url).call(),
+            _ => self.agent.get(&url).call(),
         };
-        let text = match res {
-            Ok(r) => r.into_string().unwrap(),
-            Err(ureq::Error::Status(code, r)) => {
-                panic!("{method} {path}: {code} {}", r.into_string().unwrap())
-            }
-            Err(e) => panic!("{method} {path}: {e}"),
-        };
+        let mut res = res.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let code = res.status().as_u16();
+        let text = res.body_mut().read_to_string().unwrap();
+        if code >= 400 {
+            panic!("{method} {path}: {code} {text}");
+        }
         let v: Value = serde_json::from_str(&text).unwrap();
         v["value"].clone()
     }

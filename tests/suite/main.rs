@@ -13,6 +13,7 @@ mod datasets;
 mod datasets_home;
 mod deduce;
 mod deduce_gsm8k;
+mod dense_families;
 mod engines;
 mod episodes;
 mod evaluations;

@@ -45,6 +45,79 @@ pub struct Rope {
     pub freq_factors: Option<Vec<f32>>,
     /// What `freq_factors` came from, for `model inspect` ("llama3", "linear 8").
     pub scaling: Option<String>,
+    /// YaRN (Mistral 3): each frequency blended between itself and itself divided by the
+    /// factor, and cos and sin scaled by a magnitude.
+    pub yarn: Option<Yarn>,
+}
+
+/// YaRN rope scaling as llama.cpp's ggml rope and transformers' `_compute_yarn_parameters`
+/// compute it: the pairs rotating faster than `beta_fast` turns over the original window keep
+/// their frequency, those slower than `beta_slow` turns are divided by `factor`, and a linear
+/// ramp blends the ones between.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Yarn {
+    pub factor: f32,
+    pub original_max_positions: usize,
+    pub beta_fast: f32,
+    pub beta_slow: f32,
+    /// The magnitude of cos and sin is `mscale(factor, mscale) / mscale(factor, mscale_all_dim)`
+    /// (`yarn_mscale`), as transformers computes its `attention_factor` and llama.cpp its
+    /// `yarn_attn_factor` from `rope.scaling.yarn_log_multiplier` (with `mscale` 1). An
+    /// `mscale_all_dim` of 0 gives transformers' default, `mscale(factor, 1)`.
+    pub mscale: f32,
+    pub mscale_all_dim: f32,
+}
+
+impl Yarn {
+    /// What cos and sin are multiplied by.
+    pub fn magnitude(&self) -> f32 {
+        yarn_mscale(self.factor, self.mscale) / yarn_mscale(self.factor, self.mscale_all_dim)
+    }
+
+    /// The divisor of rotated pair `i` of `rotary_dim` at base `theta`: 1 where the ramp keeps
+    /// the frequency, `factor` where it interpolates fully.
+    fn divisor(&self, i: usize, rotary_dim: usize, theta: f32) -> f64 {
+        // ggml_rope_yarn_corr_dim / find_correction_dim: the pair index that turns `rotations`
+        // times over the original window.
+        let dim = |rotations: f32| {
+            rotary_dim as f64
+                * (self.original_max_positions as f64
+                    / (rotations as f64 * 2.0 * std::f64::consts::PI))
+                    .ln()
+                / (2.0 * (theta as f64).ln())
+        };
+        let low = dim(self.beta_fast).floor().max(0.0);
+        let high = dim(self.beta_slow).ceil().min(rotary_dim as f64 - 1.0);
+        let ramp = ((i as f64 - low) / (high - low).max(0.001)).clamp(0.0, 1.0);
+        // `ramp` 0 keeps the frequency (extrapolation), 1 divides it by the factor.
+        let kept = 1.0 - ramp;
+        1.0 / (ramp / self.factor as f64 + kept)
+    }
+}
+
+/// transformers' and llama.cpp's YaRN magnitude for a factor and an `mscale`:
+/// `0.1 · mscale · ln(factor) + 1` (1 for factors up to 1).
+pub fn yarn_mscale(factor: f32, mscale: f32) -> f32 {
+    if factor <= 1.0 {
+        1.0
+    } else {
+        0.1 * mscale * factor.ln() + 1.0
+    }
+}
+
+/// Llama 4's attention temperature (Mistral 3's `llama_4_scaling_beta`): q at position `p` is
+/// multiplied by `1 + beta · ln(1 + ⌊p / floor⌋)`, which is 1 within the first `floor` positions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttnTemperature {
+    pub beta: f32,
+    pub floor: usize,
+}
+
+impl AttnTemperature {
+    /// The factor at position `p`, in f64 and rounded once (llama.cpp computes it in double).
+    pub fn at(&self, p: usize) -> f32 {
+        (1.0 + self.beta as f64 * ((p / self.floor) as f64 + 1.0).ln()) as f32
+    }
 }
 
 impl Rope {
@@ -55,19 +128,24 @@ impl Rope {
             .map(|i| {
                 // Computed in f64 and rounded once, as the reference does.
                 let base = (self.theta as f64).powf(2.0 * i as f64 / self.rotary_dim as f64);
-                let ext = match (&self.longrope, &self.freq_factors) {
-                    (Some(l), _) => l.short_factor[i] as f64,
-                    (None, Some(f)) => f[i] as f64,
-                    (None, None) => 1.0,
+                let ext = match (&self.longrope, &self.freq_factors, &self.yarn) {
+                    (Some(l), _, _) => l.short_factor[i] as f64,
+                    (None, Some(f), _) => f[i] as f64,
+                    (None, None, Some(y)) => y.divisor(i, self.rotary_dim, self.theta),
+                    (None, None, None) => 1.0,
                 };
                 (1.0 / (ext * base)) as f32
             })
             .collect()
     }
 
-    /// Magnitude factor applied to cos and sin (1 except under longrope).
+    /// Magnitude factor applied to cos and sin (1 except under longrope and YaRN).
     pub fn scale(&self) -> f32 {
-        self.longrope.as_ref().map_or(1.0, |l| l.attention_factor)
+        match (&self.longrope, &self.yarn) {
+            (Some(l), _) => l.attention_factor,
+            (None, Some(y)) => y.magnitude(),
+            (None, None) => 1.0,
+        }
     }
 }
 
@@ -119,6 +197,17 @@ pub struct Config {
     pub local_layers: Vec<bool>,
     /// The RoPE of local layers when it differs from `rope` (Gemma 3's own base).
     pub rope_local: Option<Rope>,
+    // Issue 43 (SmolLM3, OLMo 2, Mistral 3):
+    /// Layers that run without RoPE (SmolLM3: every fourth); empty: none.
+    pub no_rope_layers: Vec<bool>,
+    /// An RMSNorm on each block's input before attention and before the MLP. OLMo 2 has none:
+    /// it norms the outputs only (`post_norms`).
+    pub pre_norms: bool,
+    /// With `qk_norm`, one RMSNorm over the whole q (and k) projection of a token, all heads
+    /// together (OLMo 2), rather than one per head.
+    pub qk_norm_whole: bool,
+    /// Llama 4's attention temperature on q after RoPE (Mistral 3).
+    pub attn_temperature: Option<AttnTemperature>,
 }
 
 impl Config {
@@ -171,6 +260,22 @@ impl Config {
                 self.layers
             ));
         }
+        if !self.no_rope_layers.is_empty() && self.no_rope_layers.len() != self.layers {
+            return bad(format!(
+                "{} no-rope flags for {} layers",
+                self.no_rope_layers.len(),
+                self.layers
+            ));
+        }
+        if let Some(t) = &self.attn_temperature {
+            if t.floor == 0 || !(t.beta >= 0.0 && t.beta.is_finite()) {
+                return bad(format!(
+                    "attention temperature beta {} over {} positions: needs a non-negative beta \
+                     and a positive length",
+                    t.beta, t.floor
+                ));
+            }
+        }
         if !(self.norm_eps >= 0.0 && self.norm_eps.is_finite()) {
             return bad(format!(
                 "norm eps {} is not a non-negative number",
@@ -218,6 +323,29 @@ fn validate_rope(path: &Path, r: &Rope, head_dim: usize) -> Result<(), ModelErro
     }
     if let Some(f) = &r.freq_factors {
         lists.push(("rope frequency factors", f));
+    }
+    if let Some(y) = &r.yarn {
+        let positive = |x: f32| x > 0.0 && x.is_finite();
+        if !(positive(y.factor)
+            && positive(y.beta_slow)
+            && positive(y.magnitude())
+            && y.beta_fast > y.beta_slow
+            && y.beta_fast.is_finite()
+            && y.original_max_positions > 0)
+        {
+            return bad(format!(
+                "yarn factor {}, beta_fast {}, beta_slow {}, original context {}, magnitude {}: \
+                 needs positive values and beta_fast > beta_slow",
+                y.factor,
+                y.beta_fast,
+                y.beta_slow,
+                y.original_max_positions,
+                y.magnitude()
+            ));
+        }
+        if r.longrope.is_some() || r.freq_factors.is_some() {
+            return bad("yarn together with other rope scaling is not implemented".into());
+        }
     }
     for (name, f) in lists {
         if f.len() != want {

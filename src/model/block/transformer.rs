@@ -1,19 +1,21 @@
-//! The one decoder block every supported architecture shares: RMSNorm, RoPE (interleaved or
-//! NEOX, partial rotary, longrope, per-frequency factors, a second rope for local layers),
-//! grouped-query attention over a KV cache that forks for free (chunks are reference-counted),
-//! optionally soft-capped and windowed, SwiGLU or GeGLU MLP, optional post-norms, final norm,
-//! and an LM head (optionally soft-capped) applied only to the rows that are scored.
+//! The one decoder block every supported architecture shares: RMSNorm (before attention and the
+//! MLP, or only on their outputs), RoPE (interleaved or NEOX, partial rotary, longrope, YaRN,
+//! per-frequency factors, a second rope for local layers, none on some layers), q/k norms per
+//! head or over the whole projection, an attention temperature on q, grouped-query attention
+//! over a KV cache that forks for free (chunks are reference-counted), optionally soft-capped and
+//! windowed, SwiGLU or GeGLU MLP, optional post-norms, final norm, and an LM head (optionally
+//! soft-capped) applied only to the rows that are scored.
 //!
 //! Architectures differ only in their `Config` and in how their files name and pack the weights
-//! (see `llama`, `phi3`, `gemma2`, `gemma3`): they hand this module tensors under the canonical
-//! names of [`Part`].
+//! (see `llama`, `phi3`, `gemma2`, `gemma3`, `smollm3`, `olmo2`, `mistral3`): they hand this
+//! module tensors under the canonical names of [`Part`].
 
 use std::path::Path;
 
 use std::sync::Arc;
 
 use crate::model::block::attention::{self, Heads, Kv};
-use crate::model::block::config::{Activation, Config, Rope, RopeLayout};
+use crate::model::block::config::{Activation, AttnTemperature, Config, Rope, RopeLayout};
 use crate::model::format::gguf::BlockBytes;
 use crate::model::format::quant::GgmlType;
 use crate::model::numerics::kernels;
@@ -181,14 +183,15 @@ impl Matrix {
 }
 
 struct Layer {
-    attn_norm: Vec<f32>,
+    /// `None` without pre-norms (`Config::pre_norms`), likewise `mlp_norm`.
+    attn_norm: Option<Vec<f32>>,
     /// q, k and v projections stacked into one `[(H + 2 KVH) hd, d]` matrix: one matmul.
     wqkv: Matrix,
     bqkv: Option<Vec<f32>>,
     q_norm: Option<Vec<f32>>,
     k_norm: Option<Vec<f32>>,
     wo: Matrix,
-    mlp_norm: Vec<f32>,
+    mlp_norm: Option<Vec<f32>>,
     post_attn_norm: Option<Vec<f32>>,
     post_mlp_norm: Option<Vec<f32>>,
     /// Gate and up projections stacked into one `[2 I, d]` matrix.
@@ -302,15 +305,20 @@ impl Transformer {
                 None
             };
             let (q_norm, k_norm) = if cfg.qk_norm {
+                let (q, k) = qk_norm_sizes(&cfg);
                 (
-                    Some(loader.data(Part::QNorm(l), &[hd])?),
-                    Some(loader.data(Part::KNorm(l), &[hd])?),
+                    Some(loader.data(Part::QNorm(l), &[q])?),
+                    Some(loader.data(Part::KNorm(l), &[k])?),
                 )
             } else {
                 (None, None)
             };
+            let pre_norm = |part: Part| match cfg.pre_norms {
+                true => loader.data(part, &[d]).map(Some),
+                false => Ok(None),
+            };
             layers.push(Layer {
-                attn_norm: loader.data(Part::AttnNorm(l), &[d])?,
+                attn_norm: pre_norm(Part::AttnNorm(l))?,
                 wqkv: loader.matrix(
                     d,
                     &[
@@ -323,7 +331,7 @@ impl Transformer {
                 q_norm,
                 k_norm,
                 wo: loader.matrix(q_rows, &[(Part::O(l), d)])?,
-                mlp_norm: loader.data(Part::MlpNorm(l), &[d])?,
+                mlp_norm: pre_norm(Part::MlpNorm(l))?,
                 post_attn_norm: match cfg.post_norms {
                     true => Some(loader.data(Part::PostAttnNorm(l), &[d])?),
                     false => None,
@@ -373,14 +381,18 @@ impl Transformer {
         if !cfg.tied_embeddings {
             out.push((Part::LmHead, vec![cfg.vocab_size, d]));
         }
+        // The order is the family files' (and their random draws'): it must not move.
+        let pre_norm = |part: Part| cfg.pre_norms.then(|| (part, vec![d]));
         for l in 0..cfg.layers {
+            out.extend(pre_norm(Part::AttnNorm(l)));
             out.extend([
-                (Part::AttnNorm(l), vec![d]),
                 (Part::Q(l), vec![q_rows, d]),
                 (Part::K(l), vec![kv_rows, d]),
                 (Part::V(l), vec![kv_rows, d]),
                 (Part::O(l), vec![d, q_rows]),
-                (Part::MlpNorm(l), vec![d]),
+            ]);
+            out.extend(pre_norm(Part::MlpNorm(l)));
+            out.extend([
                 (Part::Gate(l), vec![i, d]),
                 (Part::Up(l), vec![i, d]),
                 (Part::Down(l), vec![d, i]),
@@ -393,7 +405,8 @@ impl Transformer {
                 ]);
             }
             if cfg.qk_norm {
-                out.extend([(Part::QNorm(l), vec![hd]), (Part::KNorm(l), vec![hd])]);
+                let (q, k) = qk_norm_sizes(cfg);
+                out.extend([(Part::QNorm(l), vec![q]), (Part::KNorm(l), vec![k])]);
             }
             if cfg.post_norms {
                 out.extend([
@@ -727,8 +740,10 @@ impl Transformer {
         let (hd, h, kvh) = (c.head_dim, c.heads, c.kv_heads);
         let (q_cols, kv_cols) = (h * hd, kvh * hd);
 
-        let hn = kernels::rms_norm(x, &w.attn_norm, c.norm_eps);
-        let mut qkv = w.wqkv.matmul(&hn);
+        let mut qkv = match &w.attn_norm {
+            Some(norm) => w.wqkv.matmul(&kernels::rms_norm(x, norm, c.norm_eps)),
+            None => w.wqkv.matmul(x),
+        };
         let width = q_cols + 2 * kv_cols;
         if let Some(b) = &w.bqkv {
             for row in qkv.chunks_exact_mut(width) {
@@ -751,8 +766,13 @@ impl Transformer {
             q = kernels::rms_norm(&q, qn, c.norm_eps);
             k = kernels::rms_norm(&k, kn, c.norm_eps);
         }
-        self.rope(&mut q, cos, sin);
-        self.rope(&mut k, cos, sin);
+        if !self.cfg.no_rope_layers.get(layer).copied().unwrap_or(false) {
+            self.rope(&mut q, cos, sin);
+            self.rope(&mut k, cos, sin);
+        }
+        if let Some(t) = &c.attn_temperature {
+            temperature(t, &mut q, runs);
+        }
 
         // Each continuation's keys and values split off the end in turn, so a prefill (one
         // continuation) keeps the whole buffers without a copy; likewise its attention output.
@@ -786,8 +806,10 @@ impl Transformer {
         // `t × 2I` floats at once.
         let i = c.intermediate;
         for x in x.chunks_mut(MLP_ROWS * c.hidden) {
-            let hn = kernels::rms_norm(x, &w.mlp_norm, c.norm_eps);
-            let gu = w.w_gate_up.matmul(&hn);
+            let gu = match &w.mlp_norm {
+                Some(norm) => w.w_gate_up.matmul(&kernels::rms_norm(x, norm, c.norm_eps)),
+                None => w.w_gate_up.matmul(x),
+            };
             let mut act = vec![0f32; gu.len() / 2];
             for (row, out) in gu.chunks_exact(2 * i).zip(act.chunks_exact_mut(i)) {
                 let (gate, up) = row.split_at(i);
@@ -885,6 +907,30 @@ impl Transformer {
                     head[ib] = b * c[j] + a * s[j];
                 }
             }
+        }
+    }
+}
+
+/// The lengths of the q and k norms: a head's, or the whole projection's
+/// (`Config::qk_norm_whole`).
+fn qk_norm_sizes(cfg: &Config) -> (usize, usize) {
+    match cfg.qk_norm_whole {
+        true => (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim),
+        false => (cfg.head_dim, cfg.head_dim),
+    }
+}
+
+/// Multiplies each row of `q` by the attention temperature at its position (each
+/// continuation's positions in turn); rows where it is 1 are left alone.
+fn temperature(t: &AttnTemperature, q: &mut [f32], runs: &[Continuation]) {
+    let positions = runs
+        .iter()
+        .flat_map(|r| r.state.len..r.state.len + r.tokens.len());
+    let width = q.len() / runs.iter().map(|r| r.tokens.len()).sum::<usize>().max(1);
+    for (row, p) in q.chunks_exact_mut(width).zip(positions) {
+        let f = t.at(p);
+        if f != 1.0 {
+            row.iter_mut().for_each(|v| *v *= f);
         }
     }
 }

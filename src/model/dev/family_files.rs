@@ -1,4 +1,5 @@
-//! Random-weight GGUF files at the real models' shapes and metadata, depth cut to 2 layers: what
+//! Random-weight GGUF files at the real models' shapes and metadata, depth cut to 2 layers (4 for
+//! SmolLM3, whose fourth layer is the first without RoPE): what
 //! llama.cpp scores for the family goldens (`scripts/llamacpp_families.py`,
 //! `fixtures/golden/families-llamacpp.json`) and what `tests/suite/families_llamacpp.rs` writes again
 //! to compare our engine with those goldens. Deterministic: the same bytes on every machine
@@ -9,11 +10,15 @@
 //! window; the layer count is cut to 2 and the tokenizer is the fixtures' 320-token byte-level
 //! BPE (`fixtures::tokenizer_json`), since no installable package ships these models' own
 //! tokenizers at a size CI can carry (the vocabulary sizes the embedding). Gemma 3's two layers
-//! are one local and one global, so that both of its ropes are checked.
+//! are one local and one global, so that both of its ropes are checked. Ministral 3 has a second
+//! file with an original window of 16 positions, so that its attention temperature and YaRN ramp
+//! are checked within the contexts' length.
 
 use std::path::{Path, PathBuf};
 
-use crate::model::block::config::{Activation, Config, LongRope, Rope, RopeLayout};
+use crate::model::block::config::{
+    Activation, AttnTemperature, Config, LongRope, Rope, RopeLayout, Yarn,
+};
 use crate::model::block::transformer::{Part, Transformer};
 use crate::model::dev::gguf_write::{
     config_metadata, rope_factor_tensors, tokenizer_from_json, GgufWriter, Meta, Store,
@@ -28,12 +33,17 @@ const LAYERS: usize = 2;
 const VOCAB: usize = 320;
 
 /// The files written: name, and the real model whose shapes it has.
-pub const FILES: [(&str, &str); 5] = [
+pub const FILES: [(&str, &str); 9] = [
     ("llama3-1b", "Llama-3.2-1B-Instruct"),
     ("qwen3-0.6b", "Qwen3-0.6B"),
     ("phi3-mini4", "Phi-4-mini-instruct"),
     ("gemma2-2b", "gemma-2-2b-it"),
     ("gemma3-1b", "gemma-3-1b-it"),
+    // Issue 43.
+    ("smollm3-3b", "SmolLM3-3B"),
+    ("olmo2-1b", "OLMo-2-0425-1B"),
+    ("ministral3-3b", "Ministral-3-3B-Instruct-2512"),
+    ("ministral3-3b-window16", "Ministral-3-3B-Instruct-2512"),
 ];
 
 fn base(
@@ -61,6 +71,7 @@ fn base(
             longrope: None,
             freq_factors: None,
             scaling: None,
+            yarn: None,
         },
         max_positions: 32_768,
         qkv_bias: false,
@@ -75,6 +86,10 @@ fn base(
         sliding_window: None,
         local_layers: Vec::new(),
         rope_local: None,
+        no_rope_layers: Vec::new(),
+        pre_norms: true,
+        qk_norm_whole: false,
+        attn_temperature: None,
     }
 }
 
@@ -157,8 +172,60 @@ pub fn config(name: &str) -> Option<Config> {
             });
             c
         }
+        // Issue 43. transformers' SmolLM3Config defaults (its checkpoint HuggingFaceTB/SmolLM3-3B):
+        // 36 layers cut to 4, so that layer 3 runs without RoPE.
+        "smollm3-3b" => {
+            let mut c = base("smollm3", 2048, 11008, 16, 4, 128);
+            c.layers = 4;
+            c.rope.theta = 2_000_000.0;
+            c.rope.layout = RopeLayout::Interleaved;
+            c.no_rope_layers = vec![false, false, false, true];
+            c
+        }
+        // OLMo 2 1B (16 layers): untied, no pre-norms, q/k norms over the whole projection.
+        "olmo2-1b" => {
+            let mut c = base("olmo2", 2048, 8192, 16, 16, 128);
+            c.rope.theta = 500_000.0;
+            c.max_positions = 4096;
+            c.tied_embeddings = false;
+            c.pre_norms = false;
+            c.post_norms = true;
+            c.qk_norm = true;
+            c.qk_norm_whole = true;
+            c
+        }
+        // Ministral 3 3B (26 layers; transformers' Ministral3Config rope_parameters): YaRN factor
+        // 16 over an original window of 16 384, log multiplier 1, Llama 4 temperature 0.1.
+        "ministral3-3b" => ministral3(16_384),
+        // The same with an original window of 16, so that the contexts cross it: the attention
+        // temperature is 1 + 0.1 ln 2 from position 16 and 1 + 0.1 ln 3 from 32, and the YaRN
+        // ramp moves.
+        "ministral3-3b-window16" => ministral3(16),
         _ => return None,
     })
+}
+
+/// Ministral 3 3B's shapes with the original window `original`.
+fn ministral3(original: usize) -> Config {
+    let mut c = base("mistral3", 3072, 9216, 32, 8, 128);
+    c.norm_eps = 1e-5;
+    c.rope.theta = 1_000_000.0;
+    c.rope.layout = RopeLayout::Interleaved;
+    c.max_positions = 262_144;
+    c.rope.yarn = Some(Yarn {
+        factor: 16.0,
+        original_max_positions: original,
+        beta_fast: 32.0,
+        beta_slow: 1.0,
+        mscale: 1.0,
+        mscale_all_dim: 1.0,
+    });
+    c.rope.scaling = Some("yarn 16".into());
+    c.attn_temperature = Some(AttnTemperature {
+        beta: 0.1,
+        floor: original,
+    });
+    c
 }
 
 /// Writes `dir/<name>-<f32|q8_0>.gguf` and returns its path.

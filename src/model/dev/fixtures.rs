@@ -36,7 +36,15 @@ const CORPUS: &str = "All cats are animals. Tom is a cat. Is Tom an animal? Answ
 
 /// Further architectures `write_one` writes (not committed: `tests/suite/families.rs` writes them to
 /// compare their two formats), and a llama with Llama 3 rope scaling.
-pub const MORE_ARCHS: [&str; 3] = ["gemma2", "gemma3", "llama3"];
+pub const MORE_ARCHS: [&str; 6] = [
+    "gemma2",
+    "gemma3",
+    "llama3",
+    // Issue 43.
+    "smollm3",
+    "olmo2",
+    "ministral3",
+];
 
 /// Writes `dir/<arch>/{config.json, tokenizer.json, weights}` for every architecture.
 pub fn write_all(dir: &Path, seed: u64) -> Result<(), ModelError> {
@@ -85,6 +93,11 @@ struct Spec {
     shards: usize,
     theta: f64,
     gemma: bool,
+    // Issue 43.
+    layers: usize,
+    /// OLMo 2's norms: none on the block's input, q/k norms over the whole projection, a norm
+    /// after the MLP.
+    olmo: bool,
 }
 
 impl Spec {
@@ -102,6 +115,8 @@ impl Spec {
             shards: 1,
             theta: 10_000.0,
             gemma: false,
+            layers: LAYERS,
+            olmo: false,
         };
         match arch {
             "qwen2" => Spec {
@@ -148,6 +163,27 @@ impl Spec {
                 theta: 500_000.0,
                 ..base
             },
+            // Four layers, so that one (layer 3) runs without RoPE in both formats.
+            "smollm3" => Spec {
+                class: "SmolLM3ForCausalLM",
+                layers: 4,
+                dtype: Dtype::BF16,
+                ..base
+            },
+            "olmo2" => Spec {
+                class: "Olmo2ForCausalLM",
+                olmo: true,
+                qk_norm: true,
+                tied: false,
+                theta: 500_000.0,
+                ..base
+            },
+            "ministral3" => Spec {
+                class: "Ministral3ForCausalLM",
+                tied: false,
+                dtype: Dtype::BF16,
+                ..base
+            },
             _ => base,
         }
     }
@@ -159,7 +195,7 @@ impl Spec {
             "vocab_size": VOCAB,
             "hidden_size": HIDDEN,
             "intermediate_size": INTERMEDIATE,
-            "num_hidden_layers": LAYERS,
+            "num_hidden_layers": self.layers,
             "num_attention_heads": HEADS,
             "num_key_value_heads": self.kv_heads,
             "head_dim": self.head_dim,
@@ -196,6 +232,15 @@ impl Spec {
                 c["rope_local_base_freq"] = json!(10_000.0);
                 c["rope_scaling"] = json!({"rope_type": "linear", "factor": 8.0});
             }
+            // transformers 5's layout: the base inside rope_parameters. An original window of 8
+            // (factor 512 / 8), so that the tests' 20 tokens cross it and meet the attention
+            // temperature; no mscale, so the magnitude is transformers' default 0.1 ln 64 + 1.
+            "ministral3" => {
+                c.as_object_mut().map(|o| o.remove("rope_theta"));
+                c["rope_parameters"] = json!({"rope_type": "yarn", "rope_theta": 1_000_000.0,
+                    "factor": 64.0, "original_max_position_embeddings": 8,
+                    "beta_fast": 32.0, "beta_slow": 1.0, "llama_4_scaling_beta": 0.1});
+            }
             _ => {}
         }
         if self.arch == "phi3" {
@@ -226,11 +271,13 @@ impl Spec {
             vec![VOCAB, HIDDEN],
             Init::Embed,
         );
-        for l in 0..LAYERS {
+        for l in 0..self.layers {
             let p = |s: &str| format!("model.layers.{l}.{s}");
             // Gemma stores its norms as offsets from 1.
             let norm = if self.gemma { Init::Bias } else { Init::Norm };
-            add(p("input_layernorm.weight"), vec![HIDDEN], norm);
+            if !self.olmo {
+                add(p("input_layernorm.weight"), vec![HIDDEN], norm);
+            }
             if self.fused {
                 add(
                     p("self_attn.qkv_proj.weight"),
@@ -254,13 +301,20 @@ impl Spec {
                 }
             }
             if self.qk_norm {
-                add(p("self_attn.q_norm.weight"), vec![self.head_dim], norm);
-                add(p("self_attn.k_norm.weight"), vec![self.head_dim], norm);
+                let (qn, kn) = match self.olmo {
+                    true => (q, kv),
+                    false => (self.head_dim, self.head_dim),
+                };
+                add(p("self_attn.q_norm.weight"), vec![qn], norm);
+                add(p("self_attn.k_norm.weight"), vec![kn], norm);
             }
             add(p("self_attn.o_proj.weight"), vec![HIDDEN, q], Init::Matrix);
             add(p("post_attention_layernorm.weight"), vec![HIDDEN], norm);
             if self.gemma {
                 add(p("pre_feedforward_layernorm.weight"), vec![HIDDEN], norm);
+                add(p("post_feedforward_layernorm.weight"), vec![HIDDEN], norm);
+            }
+            if self.olmo {
                 add(p("post_feedforward_layernorm.weight"), vec![HIDDEN], norm);
             }
             if self.fused {

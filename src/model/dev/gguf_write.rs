@@ -413,6 +413,34 @@ pub fn config_metadata(w: &mut GgufWriter, cfg: &Config, family: &dyn Family) {
     if let Some(r) = &cfg.rope_local {
         w.kv(k("rope.freq_base_swa"), Meta::F32(r.theta));
     }
+    // Issue 43: Mistral 3's YaRN and attention temperature, as its converter writes them.
+    if let Some(y) = &cfg.rope.yarn {
+        w.kv(k("rope.scaling.type"), Meta::Str("yarn".into()));
+        w.kv(k("rope.scaling.factor"), Meta::F32(y.factor));
+        w.kv(k("rope.scaling.yarn_beta_fast"), Meta::F32(y.beta_fast));
+        w.kv(k("rope.scaling.yarn_beta_slow"), Meta::F32(y.beta_slow));
+        if y.mscale_all_dim != 0.0 {
+            w.kv(
+                k("rope.scaling.yarn_log_multiplier"),
+                Meta::F32(y.mscale_all_dim),
+            );
+        }
+    }
+    let original = cfg
+        .rope
+        .yarn
+        .as_ref()
+        .map(|y| y.original_max_positions)
+        .or(cfg.attn_temperature.as_ref().map(|t| t.floor));
+    if let Some(o) = original {
+        w.kv(
+            k("rope.scaling.original_context_length"),
+            Meta::U32(o as u32),
+        );
+    }
+    if let Some(t) = &cfg.attn_temperature {
+        w.kv(k("attention.temperature_scale"), Meta::F32(t.beta));
+    }
     for (key, value) in family.gguf_metadata(cfg) {
         w.kv(key, Meta::from_value(value));
     }
@@ -439,6 +467,13 @@ pub fn hf_to_gguf_in(
     tokenizer: Option<&Gguf>,
 ) -> Result<Config, ModelError> {
     let (cfg, family) = hf_config(families, dir)?;
+    // llama.cpp takes YaRN's mscale as 1 (no GGUF key holds it).
+    if cfg.rope.yarn.as_ref().is_some_and(|y| y.mscale != 1.0) {
+        return Err(crate::model::invalid(
+            dir,
+            "yarn mscale other than 1 has no GGUF key: not converted",
+        ));
+    }
     let weights = hf::Weights::open(dir)?;
     let mut w = GgufWriter::default();
     config_metadata(&mut w, &cfg, family);

@@ -12,10 +12,13 @@
 pub mod gemma2;
 pub mod gemma3;
 pub mod llama;
+pub mod mistral3;
+pub mod olmo2;
 pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;
 pub mod read;
+pub mod smollm3;
 
 use serde_json::{Map, Value};
 
@@ -105,6 +108,9 @@ pub const FAMILIES: Families = Families(&[
     &phi3::Phi3,
     &gemma2::Gemma2,
     &gemma3::Gemma3,
+    &smollm3::SmolLm3,
+    &olmo2::Olmo2,
+    &mistral3::Mistral3,
 ]);
 
 impl Families {

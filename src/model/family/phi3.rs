@@ -61,7 +61,7 @@ pub const GGUF_EXTRA_TENSORS: &[&str] = &["rope_factors_long.weight", "rope_fact
 
 fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
     refuse_unknown_keys(g, "phi3", &["attention.sliding_window"])?;
-    let mut cfg = gguf_config_with(g, "phi3", true)?;
+    let mut cfg = gguf_config_with(g, "phi3", &["longrope"])?;
     let factor = |name: &str| -> Result<Option<Vec<f32>>, ModelError> {
         if g.tensor_info(name).is_none() {
             return Ok(None);

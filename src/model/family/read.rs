@@ -151,6 +151,7 @@ impl HfJson {
                 longrope: None,
                 freq_factors: None,
                 scaling: None,
+                yarn: None,
             },
             max_positions: self.usize("max_position_embeddings")?,
             qkv_bias: self.bool_or("attention_bias", false)?,
@@ -165,7 +166,44 @@ impl HfJson {
             sliding_window: None,
             local_layers: Vec::new(),
             rope_local: None,
+            no_rope_layers: Vec::new(),
+            pre_norms: true,
+            qk_norm_whole: false,
+            attn_temperature: None,
         })
+    }
+
+    /// Issue 43: transformers 5 writes `rope_parameters` (`rope_type`, `rope_theta`, and the
+    /// scaling's own fields) where older configs have `rope_theta` and `rope_scaling`. The base it
+    /// gives, `None` when the file has none; any type but the default is refused for `arch`, as
+    /// are both layouts at once.
+    pub fn default_rope_parameters(&self, arch: &str) -> Result<Option<f32>, ModelError> {
+        let Some(p) = self.get("rope_parameters") else {
+            return Ok(None);
+        };
+        if self.get("rope_scaling").is_some() || self.get("rope_theta").is_some() {
+            return Err(invalid(
+                &self.path,
+                "rope_parameters together with rope_theta or rope_scaling: which applies is \
+                 ambiguous",
+            ));
+        }
+        match rope_scaling_type(p).as_deref() {
+            None | Some("default") => {}
+            Some(other) => {
+                return Err(invalid(
+                    &self.path,
+                    format!("rope_parameters type {other} is not implemented for {arch} ({p})"),
+                ))
+            }
+        }
+        let theta = p.get("rope_theta").and_then(Value::as_f64).ok_or_else(|| {
+            invalid(
+                &self.path,
+                format!("rope_parameters {p} has no numeric rope_theta"),
+            )
+        })?;
+        Ok(Some(theta as f32))
     }
 
     /// Refuses a sliding window this architecture does not apply (`use_sliding_window`
@@ -218,7 +256,8 @@ const GGUF_COMMON_KEYS: &[&str] = &[
     "rope.scaling.factor",
     "rope.scale_linear",
     "rope.scaling.attn_factor",
-    // Read by llama.cpp only for YaRN, which is refused by name.
+    // Read by llama.cpp only for YaRN, which only `mistral3` implements (the others refuse it by
+    // name).
     "rope.scaling.original_context_length",
     "rope.scaling.finetuned",
     "vocab_size",
@@ -251,17 +290,49 @@ pub fn refuse_unknown_keys(g: &Gguf, arch: &str, own: &[&str]) -> Result<(), Mod
     Ok(())
 }
 
+/// Issue 43: what llama.cpp's smollm3, olmo2 and mistral3 loaders take but this engine does
+/// not: q, k and v fused in one `attn_qkv` tensor (read before the separate ones), and a rotary
+/// dimension other than the head size (their graphs assert it equals).
+pub fn refuse_fused_qkv_and_partial_rope(g: &Gguf, cfg: &Config) -> Result<(), ModelError> {
+    if let Some(name) = g
+        .tensor_names()
+        .find(|n| n.starts_with("blk.") && n.contains(".attn_qkv."))
+    {
+        return Err(invalid(
+            g.path(),
+            format!(
+                "tensor {name} (q, k and v fused) is not implemented for {}",
+                cfg.arch
+            ),
+        ));
+    }
+    if cfg.rope.rotary_dim != cfg.head_dim {
+        return Err(invalid(
+            g.path(),
+            format!(
+                "{}.rope.dimension_count {} differs from the head dim {}: llama.cpp's {} needs them equal",
+                cfg.arch, cfg.rope.rotary_dim, cfg.head_dim, cfg.arch
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The GGUF metadata every supported architecture shares, under its `{arch}.` prefix, with the
 /// layout and flags left for the architecture files to set. Rope scaling: `none`, and `linear`
 /// (llama.cpp's default type when a factor is given) are implemented here; the families take
 /// `longrope` (phi3) themselves, and every other type is refused by name.
 pub fn gguf_base_config(g: &Gguf, arch: &str) -> Result<Config, ModelError> {
-    gguf_config_with(g, arch, false)
+    gguf_config_with(g, arch, &[])
 }
 
-/// [`gguf_base_config`], with `longrope`: the family reads longrope scaling (its factors and
-/// magnitude factor) itself.
-pub fn gguf_config_with(g: &Gguf, arch: &str, longrope: bool) -> Result<Config, ModelError> {
+/// [`gguf_base_config`], with the rope scaling types the family reads itself (`reads_itself`:
+/// phi3's `longrope`, whose magnitude factor it reads too; Mistral 3's `yarn`).
+pub fn gguf_config_with(
+    g: &Gguf,
+    arch: &str,
+    reads_itself: &[&str],
+) -> Result<Config, ModelError> {
     let key = |k: &str| format!("{arch}.{k}");
     let opt_u32 = |k: &str| g.get(&key(k)).map(|_| g.get_u32(&key(k))).transpose();
     let opt_f32 = |k: &str| g.get(&key(k)).map(|_| g.get_f32(&key(k))).transpose();
@@ -302,7 +373,8 @@ pub fn gguf_config_with(g: &Gguf, arch: &str, longrope: bool) -> Result<Config, 
             }
             _ => (None, None),
         },
-        "longrope" if longrope => (None, None),
+        // Scalings the family reads itself (phi3's longrope, Mistral 3's YaRN).
+        own if reads_itself.contains(&own) => (None, None),
         other => {
             return Err(invalid(
                 g.path(),
@@ -313,7 +385,7 @@ pub fn gguf_config_with(g: &Gguf, arch: &str, longrope: bool) -> Result<Config, 
             ))
         }
     };
-    if !longrope {
+    if !reads_itself.contains(&"longrope") {
         if let Some(f) = opt_f32("rope.scaling.attn_factor")? {
             if f != 1.0 {
                 return Err(invalid(
@@ -356,6 +428,7 @@ pub fn gguf_config_with(g: &Gguf, arch: &str, longrope: bool) -> Result<Config, 
             longrope: None,
             freq_factors,
             scaling,
+            yarn: None,
         },
         max_positions: g.get_u32(&key("context_length"))? as usize,
         qkv_bias: false,
@@ -371,6 +444,10 @@ pub fn gguf_config_with(g: &Gguf, arch: &str, longrope: bool) -> Result<Config, 
         sliding_window: None,
         local_layers: Vec::new(),
         rope_local: None,
+        no_rope_layers: Vec::new(),
+        pre_norms: true,
+        qk_norm_whole: false,
+        attn_temperature: None,
     })
 }
 

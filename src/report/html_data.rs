@@ -180,27 +180,24 @@ pub fn collect(store: &Store, benchmarks: Catalogue, entries: &[Entry]) -> Resul
             });
         }
         let (set, positions) = &set_at[&set_id];
-        let result = result(store, benchmark, e, &r, positions, &mut shared)
+        let result = result(store, (benchmark, b), (*set, positions), e, &r, &mut shared)
             .with_context(|| format!("result {}", rid.short()))?;
-        data.results.push(ResultData {
-            benchmark: b,
-            set: *set,
-            ..result
-        });
+        data.results.push(result);
     }
     data.scores = shared.scores;
     data.generations = shared.generations;
     Ok(data)
 }
 
-/// One result's rows and the items its numbers count (benchmark and set filled in by the
-/// caller).
+/// One result's rows and the items its numbers count: its benchmark with its position in
+/// [`Data::benchmarks`], and its set's position in [`Data::sets`] with each member's position in
+/// the set.
 fn result(
     store: &Store,
-    benchmark: &dyn crate::benchmarks::Benchmark,
+    (benchmark, b): (&dyn crate::benchmarks::Benchmark, usize),
+    (set, positions): (usize, &BTreeMap<Id, u32>),
     e: &Entry,
     r: &ResultRecord,
-    positions: &BTreeMap<Id, u32>,
     shared: &mut Shared,
 ) -> Result<ResultData> {
     let norm = Normalisation::named(&r.normalisation)
@@ -260,8 +257,8 @@ fn result(
             .with_context(|| format!("{}'s counted items", benchmark.title()))?;
     }
     Ok(ResultData {
-        benchmark: 0,
-        set: 0,
+        benchmark: b,
+        set,
         model: e.model.clone(),
         template: e.template.clone(),
         normalisation: e.normalisation.clone(),

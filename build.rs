@@ -21,11 +21,12 @@ use std::path::{Path, PathBuf};
 #[path = "src/datasets/home.rs"]
 mod home;
 
-/// The files `scripts/fetch_models.sh` puts in the models directory (llama.cpp's vocabulary
-/// tests: each `ggml-vocab-*.gguf` with its `.inp` and `.out`).
-const FETCHED: [&str; 17] = [
+/// The files `scripts/fetch_models.sh` puts in the models directory: the real models, and
+/// llama.cpp's vocabulary tests (each `ggml-vocab-*.gguf` with its `.inp` and `.out`).
+const FETCHED: [&str; 21] = [
     "SmolLM2-135M-Instruct.Q4_1.gguf",
     "Qwen2.5-Coder-0.5B-Instruct.gguf",
+    "gemma-3-270m-Q4_K_M.gguf",
     "ggml-vocab-llama-bpe.gguf",
     "ggml-vocab-llama-bpe.gguf.inp",
     "ggml-vocab-llama-bpe.gguf.out",
@@ -41,6 +42,9 @@ const FETCHED: [&str; 17] = [
     "ggml-vocab-gpt-2.gguf",
     "ggml-vocab-gpt-2.gguf.inp",
     "ggml-vocab-gpt-2.gguf.out",
+    "ggml-vocab-gemma-4.gguf",
+    "ggml-vocab-gemma-4.gguf.inp",
+    "ggml-vocab-gemma-4.gguf.out",
 ];
 
 fn main() {

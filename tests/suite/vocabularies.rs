@@ -139,6 +139,80 @@ fn gpt_2() {
     check("gpt-2", None);
 }
 
+/// Gemma 4's vocabulary (`tokenizer.ggml.model = "gemma4"`): SentencePiece's spaces and byte
+/// tokens over merges of its own, a run of newlines that is a token taken whole, and the BOS
+/// llama.cpp always adds for it.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn gemma_4() {
+    check("gemma-4", Some(2));
+}
+
+/// llama.cpp's rule for Gemma 4 (its PR 21343): a run of newlines that is a token is taken
+/// whole, not merged. The fetched vocabulary's merges reach every newline token anyway (runs of
+/// 1 to 39 checked with Hugging Face's `tokenizers` on its merges), so a copy without the merges
+/// that hold a newline shows the rule: `\n\n\n` stays one token, and a run longer than every
+/// newline token falls back to merging.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn gemma_4_takes_a_run_of_newlines_that_is_a_token_whole() {
+    use deltalogic::model::dev::gguf_write::Meta;
+    let src = Gguf::open(crate::common::fetched_model("ggml-vocab-gemma-4.gguf"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let merges: Vec<String> = src
+        .get_str_array("tokenizer.ggml.merges")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .filter(|m| !m.contains('\n'))
+        .map(str::to_string)
+        .collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let gguf = crate::common::vocab_with(
+        "ggml-vocab-gemma-4.gguf",
+        dir.path(),
+        "tokenizer.ggml.merges",
+        Meta::Strs(merges),
+    );
+    let tok = Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"));
+    let id = |t: &str| {
+        tok.token_to_id(t)
+            .unwrap_or_else(|| panic!("{t:?} is no token"))
+    };
+    let ids = tok
+        .encode_plain("a\n\n\nb")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ids, [2, id("a"), id("\n\n\n"), id("b")]);
+    // Longer than the longest newline token (31): no whole token, and no merges left.
+    let run = "\n".repeat(40);
+    let ids = tok.encode_plain(&run).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ids.len(), 41, "{ids:?}");
+    assert!(ids[1..].iter().all(|&i| i == id("\n")), "{ids:?}");
+}
+
+/// Gemma 4's tokenizer is read, but its model is not implemented yet (per-layer embeddings,
+/// shared-KV layers, two head sizes): a `gemma4` file is refused by its architecture's name.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn gemma_4_model_is_refused_by_name() {
+    let path = crate::common::fetched_model("ggml-vocab-gemma-4.gguf");
+    let e = deltalogic::model::scorer::check(&path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&path.display().to_string()) && e.contains("unknown architecture \"gemma4\""),
+        "{e}"
+    );
+}
+
 /// With control tokens read (`encode`, `llama-tokenize`'s default): Phi-3's files drop the
 /// whitespace after a special token, except after `<s>` and `<unk>`, and a text run after one
 /// gets the space prefix; Llama 2's do neither; unknown-type tokens (`<unk>`, `[PAD32011]`) are
@@ -171,24 +245,27 @@ fn special_tokens_and_whitespace() {
     }
 }
 
-/// SentencePiece decoding gives back the text: spaces for `▁`, bytes joined, the prefix gone.
+/// SentencePiece decoding gives back the text: spaces for `▁`, bytes joined, the prefix gone
+/// (Llama 2's), and the same with Gemma 4's merges.
 #[test]
 #[cfg_attr(
     models_missing,
     ignore = "needs the fetched models: bash scripts/fetch_models.sh"
 )]
 fn spm_decode_inverts_encode() {
-    let tok = tokenizer("llama-spm");
-    for (text, _) in cases("llama-spm") {
-        let ids = tok.encode_plain(&text).unwrap_or_else(|e| panic!("{e}"));
-        let back = tok.decode(&ids[1..]).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(back, text, "{ids:?}");
+    for name in ["llama-spm", "gemma-4"] {
+        let tok = tokenizer(name);
+        for (text, _) in cases(name) {
+            let ids = tok.encode_plain(&text).unwrap_or_else(|e| panic!("{e}"));
+            let back = tok.decode(&ids[1..]).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(back, text, "{name}: {ids:?}");
+        }
     }
 }
 
 /// What the SentencePiece reader does not implement is refused by name: a vocabulary without
 /// all 256 byte tokens, `remove_extra_whitespaces`, and tokenizer models other than byte-level
-/// BPE and SentencePiece (Gemma 4's `gemma4` BPE among them).
+/// BPE, SentencePiece and Gemma 4's (T5's Unigram `t5` among them).
 #[test]
 #[cfg_attr(
     models_missing,
@@ -218,10 +295,10 @@ fn spm_refusals() {
             "tokenizer.ggml.remove_extra_whitespaces is not supported",
         ),
         (
-            "gemma4",
+            "t5",
             "tokenizer.ggml.model",
-            Meta::Str("gemma4".into()),
-            "tokenizer.ggml.model \"gemma4\" is not supported",
+            Meta::Str("t5".into()),
+            "tokenizer.ggml.model \"t5\" is not supported",
         ),
     ] {
         let dir = tempfile::tempdir().expect("temp dir");

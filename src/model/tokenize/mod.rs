@@ -2,8 +2,9 @@
 //! crate.
 //!
 //! A GGUF file carries either a byte-level BPE vocabulary, merges and token types, naming its
-//! pre-tokenizer (`tokenizer.ggml.pre`), or a SentencePiece vocabulary with scores
-//! ([`spm`]); this module rebuilds what llama.cpp does from them so that ids match
+//! pre-tokenizer (`tokenizer.ggml.pre`), or a SentencePiece vocabulary with scores, or Gemma 4's
+//! SentencePiece-style vocabulary with merges ([`spm`]); this module rebuilds what llama.cpp does
+//! from them so that ids match
 //! `llama-tokenize` exactly (checked against golden files in `tests/suite/tokenizer_golden.rs`
 //! and llama.cpp's own vocabulary tests in `tests/suite/vocabularies.rs`).
 //!
@@ -171,6 +172,21 @@ fn rstrip<'a>(pieces: Vec<Piece<'a>>) -> Vec<Piece<'a>> {
     out
 }
 
+/// The encoding of the one token `id`, whose text is `text`.
+fn one_token(id: u32, text: &str) -> Encoding {
+    Encoding::new(
+        vec![id],
+        vec![0],
+        vec![text.to_string()],
+        vec![None],
+        vec![(0, 0)],
+        vec![1],
+        vec![1],
+        Vec::new(),
+        Default::default(),
+    )
+}
+
 /// Where a template's markup begins in a prompt: only inside it is control-token text read as
 /// the control token (module docs). A Unicode noncharacter (U+FDD0).
 pub const MARKUP_OPEN: char = '\u{FDD0}';
@@ -202,6 +218,9 @@ pub struct Tokenizer {
     eos: Option<u32>,
     /// The control tokens by first character, each list longest first.
     control: BTreeMap<char, Vec<Control>>,
+    /// A run of newlines that is a token is that token, not its merges (llama.cpp's rule for
+    /// Gemma 4, see `spm::gemma4`).
+    newline_runs: bool,
 }
 
 /// A control token: its text, its id, and whether the whitespace after it is dropped (the
@@ -232,7 +251,8 @@ impl std::fmt::Debug for Tokenizer {
 impl Tokenizer {
     /// Builds the tokenizer described by a GGUF file's `tokenizer.ggml.*` metadata: byte-level
     /// BPE (`tokenizer.ggml.model = "gpt2"`) with the pre-tokenizers listed in [`SUPPORTED_PRE`],
-    /// or SentencePiece (`"llama"`, module [`spm`]). Anything else is refused by name.
+    /// SentencePiece (`"llama"`, module [`spm`]) or Gemma 4's BPE (`"gemma4"`, the same
+    /// module). Anything else is refused by name.
     pub fn from_gguf(gguf: &Gguf) -> Result<Tokenizer, ModelError> {
         let path = gguf.path();
         let err = |detail: String| ModelError::Tokenizer {
@@ -276,10 +296,15 @@ impl Tokenizer {
                 true,
                 "SentencePiece (llama: scores, byte fallback)".to_string(),
             ),
+            "gemma4" => (
+                spm::gemma4(gguf, vocab, merges(gguf)?)?,
+                true,
+                "BPE (gemma4: SentencePiece spaces and bytes, its own merges)".to_string(),
+            ),
             _ => {
                 return Err(err(format!(
                     "tokenizer.ggml.model {model:?} is not supported (\"gpt2\": byte-level BPE, \
-                     \"llama\": SentencePiece)"
+                     \"llama\": SentencePiece, \"gemma4\")"
                 )))
             }
         };
@@ -317,10 +342,12 @@ impl Tokenizer {
         };
         let bos = special_id("tokenizer.ggml.bos_token_id")?;
         let eos = special_id("tokenizer.ggml.eos_token_id")?;
-        let add_bos = match gguf.get("tokenizer.ggml.add_bos_token") {
-            Some(_) => gguf.get_bool("tokenizer.ggml.add_bos_token")?,
-            None => default_add_bos,
-        };
+        // llama.cpp adds Gemma 4's BOS even where the file says not.
+        let add_bos = model == "gemma4"
+            || match gguf.get("tokenizer.ggml.add_bos_token") {
+                Some(_) => gguf.get_bool("tokenizer.ggml.add_bos_token")?,
+                None => default_add_bos,
+            };
         if add_bos {
             let bos = bos.ok_or_else(|| err("add_bos_token is set but no bos_token_id".into()))?;
             let bos_text = tokens[bos as usize].to_string();
@@ -334,7 +361,9 @@ impl Tokenizer {
                 .map_err(|e| err(format!("BOS template: {e}")))?;
             inner.with_post_processor(Some(template));
         }
-        Ok(Tokenizer::new(inner, path, kind, bos, eos))
+        let mut tokenizer = Tokenizer::new(inner, path, kind, bos, eos);
+        tokenizer.newline_runs = model == "gemma4";
+        Ok(tokenizer)
     }
 
     /// Loads a Hugging Face `tokenizer.json`. BOS/EOS come from a `tokenizer_config.json` beside
@@ -406,6 +435,7 @@ impl Tokenizer {
             bos,
             eos,
             control,
+            newline_runs: false,
         }
     }
 
@@ -489,31 +519,49 @@ impl Tokenizer {
     /// The ids of `pieces`: each text run encoded alone (as the library does between added
     /// tokens), control tokens as they are, then the model's post-processing (BOS) once.
     fn ids(&self, pieces: Vec<Piece<'_>>) -> Result<Vec<u32>, ModelError> {
-        let encodings = pieces
-            .into_iter()
-            .map(|p| match p {
-                Piece::Text(text) => self
-                    .inner
-                    .encode_fast(text.as_ref(), false)
-                    .map_err(|e| self.error(e)),
-                Piece::Control(token) => Ok(Encoding::new(
-                    vec![token.id],
-                    vec![0],
-                    vec![token.text.clone()],
-                    vec![None],
-                    vec![(0, 0)],
-                    vec![1],
-                    vec![1],
-                    Vec::new(),
-                    Default::default(),
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut encodings = Vec::with_capacity(pieces.len());
+        for piece in pieces {
+            match piece {
+                Piece::Text(text) if self.newline_runs => {
+                    self.encode_by_runs(&text, &mut encodings)?
+                }
+                Piece::Text(text) => encodings.push(
+                    self.inner
+                        .encode_fast(text.as_ref(), false)
+                        .map_err(|e| self.error(e))?,
+                ),
+                Piece::Control(token) => encodings.push(one_token(token.id, &token.text)),
+            }
+        }
         let encoding = self
             .inner
             .post_process(Encoding::merge(encodings, false), None, true)
             .map_err(|e| self.error(e))?;
         Ok(encoding.get_ids().to_vec())
+    }
+
+    /// `text` encoded run by run: a run of newlines that is a token as that token, anything
+    /// else by the tokenizer (`newline_runs`).
+    fn encode_by_runs(&self, text: &str, out: &mut Vec<Encoding>) -> Result<(), ModelError> {
+        let mut rest = text;
+        while !rest.is_empty() {
+            let newlines = rest.len() - rest.trim_start_matches('\n').len();
+            let end = match newlines {
+                0 => rest.find('\n').unwrap_or(rest.len()),
+                n => n,
+            };
+            let (run, tail) = rest.split_at(end);
+            match self.inner.token_to_id(run).filter(|_| newlines > 0) {
+                Some(id) => out.push(one_token(id, run)),
+                None => out.push(
+                    self.inner
+                        .encode_fast(run, false)
+                        .map_err(|e| self.error(e))?,
+                ),
+            }
+            rest = tail;
+        }
+        Ok(())
     }
 
     /// The control tokens of the vocabulary, by id.

@@ -1,5 +1,6 @@
 //! SentencePiece vocabularies in GGUF files (`tokenizer.ggml.model = "llama"`: Llama 1/2,
-//! Phi-3, Gemma 2/3), tokenized as llama.cpp's `llm_tokenizer_spm` does.
+//! Phi-3, Gemma 2/3), tokenized as llama.cpp's `llm_tokenizer_spm` does; and Gemma 4's
+//! (`"gemma4"`), SentencePiece's conventions over merges of its own ([`gemma4`]).
 //!
 //! Such a file has tokens, scores and token types but no merges. llama.cpp splits the text into
 //! characters and keeps merging the adjacent pair whose concatenation is a token of the highest
@@ -24,7 +25,8 @@ use tokenizers::decoders::sequence::Sequence as DecoderSequence;
 use tokenizers::decoders::strip::Strip;
 use tokenizers::models::bpe::{Vocab, BPE};
 use tokenizers::normalizers::{Prepend, Replace, Sequence as NormalizerSequence};
-use tokenizers::DecoderWrapper;
+use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::{DecoderWrapper, SplitDelimiterBehavior};
 
 use crate::model::format::gguf::Gguf;
 use crate::model::ModelError;
@@ -56,14 +58,7 @@ pub fn tokenizer(
             tokens.len()
         )));
     }
-    // llama.cpp falls back to `<0xXX>` tokens, then to a one-byte token, then fails; every real
-    // SentencePiece vocabulary has all 256 byte tokens, and only that case is built.
-    if let Some(b) = (0..=255u8).find(|b| !vocab.contains_key(&format!("<0x{b:02X}>"))) {
-        return Err(err(format!(
-            "SentencePiece vocabulary without the byte token <0x{b:02X}> is not supported \
-             (byte fallback needs all 256)"
-        )));
-    }
+    all_byte_tokens(gguf, &vocab)?;
     let add_space_prefix = match gguf.get("tokenizer.ggml.add_space_prefix") {
         Some(_) => gguf.get_bool("tokenizer.ggml.add_space_prefix")?,
         None => true,
@@ -87,13 +82,7 @@ pub fn tokenizer(
 
     let replace = Replace::new(" ", SPACE).map_err(|e| err(format!("normalizer: {e}")))?;
     let mut normalizers = vec![replace.into()];
-    let mut decoders: Vec<DecoderWrapper> = vec![
-        Replace::new(SPACE, " ")
-            .map_err(|e| err(format!("decoder: {e}")))?
-            .into(),
-        ByteFallback::new().into(),
-        Fuse::new().into(),
-    ];
+    let mut decoders = spaces_and_bytes_decoders(gguf)?;
     if add_space_prefix {
         normalizers.insert(0, Prepend::new(SPACE.into()).into());
         // The prefix is not part of the text (llama.cpp's detokenizer drops it too).
@@ -102,6 +91,73 @@ pub fn tokenizer(
     inner.with_normalizer(Some(NormalizerSequence::new(normalizers)));
     inner.with_decoder(Some(DecoderSequence::new(decoders)));
     Ok(inner)
+}
+
+/// Gemma 4's vocabulary (`tokenizer.ggml.model = "gemma4"`, llama.cpp's `gemma4` pre-tokenizer):
+/// SentencePiece's conventions (spaces as `▁`, no space prefix, `<0xXX>` byte fallback) over a
+/// BPE with the file's own merges (`tokenizer.ggml.merges`, ranked in file order) on raw UTF-8,
+/// not GPT-2's byte alphabet. llama.cpp merges within runs of newlines and runs of anything else
+/// (its split `[^\n]+|[\n]+`); a run of newlines that is itself a token is taken whole, which
+/// [`super::tokenizer::Tokenizer`] does before this tokenizer sees the run.
+pub fn gemma4(
+    gguf: &Gguf,
+    vocab: Vocab,
+    merges: Vec<(String, String)>,
+) -> Result<tokenizers::Tokenizer, ModelError> {
+    let err = |detail: String| ModelError::Tokenizer {
+        path: gguf.path().to_path_buf(),
+        detail,
+    };
+    all_byte_tokens(gguf, &vocab)?;
+    let bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .byte_fallback(true)
+        .build()
+        .map_err(|e| err(format!("gemma4 BPE: {e}")))?;
+    let mut inner = tokenizers::Tokenizer::new(bpe);
+    let replace = Replace::new(" ", SPACE).map_err(|e| err(format!("normalizer: {e}")))?;
+    inner.with_normalizer(Some(replace));
+    let split = Split::new(
+        SplitPattern::Regex(NEWLINE_RUNS.into()),
+        SplitDelimiterBehavior::Isolated,
+        false,
+    )
+    .map_err(|e| err(format!("regex {NEWLINE_RUNS:?}: {e}")))?;
+    inner.with_pre_tokenizer(Some(split));
+    inner.with_decoder(Some(DecoderSequence::new(spaces_and_bytes_decoders(gguf)?)));
+    Ok(inner)
+}
+
+/// llama.cpp's split for the `gemma4` pre-tokenizer.
+const NEWLINE_RUNS: &str = "[^\n]+|[\n]+";
+
+/// llama.cpp falls back to `<0xXX>` tokens, then to a one-byte token, then fails (BPE: drops
+/// the byte); every real vocabulary of this kind has all 256 byte tokens, and only that case is
+/// built.
+fn all_byte_tokens(gguf: &Gguf, vocab: &Vocab) -> Result<(), ModelError> {
+    match (0..=255u8).find(|b| !vocab.contains_key(&format!("<0x{b:02X}>"))) {
+        Some(b) => Err(ModelError::Tokenizer {
+            path: gguf.path().to_path_buf(),
+            detail: format!(
+                "SentencePiece vocabulary without the byte token <0x{b:02X}> is not supported \
+                 (byte fallback needs all 256)"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `▁` back to a space, `<0xXX>` tokens back to their bytes, joined.
+fn spaces_and_bytes_decoders(gguf: &Gguf) -> Result<Vec<DecoderWrapper>, ModelError> {
+    let space = Replace::new(SPACE, " ").map_err(|e| ModelError::Tokenizer {
+        path: gguf.path().to_path_buf(),
+        detail: format!("decoder: {e}"),
+    })?;
+    Ok(vec![
+        space.into(),
+        ByteFallback::new().into(),
+        Fuse::new().into(),
+    ])
 }
 
 /// Every split of a token into two tokens, as a merge, highest score of the merged token first

@@ -286,6 +286,34 @@ impl super::Family for Mistral3 {
         config_from_hf(json)
     }
 
+    /// YaRN and the attention temperature in `rope_scaling`, as the reader above takes them.
+    fn hf_config(&self, cfg: &Config, json: &mut serde_json::Map<String, Value>) {
+        crate::model::family::read::linear_scaling_json(cfg, json);
+        let mut p = serde_json::Map::new();
+        if let Some(y) = &cfg.rope.yarn {
+            p.insert("rope_type".into(), "yarn".into());
+            p.insert("factor".into(), f64::from(y.factor).into());
+            p.insert(
+                "original_max_position_embeddings".into(),
+                y.original_max_positions.into(),
+            );
+            p.insert("beta_fast".into(), f64::from(y.beta_fast).into());
+            p.insert("beta_slow".into(), f64::from(y.beta_slow).into());
+            if y.mscale_all_dim != 0.0 {
+                p.insert("mscale".into(), f64::from(y.mscale).into());
+                p.insert("mscale_all_dim".into(), f64::from(y.mscale_all_dim).into());
+            }
+        }
+        if let Some(t) = &cfg.attn_temperature {
+            p.entry("rope_type").or_insert_with(|| "default".into());
+            p.insert("original_max_position_embeddings".into(), t.floor.into());
+            p.insert("llama_4_scaling_beta".into(), f64::from(t.beta).into());
+        }
+        if !p.is_empty() {
+            json.insert("rope_scaling".into(), Value::Object(p));
+        }
+    }
+
     /// Llama 3's `rope_freqs.weight`, as llama's reader takes it.
     fn gguf_extra_tensors(&self) -> &'static [&'static str] {
         llama::GGUF_EXTRA_TENSORS

@@ -93,4 +93,8 @@ impl super::Family for Olmo2 {
     fn config_from_hf(&self, json: &HfJson) -> Result<Config, ModelError> {
         config_from_hf(json)
     }
+
+    fn hf_config(&self, cfg: &Config, json: &mut serde_json::Map<String, serde_json::Value>) {
+        crate::model::family::read::linear_scaling_json(cfg, json);
+    }
 }

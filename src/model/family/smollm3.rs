@@ -142,6 +142,13 @@ impl super::Family for SmolLm3 {
         config_from_hf(json)
     }
 
+    /// `no_rope_layers` as transformers spells it: 1 where a layer uses RoPE.
+    fn hf_config(&self, cfg: &Config, json: &mut serde_json::Map<String, serde_json::Value>) {
+        crate::model::family::read::linear_scaling_json(cfg, json);
+        let flags: Vec<u8> = cfg.no_rope_layers.iter().map(|&n| u8::from(!n)).collect();
+        json.insert("no_rope_layers".into(), serde_json::json!(flags));
+    }
+
     /// Converted as llama is: q/k rows in GGUF's order.
     fn hf_view<'a>(
         &self,

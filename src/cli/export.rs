@@ -265,7 +265,12 @@ fn samples(reg: &Store, select: &Selection, dir: &Path, force: bool) -> Result<(
         let results = lm_eval::results(reg, model, tasks)?;
         let files = tasks
             .iter()
-            .map(|t| (format!("samples_{}_{date}.jsonl", t.name), t.samples.as_str()))
+            .map(|t| {
+                (
+                    format!("samples_{}_{date}.jsonl", t.name),
+                    t.samples.as_str(),
+                )
+            })
             .chain([(format!("results_{date}.json"), results.as_str())]);
         for (name, text) in files {
             output::write(reg, &folder.join(name), text.as_bytes(), force)?;

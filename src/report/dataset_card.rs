@@ -38,7 +38,10 @@ pub fn card(
     out.push_str(&format!("    path: {DATA_FILE}\n"));
     out.push_str("dataset_info:\n  features:\n");
     for (column, kind) in items.schema() {
-        out.push_str(&format!("  - name: {column}\n    dtype: {}\n", dtype(*kind)));
+        out.push_str(&format!(
+            "  - name: {column}\n    dtype: {}\n",
+            dtype(*kind)
+        ));
     }
     out.push_str("tags:\n- deltalogic\n---\n\n");
     out.push_str(&format!(

@@ -169,10 +169,15 @@ pub fn items(set: &str, set_id: Id, docs: &[Value]) -> Result<Table> {
         .iter()
         .find(|f| ["set", "set_id", "item_index", "item_id"].contains(f))
     {
-        bail!("the benchmark's items have a field `{clash}`, which the table's own column is named");
+        bail!(
+            "the benchmark's items have a field `{clash}`, which the table's own column is named"
+        );
     }
     let kind = |field: &str| {
-        let values = docs.iter().filter_map(|d| d.get(field)).filter(|v| !v.is_null());
+        let values = docs
+            .iter()
+            .filter_map(|d| d.get(field))
+            .filter(|v| !v.is_null());
         let all = |p: fn(&Value) -> bool| values.clone().all(p);
         if all(Value::is_string) {
             Kind::Text

@@ -168,7 +168,13 @@ pub fn task(
         let Turn::Scored(scored) = turn else {
             return Ok(());
         };
-        let sample = sample(norm, scored, &docs[scored.place.item_index], &mut tally, greedy)?;
+        let sample = sample(
+            norm,
+            scored,
+            &docs[scored.place.item_index],
+            &mut tally,
+            greedy,
+        )?;
         tally.lines.push_str(&serde_json::to_string(&sample)?);
         tally.lines.push('\n');
         tally.samples += 1;
@@ -261,7 +267,9 @@ fn sample(
         hash_string(&s.prompt),
         hash_string(&target_text),
     );
-    tally.hashes.push_str(&format!("{doc_hash}{prompt_hash}{target_hash}"));
+    tally
+        .hashes
+        .push_str(&format!("{doc_hash}{prompt_hash}{target_hash}"));
     for o in s.own.iter().chain(s.content_free.iter().flatten()) {
         tally.latest = tally.latest.max(o.computed_at);
     }

@@ -192,10 +192,8 @@ impl Table {
                 }))),
             }
         };
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            (0..self.schema.len()).map(column).collect(),
-        )?;
+        let batch =
+            RecordBatch::try_new(schema.clone(), (0..self.schema.len()).map(column).collect())?;
         let mut out = Vec::new();
         let mut writer = parquet::arrow::ArrowWriter::try_new(&mut out, schema, None)?;
         writer.write(&batch)?;
@@ -247,11 +245,10 @@ mod tests {
         file.write_all(&table().render(Format::Parquet).unwrap())
             .unwrap();
         file.rewind().unwrap();
-        let reader =
-            parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-                .unwrap()
-                .build()
-                .unwrap();
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
         let batches: Vec<_> = reader.map(Result::unwrap).collect();
         assert_eq!(batches.len(), 1);
         let b = &batches[0];

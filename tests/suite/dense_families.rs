@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use deltalogic::model::dev::fixtures::{self, SEED};
-use deltalogic::model::format::gguf::Gguf;
 use deltalogic::model::dev::gguf_write::{GgufWriter, Meta, Store};
+use deltalogic::model::format::gguf::Gguf;
 use deltalogic::model::scorer::{Backend, Scorer};
 
 use super::families::{bits, both, edited_fixture, refused, same_bits, scores, spoiled, tokens};

@@ -29,7 +29,10 @@ fn sha256(s: &str) -> String {
 pub fn scored(dir: &Path) -> PathBuf {
     let store = dir.join("s.redb");
     let model = smollm2();
-    dl(&store, &["model", "add", model.to_str().unwrap(), "--name", "smol"]);
+    dl(
+        &store,
+        &["model", "add", model.to_str().unwrap(), "--name", "smol"],
+    );
     dl(
         &store,
         &[
@@ -47,14 +50,23 @@ pub fn scored(dir: &Path) -> PathBuf {
     );
     dl(
         &store,
-        &["score", "--model", "smol", "--set", "tiny", "--norm", "sum,pmi"],
+        &[
+            "score", "--model", "smol", "--set", "tiny", "--norm", "sum,pmi",
+        ],
     );
     store
 }
 
 /// `export samples` of set `tiny` into `out`, with more arguments.
 fn export(store: &Path, out: &Path, more: &[&str]) {
-    let mut args = vec!["export", "samples", "--set", "tiny", "-o", out.to_str().unwrap()];
+    let mut args = vec![
+        "export",
+        "samples",
+        "--set",
+        "tiny",
+        "-o",
+        out.to_str().unwrap(),
+    ];
     args.extend(more);
     dl(store, &args);
 }
@@ -175,9 +187,8 @@ fn samples_match_the_store_the_report_and_lm_evals_hashes() {
             let labels = ["True", "False", "Uncertain"];
             assert_eq!(ours["answer"], labels[prediction]);
             assert_eq!(ours["gold"], labels[target]);
-            let argmax = |v: &[f64]| {
-                (0..v.len()).fold(0, |best, i| if v[i] > v[best] { i } else { best })
-            };
+            let argmax =
+                |v: &[f64]| (0..v.len()).fold(0, |best, i| if v[i] > v[best] { i } else { best });
             let per_char: Vec<f64> = lls
                 .iter()
                 .zip([5.0, 6.0, 10.0])
@@ -220,7 +231,10 @@ fn samples_match_the_store_the_report_and_lm_evals_hashes() {
             run["results"][&task]["acc,none"].as_f64().unwrap(),
             mean(&all)
         );
-        assert_eq!(run["deltalogic"]["tasks"][&task]["metrics"], entry["metrics"]);
+        assert_eq!(
+            run["deltalogic"]["tasks"][&task]["metrics"],
+            entry["metrics"]
+        );
         // lm-eval's task hash: over each sample's three hashes, in order.
         let hashes: String = samples
             .iter()
@@ -345,7 +359,10 @@ fn lm_evals_own_schema_loaders_table_and_metrics_read_the_exported_files() {
     for norm in ["sum", "pmi"] {
         let task = &tasks[&format!("deltalogic_tiny_plain_{norm}")];
         assert_eq!(task["lines"], 8);
-        assert!(out.join("smol").join(task["samples"].as_str().unwrap()).is_file());
+        assert!(out
+            .join("smol")
+            .join(task["samples"].as_str().unwrap())
+            .is_file());
     }
     // make_table's rows: each task with its three metrics.
     let table = smol["table"].as_str().unwrap();

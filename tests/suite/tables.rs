@@ -68,8 +68,8 @@ fn tables_and_the_dataset_folder_load_in_pandas_and_datasets_with_the_stores_val
             dl(
                 &store,
                 &[
-                    "export", "table", "--set", "tiny", "--what", what, "--format", format,
-                    "-o", &file,
+                    "export", "table", "--set", "tiny", "--what", what, "--format", format, "-o",
+                    &file,
                 ],
             );
         }
@@ -148,8 +148,7 @@ fn tables_and_the_dataset_folder_load_in_pandas_and_datasets_with_the_stores_val
     assert_eq!(ds["splits"], serde_json::json!(["test"]));
     assert_eq!(ds["rows"], 4);
     assert_eq!(ds["ids"], Value::Array(ids));
-    let features: BTreeMap<String, Value> =
-        serde_json::from_value(ds["features"].clone()).unwrap();
+    let features: BTreeMap<String, Value> = serde_json::from_value(ds["features"].clone()).unwrap();
     assert_eq!(features["item_index"], "int64");
     assert_eq!(features["set"], "string");
     let card = std::fs::read_to_string(out.join("dataset/README.md")).unwrap();
@@ -159,7 +158,12 @@ fn tables_and_the_dataset_folder_load_in_pandas_and_datasets_with_the_stores_val
 /// Python's `float.hex()`: the exact bits as `[-]0x1.<13 hex digits>p<exp>`.
 fn python_hex(x: f64) -> String {
     if x == 0.0 {
-        return if x.is_sign_negative() { "-0x0.0p+0" } else { "0x0.0p+0" }.into();
+        return if x.is_sign_negative() {
+            "-0x0.0p+0"
+        } else {
+            "0x0.0p+0"
+        }
+        .into();
     }
     let bits = x.to_bits();
     let sign = if bits >> 63 == 1 { "-" } else { "" };
@@ -188,23 +192,43 @@ fn the_docs_worked_analysis_runs_and_counts_the_turns_two_models_answer_differen
     );
     dl(
         &store,
-        &["score", "--model", "other", "--set", "tiny", "--norm", "sum"],
+        &[
+            "score", "--model", "other", "--set", "tiny", "--norm", "sum",
+        ],
     );
     let out = dir.path().join("analysis");
     std::fs::create_dir_all(&out).unwrap();
     let file = |name: &str| out.join(name).to_str().unwrap().to_string();
-    for (what, name) in [("scores", "scores.parquet"), ("items", "items.parquet"), ("results", "results.csv")] {
-        let format = if name.ends_with("csv") { "csv" } else { "parquet" };
+    for (what, name) in [
+        ("scores", "scores.parquet"),
+        ("items", "items.parquet"),
+        ("results", "results.csv"),
+    ] {
+        let format = if name.ends_with("csv") {
+            "csv"
+        } else {
+            "parquet"
+        };
         dl(
             &store,
             &[
-                "export", "table", "--set", "tiny", "--norm", "sum", "--what", what,
-                "--format", format, "-o", &file(name),
+                "export",
+                "table",
+                "--set",
+                "tiny",
+                "--norm",
+                "sum",
+                "--what",
+                what,
+                "--format",
+                format,
+                "-o",
+                &file(name),
             ],
         );
     }
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/interop.md"))
-        .unwrap();
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/interop.md")).unwrap();
     let block = doc
         .split("<!-- analysis")
         .nth(1)
@@ -227,9 +251,15 @@ fn the_docs_worked_analysis_runs_and_counts_the_turns_two_models_answer_differen
     for row in rows.records() {
         let row = row.unwrap();
         answers
-            .entry((row[col("item_id")].to_string(), row[col("turn")].to_string()))
+            .entry((
+                row[col("item_id")].to_string(),
+                row[col("turn")].to_string(),
+            ))
             .or_default()
-            .insert(row[col("model")].to_string(), row[col("answer")].to_string());
+            .insert(
+                row[col("model")].to_string(),
+                row[col("answer")].to_string(),
+            );
     }
     assert_eq!(answers.len(), 8);
     let differ = answers

@@ -18,19 +18,19 @@
 
 use serde_json::Value;
 
+use crate::model::block::config::AttnTemperature;
+use crate::model::block::config::Config;
+use crate::model::block::config::RopeLayout;
+use crate::model::block::config::Yarn;
+use crate::model::family::llama;
 use crate::model::family::read::apply_linear;
 use crate::model::family::read::gguf_config_with;
-use crate::model::invalid;
 use crate::model::family::read::refuse_fused_qkv_and_partial_rope;
 use crate::model::family::read::refuse_unknown_keys;
 use crate::model::family::read::rope_scaling_type;
-use crate::model::block::config::AttnTemperature;
-use crate::model::block::config::Config;
 use crate::model::family::read::HfJson;
-use crate::model::block::config::RopeLayout;
-use crate::model::block::config::Yarn;
 use crate::model::format::gguf::Gguf;
-use crate::model::family::llama;
+use crate::model::invalid;
 use crate::model::ModelError;
 
 /// transformers' and llama.cpp's defaults of the ramp's ends.

@@ -12,14 +12,14 @@
 //! OLMo 3 is written to GGUF as `olmo2` with a sliding window on three layers of four and YaRN
 //! on the others; its `olmo2.attention.sliding_window*` keys are refused by name.
 
+use crate::model::block::config::Config;
 use crate::model::family::read::apply_linear;
 use crate::model::family::read::gguf_base_config;
-use crate::model::invalid;
 use crate::model::family::read::refuse_fused_qkv_and_partial_rope;
 use crate::model::family::read::refuse_unknown_keys;
-use crate::model::block::config::Config;
 use crate::model::family::read::HfJson;
 use crate::model::format::gguf::Gguf;
+use crate::model::invalid;
 use crate::model::ModelError;
 
 /// What both formats share once read: the norms' places and sizes.

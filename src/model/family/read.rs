@@ -328,11 +328,7 @@ pub fn gguf_base_config(g: &Gguf, arch: &str) -> Result<Config, ModelError> {
 
 /// [`gguf_base_config`], with the rope scaling types the family reads itself (`reads_itself`:
 /// phi3's `longrope`, whose magnitude factor it reads too; Mistral 3's `yarn`).
-pub fn gguf_config_with(
-    g: &Gguf,
-    arch: &str,
-    reads_itself: &[&str],
-) -> Result<Config, ModelError> {
+pub fn gguf_config_with(g: &Gguf, arch: &str, reads_itself: &[&str]) -> Result<Config, ModelError> {
     let key = |k: &str| format!("{arch}.{k}");
     let opt_u32 = |k: &str| g.get(&key(k)).map(|_| g.get_u32(&key(k))).transpose();
     let opt_f32 = |k: &str| g.get(&key(k)).map(|_| g.get_f32(&key(k))).transpose();

@@ -8,15 +8,15 @@
 //! giving the same bits from both formats. The LM head is the embedding unless the file has
 //! its own (`output.weight`, `lm_head.weight`).
 
+use crate::model::block::config::Config;
+use crate::model::block::config::RopeLayout;
 use crate::model::family::read::apply_linear;
 use crate::model::family::read::gguf_base_config;
-use crate::model::invalid;
 use crate::model::family::read::refuse_fused_qkv_and_partial_rope;
 use crate::model::family::read::refuse_unknown_keys;
-use crate::model::block::config::Config;
 use crate::model::family::read::HfJson;
-use crate::model::block::config::RopeLayout;
 use crate::model::format::gguf::Gguf;
+use crate::model::invalid;
 use crate::model::ModelError;
 
 /// llama.cpp's `n_no_rope_layer_step`, and transformers' default `no_rope_layer_interval`.

@@ -1114,8 +1114,8 @@ fn product(acts: &[ActRow], w: &QMatrix, path: Path, out: &mut [f32], n: usize, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::numerics::kernels;
     use crate::model::format::quant::{integers, IntBlock};
+    use crate::model::numerics::kernels;
 
     const TYPES: [GgmlType; 8] = GgmlType::QUANTISED;
 

@@ -210,7 +210,64 @@ pub struct Config {
     pub attn_temperature: Option<AttnTemperature>,
 }
 
+/// The sizes every family's readers find in a file, from which [`Config::plain`] builds the block.
+pub struct Shape {
+    pub vocab_size: usize,
+    pub hidden: usize,
+    pub intermediate: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    pub norm_eps: f32,
+    pub rope_theta: f32,
+    pub max_positions: usize,
+}
+
 impl Config {
+    /// Llama's block at `shape`: SwiGLU, NEOX RoPE over whole heads, q·k scaled by
+    /// 1/√head_dim, norms before attention and MLP, an LM head of its own, and nothing else. The
+    /// readers and the families set what differs.
+    pub fn plain(arch: &str, shape: Shape) -> Config {
+        Config {
+            arch: arch.to_string(),
+            vocab_size: shape.vocab_size,
+            hidden: shape.hidden,
+            intermediate: shape.intermediate,
+            layers: shape.layers,
+            heads: shape.heads,
+            kv_heads: shape.kv_heads,
+            head_dim: shape.head_dim,
+            norm_eps: shape.norm_eps,
+            rope: Rope {
+                theta: shape.rope_theta,
+                layout: RopeLayout::Neox,
+                rotary_dim: shape.head_dim,
+                longrope: None,
+                freq_factors: None,
+                scaling: None,
+                yarn: None,
+            },
+            max_positions: shape.max_positions,
+            qkv_bias: false,
+            qk_norm: false,
+            tied_embeddings: false,
+            activation: Activation::Silu,
+            embed_scale: None,
+            post_norms: false,
+            attn_scale: 1.0 / (shape.head_dim as f32).sqrt(),
+            attn_softcap: None,
+            final_softcap: None,
+            sliding_window: None,
+            local_layers: Vec::new(),
+            rope_local: None,
+            no_rope_layers: Vec::new(),
+            pre_norms: true,
+            qk_norm_whole: false,
+            attn_temperature: None,
+        }
+    }
+
     /// Checks the relations the transformer relies on, so a bad file fails here by name.
     pub fn validate(&self, path: &Path) -> Result<(), ModelError> {
         let bad = |what: String| Err(invalid(path, what));

@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::model::block::config::{
-    Activation, AttnTemperature, Config, LongRope, Rope, RopeLayout, Yarn,
+    Activation, AttnTemperature, Config, LongRope, Rope, RopeLayout, Shape, Yarn,
 };
 use crate::model::block::transformer::{Part, Transformer};
 use crate::model::dev::gguf_write::{
@@ -54,8 +54,7 @@ fn base(
     kv: usize,
     hd: usize,
 ) -> Config {
-    Config {
-        arch: arch.into(),
+    let shape = Shape {
         vocab_size: VOCAB,
         hidden,
         intermediate,
@@ -64,32 +63,12 @@ fn base(
         kv_heads: kv,
         head_dim: hd,
         norm_eps: 1e-6,
-        rope: Rope {
-            theta: 10_000.0,
-            layout: RopeLayout::Neox,
-            rotary_dim: hd,
-            longrope: None,
-            freq_factors: None,
-            scaling: None,
-            yarn: None,
-        },
+        rope_theta: 10_000.0,
         max_positions: 32_768,
-        qkv_bias: false,
-        qk_norm: false,
+    };
+    Config {
         tied_embeddings: true,
-        activation: Activation::Silu,
-        embed_scale: None,
-        post_norms: false,
-        attn_scale: 1.0 / (hd as f32).sqrt(),
-        attn_softcap: None,
-        final_softcap: None,
-        sliding_window: None,
-        local_layers: Vec::new(),
-        rope_local: None,
-        no_rope_layers: Vec::new(),
-        pre_norms: true,
-        qk_norm_whole: false,
-        attn_temperature: None,
+        ..Config::plain(arch, shape)
     }
 }
 

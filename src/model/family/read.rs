@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use crate::model::block::config::{Activation, Config, Rope, RopeLayout};
+use crate::model::block::config::{Config, Rope, Shape};
 use crate::model::format::gguf::Gguf;
 use crate::model::{invalid, ModelError};
 
@@ -134,8 +134,7 @@ impl HfJson {
             ));
         }
         let head_dim = self.opt_usize("head_dim")?.unwrap_or(hidden / heads);
-        Ok(Config {
-            arch: arch.to_string(),
+        let shape = Shape {
             vocab_size: self.usize("vocab_size")?,
             hidden,
             intermediate: self.usize("intermediate_size")?,
@@ -144,32 +143,13 @@ impl HfJson {
             kv_heads: self.opt_usize("num_key_value_heads")?.unwrap_or(heads),
             head_dim,
             norm_eps: self.f32("rms_norm_eps")?,
-            rope: Rope {
-                theta: self.opt_f32("rope_theta")?.unwrap_or(10_000.0),
-                layout: RopeLayout::Neox,
-                rotary_dim: head_dim,
-                longrope: None,
-                freq_factors: None,
-                scaling: None,
-                yarn: None,
-            },
+            rope_theta: self.opt_f32("rope_theta")?.unwrap_or(10_000.0),
             max_positions: self.usize("max_position_embeddings")?,
+        };
+        Ok(Config {
             qkv_bias: self.bool_or("attention_bias", false)?,
-            qk_norm: false,
             tied_embeddings: self.bool_or("tie_word_embeddings", false)?,
-            activation: Activation::Silu,
-            embed_scale: None,
-            post_norms: false,
-            attn_scale: 1.0 / (head_dim as f32).sqrt(),
-            attn_softcap: None,
-            final_softcap: None,
-            sliding_window: None,
-            local_layers: Vec::new(),
-            rope_local: None,
-            no_rope_layers: Vec::new(),
-            pre_norms: true,
-            qk_norm_whole: false,
-            attn_temperature: None,
+            ..Config::plain(arch, shape)
         })
     }
 
@@ -407,8 +387,7 @@ pub fn gguf_config_with(g: &Gguf, arch: &str, reads_itself: &[&str]) -> Result<C
             ));
         }
     }
-    Ok(Config {
-        arch: arch.to_string(),
+    let shape = Shape {
         vocab_size: tokens,
         hidden,
         intermediate: g.get_u32(&key("feed_forward_length"))? as usize,
@@ -417,33 +396,20 @@ pub fn gguf_config_with(g: &Gguf, arch: &str, reads_itself: &[&str]) -> Result<C
         kv_heads: opt_u32("attention.head_count_kv")?.map_or(heads, |v| v as usize),
         head_dim,
         norm_eps: g.get_f32(&key("attention.layer_norm_rms_epsilon"))?,
+        rope_theta: opt_f32("rope.freq_base")?.unwrap_or(10_000.0),
+        max_positions: g.get_u32(&key("context_length"))? as usize,
+    };
+    let plain = Config::plain(arch, shape);
+    Ok(Config {
         rope: Rope {
-            theta: opt_f32("rope.freq_base")?.unwrap_or(10_000.0),
-            layout: RopeLayout::Neox,
             rotary_dim,
-            longrope: None,
             freq_factors,
             scaling,
-            yarn: None,
+            ..plain.rope.clone()
         },
-        max_positions: g.get_u32(&key("context_length"))? as usize,
-        qkv_bias: false,
-        qk_norm: false,
         // llama.cpp's rule: no separate output matrix means the embedding is reused.
         tied_embeddings: g.tensor_info("output.weight").is_none(),
-        activation: Activation::Silu,
-        embed_scale: None,
-        post_norms: false,
-        attn_scale: 1.0 / (head_dim as f32).sqrt(),
-        attn_softcap: None,
-        final_softcap: None,
-        sliding_window: None,
-        local_layers: Vec::new(),
-        rope_local: None,
-        no_rope_layers: Vec::new(),
-        pre_norms: true,
-        qk_norm_whole: false,
-        attn_temperature: None,
+        ..plain
     })
 }
 

@@ -1,7 +1,7 @@
 //! `deltalogic datasets check`.
 
+use super::check;
 use super::emit;
-use crate::check;
 use crate::store::Store;
 use anyhow::Result;
 

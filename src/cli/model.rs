@@ -185,6 +185,14 @@ pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> 
 
 /// `model export-hf`, which reads and writes model files only.
 pub fn export_hf(model: &Path, output: &Path, json: bool) -> Result<()> {
+    // A directory would fail where the file is mapped, with the system's "No such device".
+    if model.is_dir() {
+        anyhow::bail!(
+            "{}: a directory, where --model takes the GGUF file to export (the Hugging Face \
+             directory is what export-hf writes, at -o)",
+            model.display()
+        );
+    }
     let out = crate::model::hf_export::export(model, output)?;
     emit(json, &out, || {
         println!(

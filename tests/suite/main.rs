@@ -26,6 +26,7 @@ mod grammar;
 mod hf_export;
 mod integrity;
 mod interruptions;
+mod layering;
 mod lm_eval;
 mod model_change;
 mod model_errors;

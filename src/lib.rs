@@ -2,11 +2,11 @@
 //!
 //! Data flows one way: files (`datasets`) → the store (`store`) → benchmarks (`benchmarks`) →
 //! the evaluation runner (`eval`, over `model`) → metrics → reports (`report`) → the command line
-//! (`cli`). `logic`, `metrics` and `rng` are leaves every layer may use. See
+//! (`cli`). `logic`, `metrics`, `rng` and `bounds` are leaves every layer may use. See
 //! `docs/architecture.md`.
 
 pub mod benchmarks;
-pub mod check;
+pub mod bounds;
 pub mod cli;
 pub mod datasets;
 pub mod eval;

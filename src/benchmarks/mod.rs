@@ -40,6 +40,15 @@ pub static ALL: Catalogue<'static> = Catalogue::new(&[
     &clomo::Clomo,
 ]);
 
+/// The one refusal of a template a benchmark does not have (its `title`, its `templates`),
+/// naming those it has: what every built-in benchmark's `prepare` says.
+pub fn unknown_template(title: &str, templates: &[&str], template: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{title} has no template `{template}` (known: {})",
+        templates.join(", ")
+    )
+}
+
 /// The benchmarks a store's sets may belong to, in registration order (the order of reports).
 #[derive(Clone, Copy)]
 pub struct Catalogue<'a> {
@@ -291,6 +300,9 @@ pub trait Benchmark: Sync {
         template: &str,
         _models: &Models,
     ) -> Result<Box<dyn Prepared>> {
+        if !self.templates().contains(&template) {
+            return Err(unknown_template(self.title(), self.templates(), template));
+        }
         question::statement_questions(store, set, template)
     }
     /// The record kind of its sets' members (what they reference, such as their base items,

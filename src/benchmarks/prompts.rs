@@ -1,10 +1,8 @@
 //! What every benchmark's prompts share: the stored form of a template ([`TemplateRecord`], whose
-//! id every score key and result names), DeltaLogic's wording of a statement question, and the
-//! `plain-question` template that asks a single True/False(/Uncertain) question in that wording
-//! (RobustLR, GLoRE, static questions).
+//! id every score key and result names), DeltaLogic's wording of a statement question (which the
+//! `plain-question` template of `question` asks single questions in), and chat rendering.
 
-use crate::benchmarks::question::Question;
-use crate::logic::{Label, Semantics};
+use crate::logic::Label;
 use crate::store::{canonical, Kind, Record};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -87,95 +85,6 @@ pub(crate) fn record_of(name: &str, definition: &impl Serialize) -> TemplateReco
     TemplateRecord {
         name: name.to_string(),
         definition: String::from_utf8(canonical(definition)).expect("JSON is UTF-8"),
-    }
-}
-
-/// A template that turns a single question into a prompt and the label texts of its options.
-pub trait QuestionTemplate {
-    fn record(&self) -> TemplateRecord;
-    fn prompt(&self, q: &Question) -> Result<String>;
-    /// The label texts of a question's options, in option order.
-    fn labels(&self, q: &Question) -> Result<Vec<String>>;
-}
-
-/// DeltaLogic's plain wording for a single True/False(/Uncertain) question about a statement
-/// (RobustLR): numbered premises, the world's rule, the question, `Label:`; labels ` True`,
-/// ` False` (and ` Uncertain` when it is an option), as the `plain` template scores them. A
-/// question with all three options gets exactly the `plain` step-1 prompt of the same premises
-/// and statement, so the two share every score; a True/False question shares its prefix up to
-/// the question line.
-#[derive(Clone, Debug, Serialize)]
-pub struct StatementTemplate {
-    pub name: &'static str,
-    pub version: u32,
-    labels: [&'static str; 3],
-    wording: Wording,
-    /// The question line when the options are True and False only.
-    binary_question: &'static str,
-    answer_cue: &'static str,
-}
-
-pub const STATEMENT_TEMPLATE_NAME: &str = "plain-question";
-
-pub fn plain_question() -> StatementTemplate {
-    StatementTemplate {
-        name: STATEMENT_TEMPLATE_NAME,
-        version: 1,
-        labels: PLAIN_LABELS,
-        wording: WORDING,
-        binary_question: "Question: Based only on the premises, is the following statement True or False?\nStatement: ",
-        answer_cue: ANSWER_CUE,
-    }
-}
-
-impl StatementTemplate {
-    /// Whether the options are True, False (false) or True, False, Uncertain (true), in that
-    /// order: the only lists the question line can name.
-    fn three_way(q: &Question) -> Result<bool> {
-        let labels: Vec<Label> = q.options.iter().map(|o| o.label).collect();
-        match labels.as_slice() {
-            [Label::True, Label::False] => Ok(false),
-            [Label::True, Label::False, Label::Uncertain] => Ok(true),
-            _ => bail!(
-                "template `{}` asks True/False(/Uncertain) questions; question `{}` has options {labels:?}",
-                STATEMENT_TEMPLATE_NAME,
-                q.query
-            ),
-        }
-    }
-}
-
-impl QuestionTemplate for StatementTemplate {
-    fn record(&self) -> TemplateRecord {
-        record_of(self.name, self)
-    }
-
-    fn prompt(&self, q: &Question) -> Result<String> {
-        let three = Self::three_way(q)?;
-        let w = &self.wording;
-        // Without an Uncertain option the open-world rule (answer Uncertain when ...) would
-        // name an answer that cannot be given; closed world keeps its rule either way.
-        let rule = match q.semantics {
-            Semantics::ClosedWorld => w.closed_world_rule,
-            _ if three => w.open_world_rule,
-            _ => "",
-        };
-        let question = if three {
-            w.question
-        } else {
-            self.binary_question
-        };
-        let texts = q.premises.iter().map(String::as_str);
-        let turn = turn_text(w.intro, texts, rule, question, &q.query);
-        Ok(format!("{turn}{}", self.answer_cue))
-    }
-
-    fn labels(&self, q: &Question) -> Result<Vec<String>> {
-        Self::three_way(q)?;
-        Ok(q.options
-            .iter()
-            .map(|o| self.labels[label_index(o.label)].to_string())
-            .collect())
     }
 }
 

@@ -1,22 +1,24 @@
 //! Single questions: premises, a query, a closed list of answer options and the gold option. They
 //! serve benchmarks without an edit (RobustLR families, GLoRE items, Belief-R step t) and, linked
 //! by [`Question::revises`], benchmarks whose second step is a fresh question over more premises
-//! (Belief-R step t+1 revises its step-t question).
+//! (Belief-R step t+1 revises its step-t question). Their `plain-question` template
+//! ([`plain_question`]) asks one in DeltaLogic's wording.
 //!
 //! Stored as its own record kind ([`Question::KIND`]). A benchmark of single questions makes `Question`s, tags them,
 //! stores them with [`store_set`], asks them through [`Questions`] with one of its templates,
 //! and computes its metrics from [`QuestionRow`]s ([`rows`]); [`accuracy`] serves benchmarks
 //! without metrics of their own.
 
-use super::prompts::{plain_question, QuestionTemplate, TemplateRecord, STATEMENT_TEMPLATE_NAME};
+use super::prompts::{
+    label_index, record_of, turn_text, TemplateRecord, Wording, ANSWER_CUE, PLAIN_LABELS, WORDING,
+};
 use super::view::{Block, Counted, ItemView};
 use super::{
     members, Answer, Answered, Column, Evaluation, Group, Panel, Prepared, Request, Role, RESAMPLES,
 };
-use crate::benchmarks::deltalogic::Premise;
 use crate::datasets::BaseItem;
-use crate::logic::Label;
 use crate::logic::Semantics;
+use crate::logic::{solve, Label, Premise};
 use crate::metrics::{estimate, Metric, Outcome};
 use crate::store::{canonical, Id, Kind, Names, Record, Store, StoredSet, StoredSpec};
 use anyhow::{bail, Context, Result};
@@ -150,7 +152,7 @@ pub fn verify(q: &Question) -> Result<Verdict> {
         fol: None,
     };
     let premises: Vec<Premise> = q.premises.iter().map(premise).collect();
-    let label = crate::benchmarks::deltalogic::solve(&premises, &premise(&q.query), q.semantics)?;
+    let label = solve(&premises, &premise(&q.query), q.semantics)?;
     if label != q.gold {
         bail!("stored gold {} but the solver says {label}", q.gold);
     }
@@ -456,6 +458,95 @@ impl Questions {
     }
 }
 
+/// A template that turns a single question into a prompt and the label texts of its options.
+pub trait QuestionTemplate {
+    fn record(&self) -> TemplateRecord;
+    fn prompt(&self, q: &Question) -> Result<String>;
+    /// The label texts of a question's options, in option order.
+    fn labels(&self, q: &Question) -> Result<Vec<String>>;
+}
+
+/// DeltaLogic's plain wording for a single True/False(/Uncertain) question about a statement
+/// (RobustLR): numbered premises, the world's rule, the question, `Label:`; labels ` True`,
+/// ` False` (and ` Uncertain` when it is an option), as the `plain` template scores them. A
+/// question with all three options gets exactly the `plain` step-1 prompt of the same premises
+/// and statement, so the two share every score; a True/False question shares its prefix up to
+/// the question line.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatementTemplate {
+    pub name: &'static str,
+    pub version: u32,
+    labels: [&'static str; 3],
+    wording: Wording,
+    /// The question line when the options are True and False only.
+    binary_question: &'static str,
+    answer_cue: &'static str,
+}
+
+pub const STATEMENT_TEMPLATE_NAME: &str = "plain-question";
+
+pub fn plain_question() -> StatementTemplate {
+    StatementTemplate {
+        name: STATEMENT_TEMPLATE_NAME,
+        version: 1,
+        labels: PLAIN_LABELS,
+        wording: WORDING,
+        binary_question: "Question: Based only on the premises, is the following statement True or False?\nStatement: ",
+        answer_cue: ANSWER_CUE,
+    }
+}
+
+impl StatementTemplate {
+    /// Whether the options are True, False (false) or True, False, Uncertain (true), in that
+    /// order: the only lists the question line can name.
+    fn three_way(q: &Question) -> Result<bool> {
+        let labels: Vec<Label> = q.options.iter().map(|o| o.label).collect();
+        match labels.as_slice() {
+            [Label::True, Label::False] => Ok(false),
+            [Label::True, Label::False, Label::Uncertain] => Ok(true),
+            _ => bail!(
+                "template `{}` asks True/False(/Uncertain) questions; question `{}` has options {labels:?}",
+                STATEMENT_TEMPLATE_NAME,
+                q.query
+            ),
+        }
+    }
+}
+
+impl QuestionTemplate for StatementTemplate {
+    fn record(&self) -> TemplateRecord {
+        record_of(self.name, self)
+    }
+
+    fn prompt(&self, q: &Question) -> Result<String> {
+        let three = Self::three_way(q)?;
+        let w = &self.wording;
+        // Without an Uncertain option the open-world rule (answer Uncertain when ...) would
+        // name an answer that cannot be given; closed world keeps its rule either way.
+        let rule = match q.semantics {
+            Semantics::ClosedWorld => w.closed_world_rule,
+            _ if three => w.open_world_rule,
+            _ => "",
+        };
+        let question = if three {
+            w.question
+        } else {
+            self.binary_question
+        };
+        let texts = q.premises.iter().map(String::as_str);
+        let turn = turn_text(w.intro, texts, rule, question, &q.query);
+        Ok(format!("{turn}{}", self.answer_cue))
+    }
+
+    fn labels(&self, q: &Question) -> Result<Vec<String>> {
+        Self::three_way(q)?;
+        Ok(q.options
+            .iter()
+            .map(|o| self.labels[label_index(o.label)].to_string())
+            .collect())
+    }
+}
+
 /// The one template of True/False question benchmarks: DeltaLogic's plain wording.
 pub const STATEMENT_TEMPLATES: [&str; 1] = [STATEMENT_TEMPLATE_NAME];
 
@@ -466,7 +557,11 @@ pub fn statement_questions(
     template: &str,
 ) -> Result<Box<dyn Prepared>> {
     if template != STATEMENT_TEMPLATE_NAME {
-        bail!("unknown template `{template}` (known: {STATEMENT_TEMPLATE_NAME})");
+        return Err(super::unknown_template(
+            "single questions",
+            &STATEMENT_TEMPLATES,
+            template,
+        ));
     }
     Ok(Box::new(Questions::new(
         store,

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::block::transformer::State;
 use crate::model::numerics::qmatmul;
-use crate::model::scorer::{set_threads, Backend, Scorer};
+use crate::model::scorer::{Backend, Scorer};
 
 /// Where `scripts/llamacpp.sh` builds llama-bench, relative to the repository root.
 const LLAMA_BENCH: &str = ".tools/llama.cpp-build/bin/llama-bench";
@@ -52,8 +52,8 @@ pub struct BenchArgs {
     /// prompt (what the runner's lockstep does with a run's generations).
     #[arg(long, default_value_t = crate::eval::LOCKSTEP, value_parser = super::bounds::count(1, 256))]
     pub parallel: usize,
-    #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
-    pub threads: usize,
+    #[command(flatten)]
+    pub compute: super::Compute,
     /// Timed repetitions of each figure after one short warm-up, ours and llama-bench's; the
     /// best of each side is reported.
     #[arg(long, default_value_t = 3, value_parser = super::bounds::count(1, super::bounds::MAX_REPS))]
@@ -118,7 +118,6 @@ struct Measurement {
 }
 
 fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<Measurement> {
-    set_threads(args.threads)?;
     let t0 = Instant::now();
     let scorer = Scorer::open(model, backend)?;
     let load_s = t0.elapsed().as_secs_f64();
@@ -156,7 +155,7 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
     // measured again from after the read (its buffer is above the mmap threshold, so freeing
     // it hands it back).
     let prefill_peak = peak_rss_kib()?;
-    let before = read_bandwidth(args.threads);
+    let before = read_bandwidth(args.compute.threads);
     reset_peak_rss()?;
     let s = best_of(&mut || {
         let mut state = start.clone();
@@ -169,7 +168,7 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
     let peak_rss_mib = prefill_peak.max(peak_rss_kib()?) / 1024.0;
     let decode_read = Read {
         before,
-        after: read_bandwidth(args.threads),
+        after: read_bandwidth(args.compute.threads),
     };
     let cfg = scorer.model().config();
     let kv_per_position = cfg.layers * 2 * cfg.kv_heads * cfg.head_dim * 4;
@@ -436,10 +435,10 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
         None => Some(PathBuf::from(LLAMA_BENCH)).filter(|p| p.is_file()),
     };
     let limits = Limits {
-        int8_macs_per_s: qmatmul::peak_macs(args.threads),
+        int8_macs_per_s: qmatmul::peak_macs(args.compute.threads),
     };
     let mut report = Report {
-        threads: args.threads,
+        threads: args.compute.threads,
         reps: args.reps,
         limits,
         decode_tokens: args.decode,
@@ -474,7 +473,7 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
                 .args(["--tokens", &tokens.collect::<Vec<_>>().join(",")])
                 .args(["--decode", &args.decode.to_string()])
                 .args(["--parallel", &args.parallel.to_string()])
-                .args(["--threads", &args.threads.to_string()])
+                .args(["--threads", &args.compute.threads.to_string()])
                 .args(["--reps", &args.reps.to_string(), "--only", &backend_name])
                 .output()
                 .context("running the benchmark child")?;
@@ -656,7 +655,7 @@ fn llama_bench(exe: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<Ref
         let out = Command::new(exe)
             .args(["-m".as_ref(), model.as_os_str()])
             .args(["-p", prompt, "-n", generate])
-            .args(["-t", &args.threads.to_string()])
+            .args(["-t", &args.compute.threads.to_string()])
             .args(["-r", &args.reps.to_string(), "-o", "json"])
             .args(extra)
             .output()
@@ -703,12 +702,12 @@ fn llama_bench(exe: &Path, model: &Path, args: &BenchArgs) -> anyhow::Result<Ref
             None => bail!("{} failed on {}", exe.display(), model.display()),
         },
     };
-    let before = read_bandwidth(args.threads);
+    let before = read_bandwidth(args.compute.threads);
     let tg = run("0", &decode, if repack { &[] } else { &NO_REPACK })?
         .with_context(|| format!("{} failed to decode {}", exe.display(), model.display()))?;
     let tg_read = Read {
         before,
-        after: read_bandwidth(args.threads),
+        after: read_bandwidth(args.compute.threads),
     };
     let batched = exe.with_file_name("llama-batched-bench");
     Ok(Reference {
@@ -745,7 +744,12 @@ fn llama_batched_bench(
             .args(["-m".as_ref(), model.as_os_str()])
             .args(["-npp", "1", "-ntg", &args.decode.to_string()])
             .args(["-npl", &args.parallel.to_string()])
-            .args(["-c", &context.to_string(), "-t", &args.threads.to_string()])
+            .args([
+                "-c",
+                &context.to_string(),
+                "-t",
+                &args.compute.threads.to_string(),
+            ])
             .args(["--output-format", "jsonl"])
             .args(if repack {
                 &[][..]

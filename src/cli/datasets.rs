@@ -1,7 +1,7 @@
 //! `deltalogic datasets check` and `deltalogic datasets where`.
 
+use super::check;
 use super::emit;
-use crate::check;
 use crate::datasets::home::{self, Dataset, Home};
 use crate::datasets::versions::{self, Held, Status};
 use crate::store::Store;

@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use crate::benchmarks::Decoding;
 use crate::eval::{self, models::Loaded};
-use crate::model::scorer::{set_threads, Backend};
+use crate::model::scorer::Backend;
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct GenerateTextArgs {
@@ -24,9 +24,8 @@ pub struct GenerateTextArgs {
     /// Stop when the text holds this string (cut just before it); may be given several times.
     #[arg(long, allow_hyphen_values = true)]
     pub stop: Vec<String>,
-    /// Threads for the tensor kernels.
-    #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
-    pub threads: usize,
+    #[command(flatten)]
+    pub compute: super::Compute,
     /// Numerics [default: int8 for a GGUF file with quantised weights, flex otherwise].
     #[arg(long, value_enum)]
     pub backend: Option<Backend>,
@@ -34,7 +33,6 @@ pub struct GenerateTextArgs {
 
 /// Prints each generated token's id, text and log-prob, then the text and why it stopped.
 pub fn generate_text(args: &GenerateTextArgs, json: bool) -> anyhow::Result<()> {
-    set_threads(args.threads)?;
     let backend = eval::models::backend_for(&args.model, args.backend)?;
     let model = Loaded::file(&args.model, backend)?;
     let decoding = Decoding {

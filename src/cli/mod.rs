@@ -4,9 +4,9 @@
 
 mod audit;
 mod bench;
-pub mod bounds;
 mod build;
 mod cache;
+pub mod check;
 mod datasets;
 mod episodes;
 mod export;
@@ -22,6 +22,9 @@ mod score;
 mod score_text;
 mod stats;
 
+// The flags' bounds live in a leaf module (benchmarks' build options use them too); each
+// command file names them `super::bounds`.
+use crate::bounds;
 use crate::store::Store;
 use anyhow::Result;
 use clap::builder::TypedValueParser;
@@ -101,6 +104,30 @@ pub enum Command {
     Dev(model::DevCommand),
 }
 
+/// The compute flags of every command that runs our engine, declared once and applied once (in
+/// [`run`], before the command): the pool the kernels run on is sized from them, and the size is
+/// passed down as a value (`eval::Run::threads`).
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct Compute {
+    /// Threads for the tensor kernels.
+    #[arg(long, default_value = "2", value_parser = bounds::threads())]
+    pub threads: usize,
+}
+
+impl Command {
+    /// The compute flags the command takes, if it runs a model.
+    fn compute(&self) -> Option<Compute> {
+        match self {
+            Command::Score(a) => Some(a.compute),
+            Command::Run(a) => Some(a.compute),
+            Command::ScoreText(a) => Some(a.compute),
+            Command::GenerateText(a) => Some(a.compute),
+            Command::Bench(a) => Some(a.compute),
+            _ => None,
+        }
+    }
+}
+
 pub fn run(cli: Cli) -> Result<()> {
     let (json, path) = (cli.json, cli.store.as_path());
     let secs = std::time::Duration::from_secs;
@@ -109,6 +136,9 @@ pub fn run(cli: Cli) -> Result<()> {
         first_byte: secs(cli.first_byte_timeout),
         request: secs(cli.timeout),
     });
+    if let Some(compute) = cli.command.compute() {
+        crate::model::scorer::set_threads(compute.threads)?;
+    }
     // Each arm opens the store as its command declares, and only then: commands on model files
     // or on a cache file alone never touch it.
     let store = |access: Access| open(path, access);

@@ -2,6 +2,7 @@
 //! the main job, scores through it too).
 
 use super::progress::Bar;
+use super::Compute;
 use crate::benchmarks;
 use crate::eval::{self, models, Normalisation, Outcome, Outcomes};
 use crate::model::scorer::Backend;
@@ -22,13 +23,7 @@ pub struct Args {
     /// A set name (see `stats`), of any benchmark.
     #[arg(long)]
     set: String,
-    /// The prompt template [default: the benchmark's first]. DeltaLogic: `plain`, `chat` (the
-    /// model's own chat template) or `dialogue` (the model explains its first answer before the
-    /// revision). Belief-R: `beliefr-letters` (score the option letters) or
-    /// `beliefr-text` (score the option texts). RobustLR, GLoRE, static: `plain-question`.
-    /// CLoMo: `zero`, `few`, `cot` (the prompt setting), each also as `<setting>-judge-cot` (the
-    /// judge reasons before its yes/no).
-    #[arg(long)]
+    #[arg(long, help = template_help())]
     template: Option<String>,
     /// How label log-probs are compared: `mean` (per token), `sum`, `per-char` (or `char`),
     /// `byte`, `pmi`, `calibrated`, or `all`. Several (`--norm sum pmi`) give one result each; a
@@ -39,9 +34,8 @@ pub struct Args {
     /// model under test judges itself].
     #[arg(long)]
     judge: Option<String>,
-    /// Threads for the tensor kernels.
-    #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
-    threads: usize,
+    #[command(flatten)]
+    pub(super) compute: Compute,
     /// Score only part I of N (from 0) of the set, into this store: its scores and generations,
     /// no result. `cache merge` the N part stores, then `score` without --shard writes the
     /// result (see docs/cluster.md).
@@ -70,9 +64,8 @@ pub struct RunArgs {
     /// Seed of the generated default set.
     #[arg(long, default_value_t = 0, value_parser = super::bounds::seed())]
     pub(super) seed: u64,
-    /// Threads for the tensor kernels.
-    #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
-    pub(super) threads: usize,
+    #[command(flatten)]
+    pub(super) compute: Compute,
     /// Numerics of the default model [default: int8, as for every GGUF file with quantised
     /// weights; flex gives the scores of the exact f32 mode, in about twice the time].
     #[arg(long, value_enum)]
@@ -81,18 +74,31 @@ pub struct RunArgs {
 
 impl Args {
     /// A whole set with its benchmark's default template, under every normalisation.
-    pub(super) fn every_normalisation(model: &str, set: &str, threads: usize) -> Args {
+    pub(super) fn every_normalisation(model: &str, set: &str, compute: Compute) -> Args {
         Args {
             model: model.to_string(),
             set: set.to_string(),
             template: None,
             norm: vec!["all".to_string()],
             judge: None,
-            threads,
+            compute,
             shard: None,
             concurrency: eval::served::CONCURRENCY,
         }
     }
+}
+
+/// `--template`'s help: each benchmark's templates, read from the catalogue, so a new benchmark's
+/// are listed without a change here (what each asks: docs/<benchmark>.md and the README).
+fn template_help() -> String {
+    let each: Vec<String> = benchmarks::ALL
+        .iter()
+        .map(|b| format!("{}: {}", b.title(), b.templates().join(", ")))
+        .collect();
+    format!(
+        "The prompt template [default: the benchmark's first]. {}",
+        each.join("; ")
+    )
 }
 
 /// Scores a set with a model through the runner; each model (the one under test, the judge) is
@@ -114,7 +120,6 @@ pub(super) fn score(reg: &Store, a: &Args, json: bool) -> Result<Scored> {
     let benchmark = benchmarks::ALL.named(&stored.benchmark)?;
     let template = a.template.as_deref().unwrap_or(benchmark.templates()[0]);
     let load = |id: Id| -> Result<eval::Engine<models::Loaded>> {
-        crate::model::scorer::set_threads(a.threads)?;
         match &judge {
             Some((judge_id, judge)) if *judge_id == id => models::engine(reg, judge, a.concurrency),
             _ => models::engine(reg, &record, a.concurrency),
@@ -130,21 +135,24 @@ pub(super) fn score(reg: &Store, a: &Args, json: bool) -> Result<Scored> {
     };
     let run = eval::Run {
         benchmark,
-        set: (set_id, &stored),
+        set_id,
+        set: &stored,
         models: eval::Participants {
-            subject: (model_id, info),
+            subject: model_id,
+            info,
             judge: judge.as_ref().map(|(id, _)| *id),
         },
         template,
         norms: Normalisation::parse_list(&a.norm)?,
         shard: a.shard,
+        threads: a.compute.threads,
     };
     let bar = &mut Bar::new(json);
     match run.shard {
         None if run.norms.len() == 1 => eval::run(reg, &run, load, bar).map(Scored::Whole),
         None => eval::run_each(reg, &run, load, bar).map(Scored::Each),
         Some(shard) => {
-            eval::shard::run(reg, &run, load, bar).map(|report| Scored::Part { shard, report })
+            eval::run_part(reg, &run, load, bar).map(|report| Scored::Part { shard, report })
         }
     }
     .with_context(|| format!("scoring set `{}` with `{}`", a.set, a.model))

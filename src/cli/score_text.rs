@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use crate::model::dev::fixtures;
-use crate::model::scorer::{set_threads, Backend, Scorer};
+use crate::model::scorer::{Backend, Scorer};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct ScoreTextArgs {
@@ -20,17 +20,38 @@ pub struct ScoreTextArgs {
     /// Candidate continuations, each with its leading space (" True").
     #[arg(long, num_args = 1.., required = true)]
     pub labels: Vec<String>,
-    /// Threads for the tensor kernels.
-    #[arg(long, default_value = "2", value_parser = super::bounds::threads())]
-    pub threads: usize,
+    #[command(flatten)]
+    pub compute: super::Compute,
     /// Numerics [default: int8 for a GGUF file with quantised weights, flex otherwise].
     #[arg(long, value_enum)]
     pub backend: Option<Backend>,
 }
 
+/// Warns of labels that would be glued to the context's last word: a label is scored as the
+/// text right after the context, so `True` after `Label:` is scored as `Label:True`, which no
+/// prompt of ours asks (their labels carry their space, ` True`). A chat context that ends with
+/// a newline, or any context ending in whitespace, takes labels without one: no warning then.
+fn warn_glued(context: &str, labels: &[String]) {
+    if context.ends_with(char::is_whitespace) {
+        return;
+    }
+    let glued: Vec<String> = labels
+        .iter()
+        .filter(|l| !l.starts_with(char::is_whitespace))
+        .map(|l| format!("{l:?}"))
+        .collect();
+    if !glued.is_empty() {
+        eprintln!(
+            "warning: label(s) {} have no leading space, so each is scored glued to the \
+             context's last word; give them as the prompt would continue (\" True\")",
+            glued.join(", ")
+        );
+    }
+}
+
 /// Prints each label's token ids, per-token log-probs, sum and mean.
 pub fn score_text(args: &ScoreTextArgs, json: bool) -> anyhow::Result<()> {
-    set_threads(args.threads)?;
+    warn_glued(&args.context, &args.labels);
     let backend = crate::eval::models::backend_for(&args.model, args.backend)?;
     let scorer = Scorer::open(&args.model, backend)?;
     // The context is the user's own template: control-token text in it is read as control

@@ -1,7 +1,8 @@
-//! `deltalogic stats`: counts of everything in the store.
+//! `deltalogic stats`: counts of everything in the store: the records of every kind the
+//! benchmarks' catalogue declares (`eval::kinds::kinds`), then items, episodes and sets in detail.
 
 use super::emit;
-use crate::benchmarks::deltalogic::Episode;
+use crate::benchmarks::{self, deltalogic::Episode};
 use crate::datasets::BaseItem;
 use crate::store::{Id, Names, SourceFile, Store};
 use anyhow::Result;
@@ -12,6 +13,8 @@ use std::collections::BTreeMap;
 struct Stats {
     store: String,
     source_files: usize,
+    /// Every declared record kind, by its table: a new kind is counted without a change here.
+    records_per_kind: BTreeMap<&'static str, u64>,
     items_per_dataset: BTreeMap<String, usize>,
     episodes: usize,
     episodes_per_source_and_type: BTreeMap<String, BTreeMap<String, usize>>,
@@ -50,9 +53,14 @@ fn stats(reg: &Store) -> Result<Stats> {
             });
         }
     }
+    let mut records_per_kind = BTreeMap::new();
+    for declared in crate::eval::kinds::kinds(benchmarks::ALL) {
+        records_per_kind.insert(declared.kind.table, reg.count(declared.kind)?);
+    }
     Ok(Stats {
         store: reg.path().display().to_string(),
         source_files: reg.all::<SourceFile>()?.len(),
+        records_per_kind,
         items_per_dataset,
         episodes: eps.len(),
         episodes_per_source_and_type: per,
@@ -65,6 +73,9 @@ pub fn run(store: &Store, json: bool) -> Result<()> {
     emit(json, &s, || {
         println!("store: {}", s.store);
         println!("source files: {}", s.source_files);
+        for (table, n) in &s.records_per_kind {
+            println!("records: {table:<12} {n}");
+        }
         for (d, n) in &s.items_per_dataset {
             println!("items: {d:<12} {n}");
         }

@@ -1,12 +1,11 @@
 //! Audits: every score and generation behind a result, and a recomputation of a seeded sample
 //! of them.
 
-use super::records::same_bits;
-use super::{
-    Engine, GenerationRecord, LanguageModel, PromptRecord, ResultRecord, ScoreRecord, StopReason,
-};
+use super::engine::Engine;
+use super::language_model::LanguageModel;
+use super::records::{same_bits, GenerationRecord, PromptRecord, ScoreRecord, StopReason};
 use crate::benchmarks::Decoding;
-use crate::store::{Id, Record, Store, StoredSet};
+use crate::store::{Id, Record, ResultRecord, Store, StoredSet};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;

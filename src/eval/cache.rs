@@ -7,11 +7,12 @@
 
 use super::evaluated::EvaluationRecord;
 use super::generate::Generated;
-use super::records::{kinds, same_bits};
-use super::{derive, GenerationRecord, ModelRecord, ResultRecord, ScoreRecord};
+use super::kinds::kinds;
+use super::records::{same_bits, GenerationRecord, ModelRecord, ScoreRecord};
+use super::{derive, engine};
 use crate::benchmarks::Catalogue;
 use crate::store::{
-    decode, same_file, Declared, Id, Kind, Names, Record, Store, StoredSet, Writer,
+    decode, same_file, Declared, Id, Kind, Names, Record, ResultRecord, Store, StoredSet, Writer,
 };
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -435,7 +436,7 @@ pub struct Tolerance {
 impl Tolerance {
     /// The same bits from our engine; a served model within [`super::served::TOLERANCE`].
     pub const DEFAULT: Tolerance = Tolerance {
-        local: super::SCORE_TOLERANCE,
+        local: engine::SCORE_TOLERANCE,
         served: super::served::TOLERANCE,
     };
 

@@ -6,10 +6,12 @@
 //! where a result departs from it. A merge runs it on every incoming result against the store as
 //! it will be after the merge (`eval::cache::merge`), and `cache verify` on every stored result.
 
-use super::{GenerationRecord, ModelRecord, Normalisation, Pending, ResultRecord, ScoreRecord};
+use super::normalise::Normalisation;
+use super::pending::{turn_requests, Pending};
+use super::records::{GenerationRecord, ModelRecord, ScoreRecord};
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::{Answer, Catalogue, ModelInfo, Models};
-use crate::store::{Id, Record, Store, StoredSet};
+use crate::store::{Id, Record, ResultRecord, Store, StoredSet};
 use anyhow::{bail, Context, Result};
 
 /// What a benchmark's prompts need of the model, as the result's template recorded it: a chat
@@ -118,7 +120,7 @@ pub fn derive(reg: &Store, benchmarks: Catalogue, r: &ResultRecord) -> Result<()
         for (i, row) in r.rows.iter().enumerate() {
             let at = || format!("item {}, turn {}", Id(row.item).short(), turn + 1);
             let (request, free) =
-                super::turn_requests(&*prepared, (i, turn, &earlier[i]), norm, (subject, judge))
+                turn_requests(&*prepared, (i, turn, &earlier[i]), norm, (subject, judge))
                     .with_context(at)?;
             let stored = &row.turns[turn];
             let mut keys = request.keys();

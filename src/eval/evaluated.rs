@@ -9,10 +9,10 @@
 //! from elsewhere: a merge does not bring them in (the receiving store's next report makes its
 //! own), and `cache verify` recomputes every one ([`verify`]).
 
-use super::{answered, ResultRecord};
+use super::pending::answered;
 use crate::benchmarks::{Benchmark, Catalogue, Evaluation, Group};
 use crate::metrics::Metric;
-use crate::store::{canonical, decode, Id, Kind, Record, Store, StoredSet};
+use crate::store::{canonical, decode, Id, Kind, Record, ResultRecord, Store, StoredSet};
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 

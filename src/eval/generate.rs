@@ -4,8 +4,8 @@
 //! the tokens (the model's kernels fix every reduction order), so the tokens, log-probs and text
 //! depend only on the model, the prompt and the decoding.
 
+use super::language_model::Generation;
 use super::records::StopReason;
-use super::Generation;
 use crate::benchmarks::Decoding;
 use anyhow::{bail, Context, Result};
 use std::fmt::Display;

@@ -1,7 +1,9 @@
 //! Models in the registry: registered by fingerprint (model files + numerics), named by alias,
 //! and checked against their files before every use.
 
-use super::{Engine, Generation, ModelRecord, Prefill, Scoring};
+use super::engine::Engine;
+use super::language_model::{Generation, Prefill, Scoring};
+use super::records::ModelRecord;
 use crate::model::block::transformer::State;
 use crate::model::format::gguf::Gguf;
 use crate::model::format::quant::GgmlType;

@@ -3,8 +3,100 @@
 //! `calibrated`, the label scores after the same template's content-free prompts (scored through
 //! the same runner and cache, so never recomputed). See `docs/normalisation.md`.
 
-use super::{Normalisation, ScoreRecord};
+use super::records::ScoreRecord;
 use anyhow::{bail, Result};
+use serde::Serialize;
+
+/// How label log-probs become one number per label (each computed below; see
+/// `docs/normalisation.md`). The stored names of `mean`, `sum` and `per-char` are
+/// part of existing result ids and never change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Normalisation {
+    /// Mean log-prob per token (the DeltaLogic paper's default).
+    Mean,
+    /// The label's log-prob (lm-eval's `acc`).
+    Sum,
+    /// Sum divided by the label's characters (lm-eval's `acc_norm`).
+    PerChar,
+    /// Sum divided by the label's UTF-8 bytes.
+    Byte,
+    /// Sum minus the same label's sum after the template's content-free prompt (lm-eval's
+    /// `acc_mutual_info`, with the template's frame as the context).
+    Pmi,
+    /// Contextual calibration (Zhao et al. 2021): the label distribution divided by its mean
+    /// over content-free inputs in the same template.
+    Calibrated,
+}
+
+impl Normalisation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Normalisation::Mean => "mean",
+            Normalisation::Sum => "sum",
+            Normalisation::PerChar => "per-char",
+            Normalisation::Byte => "byte",
+            Normalisation::Pmi => "pmi",
+            Normalisation::Calibrated => "calibrated",
+        }
+    }
+
+    /// A stored or typed name; `char` is accepted for `per-char`.
+    pub fn named(name: &str) -> Option<Normalisation> {
+        match name {
+            "char" => Some(Normalisation::PerChar),
+            _ => Normalisation::ALL.into_iter().find(|n| n.as_str() == name),
+        }
+    }
+
+    /// lm-evaluation-harness's per-sample metric that picks the same answer: its `acc` is the
+    /// argmax of the sums, `acc_norm` of the sums over the continuation's characters, `acc_bytes`
+    /// over its UTF-8 bytes (the continuation being the label text, leading space included).
+    pub fn lm_eval_metric(self) -> Option<&'static str> {
+        match self {
+            Normalisation::Sum => Some("acc"),
+            Normalisation::PerChar => Some("acc_norm"),
+            Normalisation::Byte => Some("acc_bytes"),
+            Normalisation::Mean | Normalisation::Pmi | Normalisation::Calibrated => None,
+        }
+    }
+
+    /// `--norm` values: names, lm-eval's metric names (`acc`, `acc_norm`, `acc_bytes`), or `all`
+    /// for every normalisation; in report order, each once.
+    pub fn parse_list(names: &[String]) -> anyhow::Result<Vec<Normalisation>> {
+        let mut out = Vec::new();
+        for name in names {
+            if name == "all" {
+                out.extend(Normalisation::ALL);
+                continue;
+            }
+            let metric = || {
+                Normalisation::ALL
+                    .into_iter()
+                    .find(|n| n.lm_eval_metric() == Some(name.as_str()))
+            };
+            out.push(Normalisation::named(name).or_else(metric).ok_or_else(|| {
+                let known: Vec<&str> = Normalisation::ALL.iter().map(|n| n.as_str()).collect();
+                // lm-eval's mutual information scores the label after an empty context; `pmi`
+                // keeps the template's frame, so it is not the same number.
+                let hint = if name == "acc_mutual_info" {
+                    "; lm-eval's `acc_mutual_info` conditions on an empty context, the nearest \
+                     here is `pmi` (docs/normalisation.md)"
+                } else {
+                    ""
+                };
+                anyhow::anyhow!(
+                    "unknown normalisation `{name}` (known: {}, char, all, and lm-eval's acc, \
+                     acc_norm, acc_bytes){hint}",
+                    known.join(", ")
+                )
+            })?);
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+}
 
 /// The content-free fillers of `calibrated` (Zhao et al. 2021, §4): each replaces the item's
 /// content in the same template; their label distributions are averaged.

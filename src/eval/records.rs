@@ -1,31 +1,11 @@
-//! The records of scoring: models, prompt texts, scores and generations; and every record kind
-//! a store holds, by layer ([`kinds`]).
+//! The records of scoring: models, prompt texts, scores and generations.
 
-use crate::benchmarks::{Catalogue, Decoding};
-use crate::store::{self, canonical, Declared, Id, Kind, Record};
+use crate::benchmarks::Decoding;
+use crate::store::{canonical, Id, Kind, Record};
 use serde::Serialize;
 
-/// The runner's own record kinds, and the evaluations of its results that reports keep.
-pub const KINDS: &[Declared] = &[
-    Declared::of::<ModelRecord>(),
-    Declared::of::<ServedRecord>(),
-    Declared::of::<PromptRecord>(),
-    Declared::of::<ScoreRecord>(),
-    Declared::of::<GenerationRecord>(),
-    Declared::of::<super::evaluated::EvaluationRecord>(),
-];
-
-/// Every record kind a store of `benchmarks`' sets holds: the store's own, the runner's, and the
-/// benchmarks' (what `cache verify`, `cache merge` and `cache stats` walk).
-pub fn kinds(benchmarks: Catalogue) -> Vec<Declared> {
-    let mut all: Vec<Declared> = store::KINDS.iter().chain(KINDS).copied().collect();
-    for declared in benchmarks.kinds() {
-        if !all.iter().any(|d| d.kind == declared.kind) {
-            all.push(declared);
-        }
-    }
-    all
-}
+/// The backend name of a served model's records and fingerprint (`served::BACKEND`).
+pub const SERVED_BACKEND: &str = "served";
 
 /// A registered model. Its id is its fingerprint: the weights (for a GGUF file, the whole file,
 /// which also holds the tokenizer and the architecture config; for a Hugging Face directory,
@@ -76,7 +56,7 @@ impl ModelRecord {
     /// model, or a served one whose identity is not a hash (which no store written by
     /// `model add --served` holds).
     pub fn served_identity(&self) -> Option<Id> {
-        if self.backend != super::served::BACKEND {
+        if self.backend != SERVED_BACKEND {
             return None;
         }
         blake3::Hash::from_hex(&self.files_blake3)
@@ -207,97 +187,6 @@ pub fn same_bits(a: &[f32], b: &[f32]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
-/// How label log-probs become one number per label (see `eval::normalise`, where each is
-/// computed, and `docs/normalisation.md`). The stored names of `mean`, `sum` and `per-char` are
-/// part of existing result ids and never change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Normalisation {
-    /// Mean log-prob per token (the DeltaLogic paper's default).
-    Mean,
-    /// The label's log-prob (lm-eval's `acc`).
-    Sum,
-    /// Sum divided by the label's characters (lm-eval's `acc_norm`).
-    PerChar,
-    /// Sum divided by the label's UTF-8 bytes.
-    Byte,
-    /// Sum minus the same label's sum after the template's content-free prompt (lm-eval's
-    /// `acc_mutual_info`, with the template's frame as the context).
-    Pmi,
-    /// Contextual calibration (Zhao et al. 2021): the label distribution divided by its mean
-    /// over content-free inputs in the same template.
-    Calibrated,
-}
-
-impl Normalisation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Normalisation::Mean => "mean",
-            Normalisation::Sum => "sum",
-            Normalisation::PerChar => "per-char",
-            Normalisation::Byte => "byte",
-            Normalisation::Pmi => "pmi",
-            Normalisation::Calibrated => "calibrated",
-        }
-    }
-
-    /// A stored or typed name; `char` is accepted for `per-char`.
-    pub fn named(name: &str) -> Option<Normalisation> {
-        match name {
-            "char" => Some(Normalisation::PerChar),
-            _ => Normalisation::ALL.into_iter().find(|n| n.as_str() == name),
-        }
-    }
-
-    /// lm-evaluation-harness's per-sample metric that picks the same answer: its `acc` is the
-    /// argmax of the sums, `acc_norm` of the sums over the continuation's characters, `acc_bytes`
-    /// over its UTF-8 bytes (the continuation being the label text, leading space included).
-    pub fn lm_eval_metric(self) -> Option<&'static str> {
-        match self {
-            Normalisation::Sum => Some("acc"),
-            Normalisation::PerChar => Some("acc_norm"),
-            Normalisation::Byte => Some("acc_bytes"),
-            Normalisation::Mean | Normalisation::Pmi | Normalisation::Calibrated => None,
-        }
-    }
-
-    /// `--norm` values: names, lm-eval's metric names (`acc`, `acc_norm`, `acc_bytes`), or `all`
-    /// for every normalisation; in report order, each once.
-    pub fn parse_list(names: &[String]) -> anyhow::Result<Vec<Normalisation>> {
-        let mut out = Vec::new();
-        for name in names {
-            if name == "all" {
-                out.extend(Normalisation::ALL);
-                continue;
-            }
-            let metric = || {
-                Normalisation::ALL
-                    .into_iter()
-                    .find(|n| n.lm_eval_metric() == Some(name.as_str()))
-            };
-            out.push(Normalisation::named(name).or_else(metric).ok_or_else(|| {
-                let known: Vec<&str> = Normalisation::ALL.iter().map(|n| n.as_str()).collect();
-                // lm-eval's mutual information scores the label after an empty context; `pmi`
-                // keeps the template's frame, so it is not the same number.
-                let hint = if name == "acc_mutual_info" {
-                    "; lm-eval's `acc_mutual_info` conditions on an empty context, the nearest \
-                     here is `pmi` (docs/normalisation.md)"
-                } else {
-                    ""
-                };
-                anyhow::anyhow!(
-                    "unknown normalisation `{name}` (known: {}, char, all, and lm-eval's acc, \
-                     acc_norm, acc_bytes){hint}",
-                    known.join(", ")
-                )
-            })?);
-        }
-        out.sort();
-        out.dedup();
-        Ok(out)
-    }
-}
-
 /// Why a generation ended.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Serialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
@@ -380,46 +269,5 @@ impl Record for GenerationRecord {
             (ModelRecord::KIND, Id(self.model)),
             (PromptRecord::KIND, Id(self.prompt)),
         ]
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Tables and contexts are part of the stored bytes (checksums cover the table, ids hash
-    /// under the context): every kind the command line knows keeps the ones schema 3 wrote (the
-    /// `served` and `evaluations` kinds, added without a schema change, keep the ones they were
-    /// introduced with).
-    #[test]
-    fn every_kind_keeps_its_table_and_context() {
-        let declared: Vec<(&str, &str)> = kinds(crate::benchmarks::ALL)
-            .iter()
-            .map(|d| (d.kind.table, d.kind.context))
-            .collect();
-        let mut expected = vec![
-            ("sources", "deltalogic 2026-11-21 source file v1"),
-            ("items", "deltalogic 2026-11-21 base item v1"),
-            ("episodes", "deltalogic 2026-11-21 episode v1"),
-            ("sets", "deltalogic 2026-11-21 episode set v1"),
-            ("specs", "deltalogic 2026-11-21 build spec v1"),
-            ("models", "deltalogic 2026-11-21 model fingerprint v1"),
-            ("templates", "deltalogic 2026-11-21 prompt template v1"),
-            ("prompts", "deltalogic 2026-11-21 prompt text v1"),
-            ("scores", "deltalogic 2026-11-21 score key v1"),
-            ("results", "deltalogic 2026-11-30 result v2"),
-            ("questions", "deltalogic 2026-11-21 question v1"),
-            ("generations", "deltalogic 2026-11-23 generation key v1"),
-            ("problems", "deltalogic 2026-11-23 deduce problem v1"),
-            ("clomo_items", "deltalogic 2026-11-23 clomo item v1"),
-            ("served", "deltalogic 2026-11-26 served model identity v1"),
-            ("evaluations", "deltalogic 2026-11-26 result evaluation v1"),
-        ];
-        let mut sorted = declared.clone();
-        sorted.sort();
-        expected.sort();
-        assert_eq!(sorted, expected);
-        sorted.dedup_by_key(|(table, _)| *table);
-        assert_eq!(sorted.len(), declared.len(), "one declaration per table");
     }
 }

@@ -1,11 +1,12 @@
 //! Served models in the registry and the runner: registered by their identity after the
 //! conformance probe, asked over HTTP with several requests in flight, their answers stored
-//! exactly like local scores and generations (committed batch by batch, so an interrupted run
-//! keeps what it committed and a rerun asks only for the rest).
+//! through the save path local scores and generations take (`save`: committed batch by batch,
+//! so an interrupted run keeps what it committed and a rerun asks only for the rest).
 
 use super::generate::Generated;
+use super::pending::Pending;
 use super::records::{ModelRecord, ServedRecord, StopReason};
-use super::{Batch, Computation, Pending, Progress, ScoreReport, BATCH};
+use super::save::{self, Computation, Computed, Progress, Saver, ScoreReport};
 use crate::benchmarks::Decoding;
 use crate::served::completions::{Completed, Echoed, Finish};
 use crate::served::{probe, Endpoint};
@@ -14,14 +15,14 @@ use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, OnceLock};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 /// How scores and generations are asked: part of a served model's fingerprint, so a change of
 /// protocol gives new ids.
 pub const PROTOCOL: &str = "openai-completions-echo-1";
 
 /// The backend name of a served model's records and fingerprint.
-pub const BACKEND: &str = "served";
+pub use super::records::SERVED_BACKEND as BACKEND;
 
 /// Who renders a chat template, in the fingerprint.
 const CHAT: &str = "rendered by deltalogic";
@@ -339,7 +340,7 @@ enum Ask {
 }
 
 /// Computes the missing slots of `reqs` with a served model: `concurrency` requests in flight,
-/// records committed every [`BATCH`]. On the first failure no new request is sent, the records
+/// records committed every [`save::BATCH`]. On the first failure no new request is sent, the records
 /// already answered are committed, and the failure is reported.
 pub(super) fn compute(
     reg: &Store,
@@ -360,17 +361,13 @@ pub(super) fn compute(
             Pending::Generate { .. } => vec![Ask::Generate { req: *req }],
         })
         .collect();
-    progress.start(
-        asks.len() as u64,
-        (report.scores_found_in_cache + report.generations_found_in_cache) as u64,
-    );
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    // A server has no files of ours to check before a commit.
+    let files = |_| Ok(());
+    let mut saver = Saver::start(reg, reqs, &files, asks.len(), report, progress);
+    let now = save::now();
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let (send, receive) = mpsc::channel::<(usize, Result<super::Computed>)>();
-    let mut batch = Batch::default();
+    let (send, receive) = mpsc::channel::<(usize, Result<Computed>)>();
     let mut first_error = None;
     std::thread::scope(|scope| {
         for _ in 0..served.concurrency.min(asks.len()) {
@@ -395,39 +392,15 @@ pub(super) fn compute(
         }
         drop(send);
         for (req, answer) in receive {
-            let flushed = answer.and_then(|computed| {
-                let (text, prompt) = reqs[req].prompt();
-                batch
-                    .prompts
-                    .entry(prompt)
-                    .or_insert_with(|| text.to_string());
-                match computed {
-                    super::Computed::Score(s) => {
-                        report.scores_computed += 1;
-                        batch.scores.push(s);
-                    }
-                    super::Computed::Generation(g) => {
-                        report.generations_computed += 1;
-                        report.generated_tokens += g.logprobs.len() as u64;
-                        batch.generations.push(g);
-                    }
-                }
-                progress.advance(1, 0);
-                if batch.len() >= BATCH {
-                    batch.flush(reg)?;
-                }
-                Ok(())
-            });
-            if let Err(e) = flushed {
+            // The server's tokens are not counted: it runs them, not us.
+            if let Err(e) = answer.and_then(|computed| saver.take(req, computed, 0)) {
                 failed.store(true, Ordering::Relaxed);
                 first_error.get_or_insert(e);
             }
         }
     });
     // What was answered before a failure is as good as any other answer: it is kept.
-    let kept = batch.len();
-    batch.flush(reg)?;
-    progress.finish();
+    let kept = saver.finish()?;
     match first_error {
         Some(e) => Err(e.context(format!(
             "asking served model {} at {} (the {kept} answer(s) received before the failure \
@@ -440,13 +413,7 @@ pub(super) fn compute(
 }
 
 /// Sends one request and builds its record.
-fn ask(
-    served: &Served,
-    model_id: Id,
-    reqs: &[Pending],
-    ask: &Ask,
-    now: u64,
-) -> Result<super::Computed> {
+fn ask(served: &Served, model_id: Id, reqs: &[Pending], ask: &Ask, now: u64) -> Result<Computed> {
     let t = Instant::now();
     Ok(match *ask {
         Ask::Score { req, slot } => {
@@ -465,7 +432,7 @@ fn ask(
                 .with_context(|| format!("label {label:?} after prompt {}", prompt_id.short()))?;
             // The server's tokens are text: a served score holds no token ids.
             let by = Computation::of(model_id, BACKEND, t, now);
-            super::Computed::Score(by.score(*prompt_id, label, Vec::new(), echoed.logprobs))
+            Computed::Score(by.score(*prompt_id, label, Vec::new(), echoed.logprobs))
         }
         Ask::Generate { req } => {
             let Pending::Generate {
@@ -481,7 +448,7 @@ fn ask(
                 .regenerate(prompt, decoding)
                 .with_context(|| format!("generating after prompt {}", prompt_id.short()))?;
             let by = Computation::of(model_id, BACKEND, t, now);
-            super::Computed::Generation(by.generation(*prompt_id, decoding, g))
+            Computed::Generation(by.generation(*prompt_id, decoding, g))
         }
     })
 }

@@ -7,16 +7,15 @@
 //! the forward tokens summed over the parts stay close to one run's. All turns of an item stay
 //! with it (the runner asks them in turn). The parts depend only on the set, the template and N.
 //!
-//! A part stores its scores and generations, never a result: a result is one record over the
+//! A part (`eval::run_part`) stores its scores and generations, never a result: a result is one record over the
 //! whole set, and a partial one would be reported as if it were. After `cache merge` of the N
 //! part stores, `score` without `--shard` finds every record cached, computes nothing and writes
 //! the full result — the same record as a single run's.
 
-use super::{LanguageModel, Progress, ScoreReport};
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::{Answer, Prepared, Request};
 use crate::logic::Label;
-use crate::store::{Id, Store};
+use crate::store::Id;
 use anyhow::{bail, Context, Result};
 use std::str::FromStr;
 
@@ -35,7 +34,7 @@ impl FromStr for Shard {
         let bad = || {
             format!(
                 "`{s}` is not a shard: give I/N with 0 <= I < N and N from 1 to {} (e.g. 0/4)",
-                crate::cli::bounds::MAX_SHARDS
+                crate::bounds::MAX_SHARDS
             )
         };
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
@@ -43,7 +42,7 @@ impl FromStr for Shard {
             i.trim().parse().map_err(|_| bad())?,
             n.trim().parse().map_err(|_| bad())?,
         );
-        if index >= count || count > crate::cli::bounds::MAX_SHARDS {
+        if index >= count || count > crate::bounds::MAX_SHARDS {
             return Err(bad());
         }
         Ok(Shard { index, count })
@@ -150,19 +149,4 @@ pub(super) fn select(whole: Box<dyn Prepared>, shard: Shard) -> Result<Box<dyn P
     let keep = parts(&*whole, shard.count)?.swap_remove(shard.index);
     let ids = keep.iter().map(|&i| whole.items()[i]).collect();
     Ok(Box::new(Part { whole, keep, ids }))
-}
-
-/// Scores the run's part of a set: its scores and generations are stored, no result (see the
-/// module's note).
-pub fn run<M: LanguageModel>(
-    reg: &Store,
-    run: &super::Run,
-    load: impl FnMut(Id) -> Result<super::Engine<M>>,
-    progress: &mut dyn Progress,
-) -> Result<ScoreReport> {
-    if run.shard.is_none() {
-        bail!("no part of the set was asked: a whole set is scored with eval::run_each");
-    }
-    let (report, _partial) = super::answer(reg, run, load, progress)?;
-    Ok(report)
 }

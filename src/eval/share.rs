@@ -2,11 +2,12 @@
 //! normalisation), with everything they refer to — scores, prompts, templates, the set, its spec,
 //! its members and what they come from, the models — so that it reports and audits alone.
 
-use super::records::kinds;
-use super::{GenerationRecord, ModelRecord, ResultRecord, ScoreRecord, ServedRecord};
+use super::kinds::kinds;
+use super::records::{GenerationRecord, ModelRecord, ScoreRecord};
+use super::ServedRecord;
 use crate::benchmarks::prompts::TemplateRecord;
 use crate::benchmarks::Catalogue;
-use crate::store::{decode, Id, Kind, Names, Record, Store, StoredSet};
+use crate::store::{decode, Id, Kind, Names, Record, ResultRecord, Store, StoredSet};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -22,7 +22,7 @@
 //! inside a product can only pick up other products, never a whole branch: at most one path per
 //! lane is live, which bounds memory by the lane count.
 
-use super::Prefill;
+use super::language_model::Prefill;
 use anyhow::{anyhow, Result};
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,8 +55,15 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 /// context, and returns its output and the tokens it ran through the model itself;
 /// `done(tag, output, forward tokens so far)` receives each output on the calling thread, in the
 /// order they finish; at most one output per lane waits for it. The first error (from `work`,
-/// `done` or the model) stops the run and is returned.
-pub fn run<M, T, W, D>(model: &M, mut jobs: Vec<Job>, work: W, mut done: D) -> Result<TreeStats>
+/// `done` or the model) stops the run and is returned. `threads` is the size of the pool the
+/// model's kernels run on (the command line's `--threads`): as many lanes walk at most.
+pub fn run<M, T, W, D>(
+    model: &M,
+    mut jobs: Vec<Job>,
+    threads: usize,
+    work: W,
+    mut done: D,
+) -> Result<TreeStats>
 where
     M: Prefill,
     T: Send,
@@ -71,7 +78,6 @@ where
     if jobs.is_empty() {
         return Ok(stats);
     }
-    let threads = rayon::current_num_threads();
     let lanes = threads.clamp(1, jobs.len());
     // Bounded: a lane waits while the caller is busy with earlier outputs, so outputs that hold
     // much (a generation's prompt state, for one) do not pile up unread.
@@ -374,6 +380,7 @@ mod tests {
         let stats = run(
             &model,
             jobs,
+            2,
             |tag, state: &Vec<u32>| Ok((state.clone(), 1 + (tag % 2) as u64)),
             |tag, state, _| {
                 assert!(seen.insert(tag, state).is_none(), "tag {tag} ran twice");
@@ -409,7 +416,7 @@ mod tests {
         let mut contexts = contexts();
         contexts.push(vec![1, 2, 3, 99]);
         let jobs = one_tag_each(contexts);
-        let e = run(&model, jobs, |_, _| Ok(((), 0)), |_, (), _| Ok(())).unwrap_err();
+        let e = run(&model, jobs, 2, |_, _| Ok(((), 0)), |_, (), _| Ok(())).unwrap_err();
         assert_eq!(e.to_string(), "token 99 refused");
     }
 
@@ -421,6 +428,7 @@ mod tests {
         let e = run(
             &model,
             jobs,
+            2,
             |_, _| Ok(((), 0)),
             |_, (), _| {
                 received += 1;
@@ -438,7 +446,7 @@ mod tests {
     #[test]
     fn no_jobs_compute_nothing() {
         let model = echo(None);
-        let stats = run(&model, vec![], |_, _| Ok(((), 1)), |_, (), _| Ok(())).unwrap();
+        let stats = run(&model, vec![], 2, |_, _| Ok(((), 1)), |_, (), _| Ok(())).unwrap();
         assert_eq!(stats, TreeStats::default());
         assert_eq!(model.prefilled.load(Ordering::Relaxed), 0);
     }

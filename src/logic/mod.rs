@@ -1,14 +1,17 @@
 //! The logic engine: the ProofWriter/RuleTaker English grammar and its open- and closed-world
-//! solvers, and the FOLIO first-order checker. Every gold label in deltalogic comes from here.
+//! solvers, and the FOLIO first-order checker, and the premises the benchmarks store with the label
+//! the solvers give a query over them ([`solve`]). Every gold label in deltalogic comes from here.
 
 pub mod english;
 pub mod fol;
 pub mod folio;
 pub mod generator;
+pub mod premise;
 mod semantics;
 pub mod solver;
 pub mod verbs;
 
+pub use premise::{solve, Premise};
 pub use semantics::Semantics;
 
 use serde::{Deserialize, Serialize};

@@ -3,11 +3,9 @@
 //! [`Declared`] adds what the generic walks need of the type itself — decoding a stored value,
 //! checking that it hashes to its key, naming the records it references — so that verification,
 //! merges, statistics and cache exports work from lists of declarations: the store's own
-//! ([`KINDS`]), the runner's and each benchmark's. The store names no benchmark type.
+//! (`store::KINDS`, in `records`), the runner's and each benchmark's. The store names no benchmark type.
 
 use super::{decode, Id, Record, Store};
-use super::{ResultRecord, SourceFile, StoredSet, StoredSpec};
-use crate::datasets::BaseItem;
 use anyhow::{bail, Result};
 use redb::TableDefinition;
 use rkyv::api::high::HighValidator;
@@ -79,12 +77,3 @@ where
     }
     Ok(record.references())
 }
-
-/// The store's own kinds: ingested files, base items, build specs, sets and results.
-pub const KINDS: &[Declared] = &[
-    Declared::of::<SourceFile>(),
-    Declared::of::<BaseItem>(),
-    Declared::of::<StoredSpec>(),
-    Declared::of::<StoredSet>(),
-    Declared::of::<ResultRecord>(),
-];

@@ -21,9 +21,11 @@ mod outputs;
 mod records;
 mod shield;
 
-pub use kind::{Declared, Kind, KINDS};
+pub use kind::{Declared, Kind};
 pub use outputs::{guard_output, record_output, same_file};
-pub use records::{ResultRecord, ResultRow, SourceFile, StoredSet, StoredSpec, Turn, TurnAnswer};
+pub use records::{
+    ResultRecord, ResultRow, SourceFile, StoredSet, StoredSpec, Turn, TurnAnswer, KINDS,
+};
 
 use anyhow::{anyhow, bail, Result};
 use redb::{

@@ -2,10 +2,20 @@
 //! results. (A benchmark's own records, such as DeltaLogic's episodes, are defined and declared in
 //! its folder, the runner's in `crate::eval::records`.)
 
-use super::{canonical, Id, Kind, Record};
+use super::kind::{Declared, Kind};
+use super::{canonical, Id, Record};
 use crate::datasets::BaseItem;
 use crate::logic::Label;
 use serde::Serialize;
+
+/// The store's own kinds: ingested files, base items, build specs, sets and results.
+pub const KINDS: &[Declared] = &[
+    Declared::of::<SourceFile>(),
+    Declared::of::<BaseItem>(),
+    Declared::of::<StoredSpec>(),
+    Declared::of::<StoredSet>(),
+    Declared::of::<ResultRecord>(),
+];
 
 /// One ingested file (or file group, for formats that read several files as one unit).
 #[derive(

@@ -515,3 +515,162 @@ fn bench_compares_the_best_runs_of_both_sides() {
         "names the program: {err}"
     );
 }
+
+/// `model export-hf --model DIR`: a directory where the GGUF file belongs is said to be one, once,
+/// not as the system's "No such device" twice.
+#[test]
+fn export_hf_of_a_directory_says_it_wants_the_gguf_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model-dir");
+    std::fs::create_dir(&model).unwrap();
+    let out = run(
+        &dir.path().join("s.redb"),
+        &[
+            "model",
+            "export-hf",
+            "--model",
+            model.to_str().unwrap(),
+            "-o",
+            dir.path().join("out").to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&model.display().to_string())
+            && err.contains("is a directory: export-hf reads a GGUF file")
+            && !err.contains("os error"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out").exists());
+}
+
+/// `score-text --labels True` after `Label:` is scored as `Label:True`: the user is warned, and
+/// only of the labels without their leading space; a context ending in whitespace takes them.
+#[test]
+fn score_text_warns_of_labels_glued_to_the_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = crate::common::tiny_llama(&dir.path().join("llama"));
+    let score = |context: &str| {
+        run(
+            &dir.path().join("s.redb"),
+            &[
+                "--json",
+                "score-text",
+                "--model",
+                model.to_str().unwrap(),
+                "--context",
+                context,
+                "--labels",
+                "True",
+                " False",
+            ],
+        )
+    };
+    let out = score("Label:");
+    json(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: label(s) \"True\" have no leading space") && !err.contains("False"),
+        "{err}"
+    );
+    let out = score("Label:\n");
+    json(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
+/// `score --help` lists every template of every benchmark of the catalogue (DeduCE's `continue`
+/// too): a new benchmark's templates come with it.
+#[test]
+fn score_help_lists_every_template_of_the_catalogue() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&dir.path().join("s.redb"), &["score", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for b in deltalogic::benchmarks::ALL.iter() {
+        let listed = format!("{}: {}", b.title(), b.templates().join(", "));
+        assert!(help.contains(&listed), "`{listed}` is not in:\n{help}");
+    }
+    assert!(help.contains("continue"), "{help}");
+}
+
+/// A template the benchmark lacks is refused in one wording, naming the benchmark's templates,
+/// before anything is asked of a model.
+#[test]
+fn an_unknown_template_is_refused_naming_the_benchmarks_templates() {
+    use deltalogic::eval;
+    let dir = tempfile::tempdir().unwrap();
+    let reg = deltalogic::store::Store::open_write(&dir.path().join("s.redb")).unwrap();
+    crate::common::generated_set(&reg, "small", 5, 1);
+    let (set_id, stored) = crate::common::set(&reg, "small");
+    let benchmark = deltalogic::benchmarks::ALL
+        .named(&stored.benchmark)
+        .unwrap();
+    let err = eval::run(
+        &reg,
+        &eval::Run {
+            benchmark,
+            set_id,
+            set: &stored,
+            models: eval::Participants {
+                subject: crate::common::model_id("m"),
+                info: &crate::common::NoChat,
+                judge: None,
+            },
+            template: "nope",
+            norms: vec![eval::Normalisation::Mean],
+            shard: None,
+            threads: 2,
+        },
+        |_| -> anyhow::Result<eval::Engine<crate::common::ByteModel>> {
+            panic!("no model is loaded for an unknown template")
+        },
+        &mut eval::Quiet,
+    )
+    .unwrap_err();
+    assert_eq!(
+        format!("{err:#}"),
+        format!(
+            "{} has no template `nope` (known: {})",
+            benchmark.title(),
+            benchmark.templates().join(", ")
+        )
+    );
+}
+
+/// `stats` counts the records of every kind the catalogue declares, by table, whatever kind it
+/// is: the episodes and the set just built among them, the kinds with no record at 0.
+#[test]
+fn stats_counts_every_declared_record_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.redb");
+    json(&run(
+        &store,
+        &[
+            "--json",
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--seed",
+            "5",
+            "--per-type",
+            "1",
+            "--name",
+            "small",
+        ],
+    ));
+    let stats = json(&run(&store, &["--json", "stats"]));
+    let per_kind = stats["records_per_kind"].as_object().unwrap();
+    let declared = deltalogic::eval::kinds::kinds(deltalogic::benchmarks::ALL);
+    assert_eq!(per_kind.len(), declared.len(), "{per_kind:?}");
+    for d in &declared {
+        assert!(per_kind.contains_key(d.kind.table), "{}", d.kind.table);
+    }
+    assert_eq!(per_kind["episodes"], stats["episodes"]);
+    assert_eq!(per_kind["sets"], 1);
+    assert_eq!(per_kind["scores"], 0);
+}

@@ -170,14 +170,17 @@ fn run(reg: &Store, template: &str, judge: Option<&str>) -> eval::Outcome {
         reg,
         &eval::Run {
             benchmark: clomo(),
-            set: (set_id, &stored),
+            set_id,
+            set: &stored,
             models: Participants {
-                subject: (model_id("subject"), &Chat),
+                subject: model_id("subject"),
+                info: &Chat,
                 judge: judge.map(model_id),
             },
             template,
             norms: vec![eval::Normalisation::Sum],
             shard: None,
+            threads: 2,
         },
         |id| {
             let name = names.into_iter().find(|n| model_id(n) == id).unwrap();

@@ -125,14 +125,17 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
                     &reg,
                     &eval::Run {
                         benchmark,
-                        set: (set_id, &set),
+                        set_id,
+                        set: &set,
                         models: eval::Participants {
-                            subject: (model_id, &NoChat),
+                            subject: model_id,
+                            info: &NoChat,
                             judge: None,
                         },
                         template: benchmark.templates()[0],
                         norms: vec![norm],
                         shard: None,
+                        threads: 2,
                     },
                     |_| -> anyhow::Result<eval::Engine<ByteModel>> {
                         panic!("nothing may be computed")

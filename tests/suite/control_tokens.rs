@@ -6,7 +6,8 @@
 
 use crate::common;
 
-use deltalogic::benchmarks::prompts::{plain_question, render_chat, QuestionTemplate};
+use deltalogic::benchmarks::prompts::render_chat;
+use deltalogic::benchmarks::question::{plain_question, QuestionTemplate};
 use deltalogic::benchmarks::question::{Choice, Question};
 use deltalogic::logic::{Label, Semantics};
 use deltalogic::model::format::gguf::Gguf;

@@ -1,7 +1,7 @@
 //! DeduCE's GSM8K templatiser and perturbation on the real test split.
 
+use deltalogic::benchmarks::deduce::extract::annotations;
 use deltalogic::benchmarks::deduce::gsm8k::{self, Reject};
-use deltalogic::benchmarks::deduce::problem::annotations;
 use deltalogic::benchmarks::deduce::rational::Rational;
 use deltalogic::benchmarks::deduce::template::literals;
 use deltalogic::benchmarks::deduce::{from_gsm8k, Problem};

@@ -146,14 +146,17 @@ fn run(reg: &Store, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Outcom
             benchmark: &GenerateThenJudge {
                 decoding: decoding(24, &["."]),
             },
-            set: (set.0, &set.1),
+            set_id: set.0,
+            set: &set.1,
             models: Participants {
-                subject: (model_id("m1"), &NoChat),
+                subject: model_id("m1"),
+                info: &NoChat,
                 judge: judge.map(model_id),
             },
             template: "generate-then-judge",
             norms: vec![eval::Normalisation::Sum],
             shard: None,
+            threads: 2,
         },
         |id| {
             loaded.borrow_mut().push(id);
@@ -245,14 +248,17 @@ fn judge_requests_go_to_the_judge_and_name_it_in_the_result() {
         &reg,
         &eval::Run {
             benchmark: deltalogic,
-            set: (set.0, &set.1),
+            set_id: set.0,
+            set: &set.1,
             models: Participants {
-                subject: (model_id("m1"), &NoChat),
+                subject: model_id("m1"),
+                info: &NoChat,
                 judge: Some(model_id("judge")),
             },
             template: "plain",
             norms: vec![eval::Normalisation::Sum],
             shard: None,
+            threads: 2,
         },
         |_| Ok(eval::Engine::Local(ByteModel::new("m1"))),
         &mut Quiet,

@@ -697,7 +697,7 @@ fn ingest_and_check(
     path: &str,
 ) -> (
     deltalogic::store::Store,
-    deltalogic::check::DatasetCheck,
+    deltalogic::cli::check::DatasetCheck,
     usize,
 ) {
     use deltalogic::datasets::Format;
@@ -705,7 +705,7 @@ fn ingest_and_check(
     let file = std::path::Path::new(path);
     let reg = Store::open_write(&dir.join(file.file_name().unwrap())).unwrap();
     ingest::ingest(&reg, Format::RuleTaker, file, false).unwrap();
-    let mut checks = deltalogic::check::check(&reg, None).unwrap();
+    let mut checks = deltalogic::cli::check::check(&reg, None).unwrap();
     assert_eq!(checks.len(), 1, "one dataset expected");
     let c = checks.remove(0);
     assert_eq!(c.coverage.len(), 1, "one file expected");
@@ -820,7 +820,7 @@ fn datasets_check_refused_groups_by_shape() {
     );
     assert_eq!((c.agree, c.disagree, c.unparseable), (66, 0, 2));
 
-    let reports = deltalogic::check::refusals(&reg, None, 3).unwrap();
+    let reports = deltalogic::cli::check::refusals(&reg, None, 3).unwrap();
     let [r] = &reports[..] else {
         panic!("one dataset expected")
     };
@@ -866,7 +866,7 @@ fn datasets_check_refused_groups_by_shape() {
     // The grammar theories: one theory with six refused sentences, each shape blocking 4
     // questions, none alone.
     let (reg, _, _) = ingest_and_check(dir.path(), THEORIES);
-    let r = &deltalogic::check::refusals(&reg, None, 20).unwrap()[0];
+    let r = &deltalogic::cli::check::refusals(&reg, None, 20).unwrap()[0];
     assert_eq!((r.refused, r.blocked, r.shape_count), (6, 4, 6));
     assert!(r.shapes.iter().all(|s| (s.questions, s.alone) == (4, 0)));
 }

@@ -8,7 +8,7 @@ use deltalogic::benchmarks;
 use deltalogic::benchmarks::deltalogic::Episode;
 use deltalogic::datasets::{BaseItem, Origin};
 use deltalogic::eval::cache::{self, MergeOptions};
-use deltalogic::eval::records::kinds;
+use deltalogic::eval::kinds::kinds;
 use deltalogic::eval::{self, models, Normalisation, PromptRecord, ScoreRecord};
 use deltalogic::logic::{Label, World};
 use deltalogic::model::scorer::Backend;

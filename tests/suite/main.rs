@@ -29,6 +29,7 @@ mod hf_export;
 mod html_report;
 mod integrity;
 mod interruptions;
+mod layering;
 mod lm_eval;
 mod model_change;
 mod model_errors;

@@ -246,8 +246,8 @@ use crate::common;
 
 use common::{members, model_id, score_with};
 use deltalogic::benchmarks::deltalogic::{self as episodes, Episode};
-use deltalogic::benchmarks::prompts::{self as prompt, QuestionTemplate};
 use deltalogic::benchmarks::question::{self as questions, Question, Verdict};
+use deltalogic::benchmarks::question::{self as prompt, QuestionTemplate};
 use deltalogic::benchmarks::robustlr::{self as rq, glore};
 use deltalogic::eval::{Normalisation, ResultRecord, ResultRow, ScoreReport, Turn};
 use deltalogic::logic::Semantics;

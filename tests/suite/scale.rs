@@ -397,6 +397,7 @@ fn full_set_tokens() {
         let stats = tree::run(
             &counter,
             jobs,
+            2,
             |tokens, _| Ok(((), tokens as u64)),
             |_, (), _| Ok(()),
         )

@@ -71,14 +71,17 @@ fn run_served(reg: &Store, model: Id, template: &str) -> anyhow::Result<eval::Ou
         reg,
         &eval::Run {
             benchmark: benchmarks::ALL.named(&stored.benchmark).unwrap(),
-            set: (set_id, &stored),
+            set_id,
+            set: &stored,
             models: eval::Participants {
-                subject: (model, &NoChat),
+                subject: model,
+                info: &NoChat,
                 judge: None,
             },
             template,
             norms: vec![Normalisation::Mean],
             shard: None,
+            threads: 2,
         },
         |_| models::engine(reg, &record, 4),
         &mut Quiet,
@@ -92,14 +95,17 @@ fn run_local(reg: &Store, template: &str) -> eval::Outcome {
         reg,
         &eval::Run {
             benchmark: benchmarks::ALL.named(&stored.benchmark).unwrap(),
-            set: (set_id, &stored),
+            set_id,
+            set: &stored,
             models: eval::Participants {
-                subject: (model_id("local"), &NoChat),
+                subject: model_id("local"),
+                info: &NoChat,
                 judge: None,
             },
             template,
             norms: vec![Normalisation::Mean],
             shard: None,
+            threads: 2,
         },
         |_| Ok(Engine::Local(Consistent(ByteModel::new(WEIGHTS)))),
         &mut Quiet,
@@ -571,4 +577,65 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
         !merged["unverified"].as_object().unwrap().is_empty(),
         "{merged}"
     );
+}
+
+/// Both engines hand their records to one save path: the same answers are stored as the same
+/// records, but for what names the engine (its model, backend, token ids and timings), and
+/// counted the same, generated tokens included.
+#[test]
+fn the_served_and_the_local_engine_store_the_same_record_for_the_same_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::start(WEIGHTS, None);
+    let served_reg = store(dir.path(), "served.store");
+    let model = register(&served_reg, &fake);
+    let local_reg = store(dir.path(), "local.store");
+    let served = run_served(&served_reg, model, "dialogue").unwrap().report;
+    let local = run_local(&local_reg, "dialogue").report;
+    let counts = |r: &eval::ScoreReport| {
+        (
+            r.scores_computed,
+            r.generations_computed,
+            r.generated_tokens,
+        )
+    };
+    assert_eq!(counts(&served), counts(&local));
+    assert!(served.generations_computed > 0 && served.generated_tokens > 0);
+    let scores = |reg: &Store| -> BTreeMap<([u8; 32], String), ScoreRecord> {
+        reg.all::<ScoreRecord>()
+            .unwrap()
+            .into_iter()
+            .map(|(_, s)| {
+                let key = (s.prompt, s.label.clone());
+                let engine_free = ScoreRecord {
+                    model: [0; 32],
+                    backend: String::new(),
+                    tokens: Vec::new(),
+                    compute_micros: 0,
+                    computed_at: 0,
+                    ..s
+                };
+                (key, engine_free)
+            })
+            .collect()
+    };
+    let generations = |reg: &Store| -> BTreeMap<[u8; 32], GenerationRecord> {
+        reg.all::<GenerationRecord>()
+            .unwrap()
+            .into_iter()
+            .map(|(_, g)| {
+                let key = g.prompt;
+                let engine_free = GenerationRecord {
+                    model: [0; 32],
+                    backend: String::new(),
+                    tokens: Vec::new(),
+                    compute_micros: 0,
+                    computed_at: 0,
+                    ..g
+                };
+                (key, engine_free)
+            })
+            .collect()
+    };
+    assert_eq!(scores(&served_reg), scores(&local_reg));
+    assert_eq!(generations(&served_reg), generations(&local_reg));
 }

@@ -129,18 +129,21 @@ fn merged_parts_equal_a_single_run() {
             let reg = Store::open_write(&path).unwrap();
             let (set_id, stored) = set(&reg, "set");
             let b = benchmarks::ALL.named(&stored.benchmark).unwrap();
-            let report = shard::run(
+            let report = eval::run_part(
                 &reg,
                 &eval::Run {
                     benchmark: b,
-                    set: (set_id, &stored),
+                    set_id,
+                    set: &stored,
                     models: eval::Participants {
-                        subject: (model_id("m"), &NoChat),
+                        subject: model_id("m"),
+                        info: &NoChat,
                         judge: None,
                     },
                     template: "plain",
                     norms: vec![Normalisation::Mean],
                     shard: Some(Shard { index, count: N }),
+                    threads: 2,
                 },
                 |_| Ok(eval::Engine::Local(ByteModel::new("m"))),
                 &mut Quiet,

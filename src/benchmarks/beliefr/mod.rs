@@ -17,7 +17,8 @@ pub mod prompts;
 use super::question::{self, store_set, Choice, Question, Questions, Stored};
 use super::view::Counted;
 use super::{
-    parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, Models, Panel, Prepared,
+    parse_args, unknown_template, Answered, Benchmark, Built, Column, Evaluation, Group, Models,
+    Panel, Prepared,
 };
 use crate::datasets::BaseItem;
 use crate::logic::{Label, Semantics};
@@ -379,10 +380,10 @@ struct BuildArgs {
     name: String,
     /// Keep only this many step-t+1 questions per (belief update/maintain, modus) cell, with the
     /// step-t questions they revise: a sample a real model scores in minutes.
-    #[arg(long, value_parser = crate::cli::bounds::count(1, crate::cli::bounds::MAX_SIZE))]
+    #[arg(long, value_parser = crate::bounds::count(1, crate::bounds::MAX_SIZE))]
     per_cell: Option<usize>,
     /// Seed of the sample.
-    #[arg(long, default_value_t = 0, value_parser = crate::cli::bounds::seed())]
+    #[arg(long, default_value_t = 0, value_parser = crate::bounds::seed())]
     seed: u64,
 }
 
@@ -447,10 +448,7 @@ impl Benchmark for BeliefR {
         let form = match template {
             "beliefr-letters" => LabelForm::Letters,
             "beliefr-text" => LabelForm::Text,
-            _ => bail!(
-                "unknown Belief-R template `{template}` (known: {})",
-                prompts::CHOICE_TEMPLATE_NAMES.join(", ")
-            ),
+            _ => return Err(unknown_template(self.title(), self.templates(), template)),
         };
         Ok(Box::new(Questions::new(
             store,

@@ -2,8 +2,9 @@
 //! Belief-R code) with an answer cue for constrained scoring, scoring either the option letters
 //! (`beliefr-letters`) or the option texts (`beliefr-text`).
 
-use crate::benchmarks::prompts::{record_of, QuestionTemplate, TemplateRecord};
+use crate::benchmarks::prompts::{record_of, TemplateRecord};
 use crate::benchmarks::question::Question;
+use crate::benchmarks::question::QuestionTemplate;
 use anyhow::Result;
 use serde::Serialize;
 

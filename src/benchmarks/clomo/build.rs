@@ -31,9 +31,9 @@ pub struct BuildArgs {
     pub split: String,
     /// Keep N items of each relation (all of a relation that has fewer), drawn after a seeded
     /// shuffle.
-    #[arg(long = "per-type", value_parser = crate::cli::bounds::count(1, crate::cli::bounds::MAX_SIZE))]
+    #[arg(long = "per-type", value_parser = crate::bounds::count(1, crate::bounds::MAX_SIZE))]
     pub per_type: Option<usize>,
-    #[arg(long, default_value_t = 0, value_parser = crate::cli::bounds::seed())]
+    #[arg(long, default_value_t = 0, value_parser = crate::bounds::seed())]
     pub seed: u64,
     /// Name of the set.
     #[arg(long, default_value = "clomo")]

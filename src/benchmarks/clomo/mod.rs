@@ -14,8 +14,8 @@ pub mod prompts;
 pub mod ses;
 
 use super::{
-    members, parse_args, Answer, Answered, Benchmark, Built, Evaluation, Models, Panel, Prepared,
-    Request, Role,
+    members, parse_args, unknown_template, Answer, Answered, Benchmark, Built, Evaluation, Models,
+    Panel, Prepared, Request, Role,
 };
 use crate::logic::Label;
 use crate::store::{canonical, Declared, Id, Kind, Record, Store, StoredSet};
@@ -321,10 +321,7 @@ impl Benchmark for Clomo {
         models: &Models,
     ) -> Result<Box<dyn Prepared>> {
         let Some((setting, mode)) = prompts::template(template) else {
-            bail!(
-                "CLoMo has no template `{template}` (known: {})",
-                prompts::TEMPLATES.join(", ")
-            );
+            return Err(unknown_template(self.title(), self.templates(), template));
         };
         let (ids, items) = members::<ClomoItem>(store, set)?.into_iter().unzip();
         Ok(Box::new(Modifications {

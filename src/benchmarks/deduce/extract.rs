@@ -9,8 +9,26 @@
 //! ends the solution; so does `the answer is N`. Without either, the final answer is the last
 //! step's value. Values are compared exactly (`18.00` is `18`).
 
-use super::problem::annotations;
 use super::rational::Rational;
+
+/// The `<<expr=result>>` annotations of a text, with their results (unreadable ones left out:
+/// a model's output may hold anything). A problem's own steps are checked by them too.
+pub fn annotations(text: &str) -> Vec<(String, Rational)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("<<") {
+        let Some(close) = rest[open..].find(">>").map(|c| c + open) else {
+            break;
+        };
+        if let Some((expr, result)) = rest[open + 2..close].rsplit_once('=') {
+            if let Some(r) = Rational::parse_decimal(result.trim()) {
+                out.push((expr.to_string(), r));
+            }
+        }
+        rest = &rest[close + 2..];
+    }
+    out
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Extracted {

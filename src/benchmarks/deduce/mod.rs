@@ -19,8 +19,8 @@ pub use problem::Problem;
 
 use super::prompts::TemplateRecord;
 use super::{
-    members, parse_args, Answered, Benchmark, Built, Column, Decoding, Evaluation, Group, Models,
-    Panel, Prepared, Request, Role, RESAMPLES,
+    members, parse_args, unknown_template, Answered, Benchmark, Built, Column, Decoding,
+    Evaluation, Group, Models, Panel, Prepared, Request, Role, RESAMPLES,
 };
 use crate::datasets::home;
 use crate::metrics::{mean_metric, Metric};
@@ -62,16 +62,16 @@ struct BuildArgs {
     #[arg(long, default_value = "test")]
     split: String,
     /// Only the first N GSM8K lines, or N synthetic problems [synthetic default: 100].
-    #[arg(long, value_parser = crate::cli::bounds::count(1, crate::cli::bounds::MAX_SIZE))]
+    #[arg(long, value_parser = crate::bounds::count(1, crate::bounds::MAX_SIZE))]
     limit: Option<usize>,
     /// Perturbed copies of each accepted GSM8K problem, besides the original.
-    #[arg(long, default_value_t = 0, value_parser = crate::cli::bounds::count(0, crate::cli::bounds::MAX_COPIES))]
+    #[arg(long, default_value_t = 0, value_parser = crate::bounds::count(0, crate::bounds::MAX_COPIES))]
     perturb: usize,
     /// Seed of the perturbations and of the synthetic generator.
-    #[arg(long, default_value_t = 0, value_parser = crate::cli::bounds::seed())]
+    #[arg(long, default_value_t = 0, value_parser = crate::bounds::seed())]
     seed: u64,
     /// Steps of each synthetic problem (1..=12).
-    #[arg(long, default_value_t = 5, value_parser = crate::cli::bounds::count(1, synthetic::MAX_HOPS as u64))]
+    #[arg(long, default_value_t = 5, value_parser = crate::bounds::count(1, synthetic::MAX_HOPS as u64))]
     hops: usize,
     /// Name of the set [default: deduce, or deduce-synthetic].
     #[arg(long)]
@@ -508,8 +508,8 @@ impl Benchmark for Deduce {
         template: &str,
         _models: &Models,
     ) -> Result<Box<dyn Prepared>> {
-        if template != "continue" {
-            bail!("unknown DeduCE template `{template}` (known: continue)");
+        if !self.templates().contains(&template) {
+            return Err(unknown_template(self.title(), self.templates(), template));
         }
         let (ids, problems) = members::<Problem>(store, set)?.into_iter().unzip();
         Ok(Box::new(Continuations { ids, problems }))

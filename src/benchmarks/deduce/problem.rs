@@ -2,6 +2,7 @@
 //! calculator annotation in GSM8K's notation) with their values, and the answer. Anyone can
 //! re-execute it from the text alone ([`Problem::verify`] does, before anything is stored).
 
+use super::extract::{annotations, extract};
 use super::rational::Rational;
 use super::template::{evaluate, Executed, Template};
 use crate::store::{canonical, Kind, Record};
@@ -80,11 +81,11 @@ impl Problem {
         parse_value(&self.answer)
     }
 
-    /// Whether [`super::extract`] reads this problem's own solution back as its step values and
+    /// Whether [`extract`] reads this problem's own solution back as its step values and
     /// answer: the contract that lets a model's continuation be matched step by step.
     pub fn extractable(&self) -> Result<bool> {
         let text: Vec<&str> = self.steps.iter().map(|s| s.text.as_str()).collect();
-        let got = super::extract::extract(&format!("{}\n#### {}", text.join("\n"), self.answer));
+        let got = extract(&format!("{}\n#### {}", text.join("\n"), self.answer));
         Ok(got.steps == self.values()? && got.answer == Some(self.answer_value()?))
     }
 
@@ -134,25 +135,6 @@ pub fn parse_value(s: &str) -> Result<Rational> {
         None => Rational::parse_decimal(s),
     };
     parsed.ok_or_else(|| anyhow!("`{s}` is not a value"))
-}
-
-/// The `<<expr=result>>` annotations of a text, with their results (unreadable ones left out:
-/// the extraction of model output uses this too, where anything may appear).
-pub fn annotations(text: &str) -> Vec<(String, Rational)> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find("<<") {
-        let Some(close) = rest[open..].find(">>").map(|c| c + open) else {
-            break;
-        };
-        if let Some((expr, result)) = rest[open + 2..close].rsplit_once('=') {
-            if let Some(r) = Rational::parse_decimal(result.trim()) {
-                out.push((expr.to_string(), r));
-            }
-        }
-        rest = &rest[close + 2..];
-    }
-    out
 }
 
 /// A step's text as a reader sees it: the annotations removed (`9 * 2 = $<<9*2=18>>18` reads

@@ -1,11 +1,12 @@
 //! The DeltaLogic set builder: for each (source, edit type) cell, walk the candidate items in a
 //! seeded order, propose edits, keep the first whose effect the solvers prove, count the rest.
 
-use super::{folio, theory, verify, EditType, Episode, Premise};
+use super::episode::{verify, EditType, Episode};
+use super::{folio, theory};
 use crate::datasets::{BaseItem, Origin};
 use crate::logic::generator::{self, GenConfig};
-use crate::logic::Semantics;
 use crate::logic::{Label, World};
+use crate::logic::{Premise, Semantics};
 use crate::rng::Rng;
 use crate::store::{canonical, Id, Names, Record, Store, StoredSet, StoredSpec};
 use anyhow::{bail, Context, Result};
@@ -122,27 +123,6 @@ impl BuildSpec {
             quota,
         };
         String::from_utf8(canonical(&v)).expect("JSON is UTF-8")
-    }
-}
-
-/// Whether a label change is exactly the documented effect of an edit type.
-pub fn effect_holds(t: EditType, s: Semantics, y0: Label, y1: Label) -> bool {
-    use Label::*;
-    let decided = |l: Label| l != Uncertain;
-    match (t, s) {
-        (EditType::SupportInsertion, Semantics::ClosedWorld) => y0 == False && y1 == True,
-        (EditType::SupportInsertion, _) => y0 == Uncertain && decided(y1),
-        (EditType::DefeatingFact, Semantics::ClosedWorld) => y0 == True && y1 == False,
-        (EditType::DefeatingFact, Semantics::FirstOrder) => decided(y0) && y1 != y0,
-        // Open-world reasoning is monotonic: an added fact can never defeat a derivation.
-        (EditType::DefeatingFact, Semantics::OpenWorld) => false,
-        // No solver defines commonsense or dataset-gold labels, so no edit effect can be proved.
-        (EditType::DefeatingFact, Semantics::Commonsense | Semantics::DatasetGold) => false,
-        // Classical entailment is monotonic too (and no episode is built under it).
-        (EditType::DefeatingFact, Semantics::Classical) => false,
-        (EditType::SupportRemoval, Semantics::ClosedWorld) => y0 == True && y1 == False,
-        (EditType::SupportRemoval, _) => decided(y0) && y1 == Uncertain,
-        (EditType::IrrelevantAddition, _) => y1 == y0,
     }
 }
 
@@ -371,7 +351,7 @@ impl<'a> Pools<'a> {
             report.rejected += tried - usize::from(found.is_some());
             (case.query.clone(), found)
         } else {
-            let world = theory::world_of(cell.semantics);
+            let world = crate::logic::premise::world_of(cell.semantics);
             let case = self
                 .theories
                 .entry(id)

@@ -2,15 +2,15 @@
 //! applied, so "P' differs from P by exactly one premise" holds by construction and is checked
 //! when an edit is made ([`Edit::apply`]).
 
-use super::{build, folio, theory};
 use crate::datasets::BaseItem;
-use crate::logic::{Label, Semantics};
+use crate::logic::{solve, Label, Premise, Semantics};
 use crate::store::{canonical, Id, Kind, Record};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::fmt;
 
-/// The four edit types, each with one exact semantic effect (see `docs/episodes.md`).
+/// The four edit types, each with one exact semantic effect (see the README's *Edit types and
+/// their exact effects*, and [`effect_holds`]).
 #[derive(
     Clone,
     Copy,
@@ -63,25 +63,6 @@ impl fmt::Display for EditType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// A premise as text plus, for FOLIO, its first-order form.
-#[derive(
-    Clone,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    rkyv::Archive,
-    rkyv::Serialize,
-    rkyv::Deserialize,
-)]
-pub struct Premise {
-    pub text: String,
-    pub fol: Option<String>,
 }
 
 /// One minimal change to a premise list. Insertions append: new evidence arrives last.
@@ -233,21 +214,24 @@ impl Record for Episode {
     }
 }
 
-/// The label the solvers give a query under premises (open/closed world, first order or
-/// classical).
-pub(crate) fn solve(premises: &[Premise], query: &Premise, semantics: Semantics) -> Result<Label> {
-    match semantics {
-        Semantics::FirstOrder => folio::label(premises, query),
-        Semantics::OpenWorld | Semantics::ClosedWorld => {
-            theory::label(premises, query, theory::world_of(semantics))
-        }
-        Semantics::Classical => theory::classical_label(premises, query),
-        Semantics::Commonsense => {
-            bail!("commonsense gold answers are human judgements: no solver defines them")
-        }
-        Semantics::DatasetGold => {
-            bail!("dataset-gold answers are the dataset's labels: no solver here defines them")
-        }
+/// Whether a label change is exactly the documented effect of an edit type.
+pub fn effect_holds(t: EditType, s: Semantics, y0: Label, y1: Label) -> bool {
+    use Label::*;
+    let decided = |l: Label| l != Uncertain;
+    match (t, s) {
+        (EditType::SupportInsertion, Semantics::ClosedWorld) => y0 == False && y1 == True,
+        (EditType::SupportInsertion, _) => y0 == Uncertain && decided(y1),
+        (EditType::DefeatingFact, Semantics::ClosedWorld) => y0 == True && y1 == False,
+        (EditType::DefeatingFact, Semantics::FirstOrder) => decided(y0) && y1 != y0,
+        // Open-world reasoning is monotonic: an added fact can never defeat a derivation.
+        (EditType::DefeatingFact, Semantics::OpenWorld) => false,
+        // No solver defines commonsense or dataset-gold labels, so no edit effect can be proved.
+        (EditType::DefeatingFact, Semantics::Commonsense | Semantics::DatasetGold) => false,
+        // Classical entailment is monotonic too (and no episode is built under it).
+        (EditType::DefeatingFact, Semantics::Classical) => false,
+        (EditType::SupportRemoval, Semantics::ClosedWorld) => y0 == True && y1 == False,
+        (EditType::SupportRemoval, _) => decided(y0) && y1 == Uncertain,
+        (EditType::IrrelevantAddition, _) => y1 == y0,
     }
 }
 
@@ -266,7 +250,7 @@ pub fn verify(ep: &Episode) -> Result<()> {
             ep.y1
         );
     }
-    if !build::effect_holds(ep.edit_type, ep.semantics, y0, y1) {
+    if !effect_holds(ep.edit_type, ep.semantics, y0, y1) {
         bail!(
             "edit {} does not have its effect: {y0} → {y1}",
             ep.edit_type

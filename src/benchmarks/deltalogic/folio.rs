@@ -2,44 +2,19 @@
 //! language, so they come from the data itself: sibling conclusions of the same premise set
 //! (with their FOL) and premises of other stories.
 
-use super::episode::{first_found, Found};
-use super::{Edit, EditType, Premise};
-use crate::logic::fol::{self, Formula};
+use super::episode::{effect_holds, first_found, Edit, EditType, Found};
+use crate::logic::fol::Formula;
 use crate::logic::folio::{self as checker, Decision};
+use crate::logic::premise::{formula, formulas, Premise};
 use crate::logic::Label;
 use crate::logic::Semantics;
 use crate::rng::Rng;
-use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeSet;
-
-fn formulas(premises: &[Premise]) -> Result<Vec<Formula>> {
-    premises
-        .iter()
-        .enumerate()
-        .map(|(i, p)| formula(p).with_context(|| format!("premise {}", i + 1)))
-        .collect()
-}
-
-fn formula(p: &Premise) -> Result<Formula> {
-    let src = p
-        .fol
-        .as_deref()
-        .ok_or_else(|| anyhow!("no FOL for `{}`", p.text))?;
-    Ok(fol::parse_formula(src)?)
-}
 
 fn decide(premises: &[Formula], query: &Formula) -> Option<Label> {
     match checker::decide(premises, query) {
         Decision::Proved(l) => Some(l),
         Decision::Undecided(_) => None,
-    }
-}
-
-/// The checker's label of `query` over `premises`; Undecided is an error here.
-pub fn label(premises: &[Premise], query: &Premise) -> Result<Label> {
-    match checker::decide(&formulas(premises)?, &formula(query).context("query")?) {
-        Decision::Proved(l) => Ok(l),
-        Decision::Undecided(why) => bail!("the checker cannot decide: {why}"),
     }
 }
 
@@ -143,7 +118,7 @@ impl Case {
         rng.shuffle(&mut candidates);
         let relabel = |e: &Edit| self.relabel(e);
         let accept = |edit: &Edit, y1: Label| {
-            if !super::build::effect_holds(t, Semantics::FirstOrder, self.y0, y1) {
+            if !effect_holds(t, Semantics::FirstOrder, self.y0, y1) {
                 return false;
             }
             // A defeater contradicts the premises it enters (P ⊨ ¬c), and the premise it

@@ -9,14 +9,14 @@ pub mod metrics;
 pub mod prompts;
 mod theory;
 
+pub use crate::logic::Premise;
 pub use build::{build, generated_items, BuildOutcome, BuildSpec, CellReport, PremiseSource};
-pub(crate) use episode::solve;
-pub use episode::{verify, Edit, EditType, Episode, Premise};
+pub use episode::{verify, Edit, EditType, Episode};
 
 use super::view::{Block, Counted, ItemView, Line, Mark};
 use super::{
-    members, parse_args, Answer, Answered, Benchmark, Built, Column, Evaluation, Finding, Group,
-    Models, Panel, Prepared, Request, Role,
+    members, parse_args, unknown_template, Answer, Answered, Benchmark, Built, Column, Evaluation,
+    Finding, Group, Models, Panel, Prepared, Request, Role,
 };
 use crate::benchmarks::prompts::{label_index, TemplateRecord};
 use crate::logic::Label;
@@ -229,10 +229,10 @@ fn group(by: &str, value: &str, m: &Metrics) -> Group {
 #[derive(clap::Parser, Debug)]
 struct BuildArgs {
     /// Seed of every random choice; the same inputs and seed give the same episode ids.
-    #[arg(long, default_value_t = 0, value_parser = crate::cli::bounds::seed())]
+    #[arg(long, default_value_t = 0, value_parser = crate::bounds::seed())]
     seed: u64,
     /// Episodes per (source, edit type) cell [default: 100 split over the cells].
-    #[arg(long, value_parser = crate::cli::bounds::count(1, crate::cli::bounds::MAX_SIZE))]
+    #[arg(long, value_parser = crate::bounds::count(1, crate::bounds::MAX_SIZE))]
     per_type: Option<usize>,
     /// Name of the set (a later build of the same name replaces the name, not the old set).
     #[arg(long, default_value = "deltalogic")]
@@ -324,10 +324,7 @@ impl Benchmark for DeltaLogic {
             "plain" => prompts::plain(),
             "chat" => prompts::chat(&models.subject.chat_template()?)?,
             "dialogue" => prompts::dialogue(),
-            _ => bail!(
-                "unknown DeltaLogic template `{template}` (known: {})",
-                prompts::TEMPLATE_NAMES.join(", ")
-            ),
+            _ => return Err(unknown_template(self.title(), self.templates(), template)),
         };
         let (ids, episodes) = members::<Episode>(store, set)?.into_iter().unzip();
         Ok(Box::new(Episodes {

@@ -15,11 +15,12 @@
 //!   line break, at most 48 tokens, cached like a score; (iii) the revised premises; (iv) asked
 //!   whether its answer should change, it answers again, scored with the labels.
 
-use super::{Episode, Premise};
+use super::episode::Episode;
 use crate::benchmarks::prompts::{
     label_index, record_of, turn_text, TemplateRecord, Wording, ANSWER_CUE, PLAIN_LABELS, WORDING,
 };
 use crate::benchmarks::Decoding;
+use crate::logic::Premise;
 use crate::logic::{Label, Semantics};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;

@@ -1,46 +1,14 @@
 //! Edits on theories in the ProofWriter/RuleTaker grammar (ProofWriter, RuleTaker, generated).
 //! Every candidate is checked by re-solving; the solver is the only judge of an edit's effect.
 
-use super::episode::{first_found, Found};
-use super::{Edit, EditType, Premise};
+use super::episode::{effect_holds, first_found, Edit, EditType, Found};
 use crate::logic::english::{self, Atom, Literal, Statement, Term};
+use crate::logic::premise::{statements, Premise};
 use crate::logic::Semantics;
 use crate::logic::{solver, Label, World};
 use crate::rng::Rng;
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
-
-pub fn world_of(semantics: Semantics) -> World {
-    match semantics {
-        Semantics::ClosedWorld => World::Closed,
-        _ => World::Open,
-    }
-}
-
-fn parse_all(premises: &[Premise]) -> Result<Vec<Statement>> {
-    premises
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            english::parse_statement(&p.text).with_context(|| format!("premise {}", i + 1))
-        })
-        .collect()
-}
-
-/// The solver's label of `query` over `premises`.
-pub fn label(premises: &[Premise], query: &Premise, world: World) -> Result<Label> {
-    let theory = parse_all(premises)?;
-    let q = english::parse_query(&query.text).context("query")?;
-    Ok(solver::solve(&theory, &q, world)?)
-}
-
-/// The label of `query` under classical entailment over `premises` (see
-/// [`solver::solve_classical`]).
-pub fn classical_label(premises: &[Premise], query: &Premise) -> Result<Label> {
-    let theory = parse_all(premises)?;
-    let q = english::parse_query(&query.text).context("query")?;
-    Ok(solver::solve_classical(&theory, &q)?)
-}
 
 /// A parsed theory with one query, ready for edits.
 pub struct Case {
@@ -60,7 +28,7 @@ impl Case {
                 fol: None,
             })
             .collect();
-        let theory = parse_all(&premises)?;
+        let theory = statements(&premises)?;
         let query = english::parse_query(query).context("query")?;
         let y0 = solver::solve(&theory, &query, world)?;
         Ok(Case {
@@ -105,7 +73,7 @@ impl Case {
             World::Open => Semantics::OpenWorld,
             World::Closed => Semantics::ClosedWorld,
         };
-        let accept = |_: &Edit, y1: Label| super::build::effect_holds(t, semantics, self.y0, y1);
+        let accept = |_: &Edit, y1: Label| effect_holds(t, semantics, self.y0, y1);
         first_found(
             candidates,
             limit,
@@ -120,7 +88,7 @@ impl Case {
     /// open world, not stratified in the closed world).
     fn relabel(&self, edit: &Edit) -> Option<Label> {
         let after = edit.apply(&self.premises).ok()?;
-        let theory = parse_all(&after).ok()?;
+        let theory = statements(&after).ok()?;
         solver::solve(&theory, &self.query, self.world).ok()
     }
 

@@ -166,10 +166,10 @@ struct BuildArgs {
     #[arg(long, value_enum, default_value_t = Source::ProofWriter)]
     from: Source,
     /// Seed of every random choice; the same inputs and seed give the same questions.
-    #[arg(long, default_value_t = 0, value_parser = crate::cli::bounds::seed())]
+    #[arg(long, default_value_t = 0, value_parser = crate::bounds::seed())]
     seed: u64,
     /// Families per set (kept small so that a real model scores the set in minutes).
-    #[arg(long, default_value_t = 10, value_parser = crate::cli::bounds::count(1, crate::cli::bounds::MAX_SIZE))]
+    #[arg(long, default_value_t = 10, value_parser = crate::bounds::count(1, crate::bounds::MAX_SIZE))]
     per_set: usize,
     /// Name of the set.
     #[arg(long, default_value = "robustlr")]

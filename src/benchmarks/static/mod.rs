@@ -55,7 +55,7 @@ pub struct BuildOutcome {
 /// The two questions of an episode, gold answers re-derived by the solver.
 fn questions(id: Id, ep: &Episode) -> Result<[Question; 2]> {
     let after = ep.premises_after()?;
-    let make = |premises: &[deltalogic::Premise], gold, when: &str| -> Result<Question> {
+    let make = |premises: &[crate::logic::Premise], gold, when: &str| -> Result<Question> {
         let mut q = Question {
             benchmark: BENCHMARK.to_string(),
             semantics: ep.semantics,

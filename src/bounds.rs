@@ -1,6 +1,7 @@
-//! The bounds of every numeric flag, checked where clap parses it, so that every command refuses
-//! the same value the same way, with the allowed range in the message (`tests/suite/cli_bounds.rs`
-//! feeds random argument vectors through the parser and every command's checks).
+//! The bounds of every numeric flag and shared limit, checked where clap parses it, so that every
+//! command and every benchmark's build options refuse the same value the same way, with the
+//! allowed range in the message (`tests/suite/cli_bounds.rs` feeds random argument vectors through
+//! the parser and every command's checks). A leaf: every layer may use it, it uses no other.
 
 use clap::builder::TypedValueParser;
 

@@ -231,10 +231,7 @@ fn served_not_registered(reg: &Store, incoming: &Store) -> Result<Vec<String>> {
         if !eval::served::is_served(&record) {
             continue;
         }
-        let registered = reg
-            .get::<ModelRecord>(&id)?
-            .is_some_and(|ours| !ours.path.is_empty());
-        if !registered {
+        if eval::served::registered_url(reg, &id)?.is_none() {
             out.push(id.short());
         }
     }

@@ -324,11 +324,19 @@ pub fn run(reg: &Store, json: bool, c: Command) -> Result<()> {
                         .filter(|(_, i)| *i == id)
                         .map(|(n, _)| n.as_str())
                         .collect();
-                    serde_json::json!({"fingerprint": id, "names": aliases, "architecture": m.architecture,
+                    let served = crate::eval::served::is_served(&m);
+                    // A served model's `path` is where it was registered (provenance, perhaps
+                    // another store's); `url` is where this store asks it, null if nowhere.
+                    let url = if served {
+                        crate::eval::served::registered_url(reg, &id)?
+                    } else {
+                        None
+                    };
+                    Ok(serde_json::json!({"fingerprint": id, "names": aliases, "architecture": m.architecture,
                         "format": m.format, "backend": m.backend, "path": m.path, "bytes": m.bytes,
-                        "served": crate::eval::served::is_served(&m)})
+                        "served": served, "url": url}))
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             emit(json, &list, || {
                 for m in &list {
                     println!(
@@ -337,7 +345,11 @@ pub fn run(reg: &Store, json: bool, c: Command) -> Result<()> {
                         m["names"].to_string(),
                         m["architecture"].as_str().unwrap_or_default(),
                         m["backend"].as_str().unwrap_or_default(),
-                        m["path"].as_str().unwrap_or_default()
+                        match (m["served"].as_bool(), m["url"].as_str()) {
+                            (Some(true), Some(url)) => url,
+                            (Some(true), None) => "(not registered here: model add --served)",
+                            _ => m["path"].as_str().unwrap_or_default(),
+                        }
                     );
                 }
             })

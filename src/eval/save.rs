@@ -31,6 +31,9 @@ pub struct ScoreReport {
     /// them (a served generation holds no token ids).
     pub generated_tokens: u64,
     pub forward_tokens: u64,
+    /// A served model's answers cross-checked while it was asked (`served::compute`): the first
+    /// score of each turn, one in `probe::CROSS_CHECK_EVERY` and the last; none for our engine.
+    pub cross_checks: u64,
     /// Distinct tokens of the prefix tree of the computed requests: the lower bound.
     pub tree_tokens: u64,
     pub seconds: f64,

@@ -97,11 +97,18 @@ pub fn add(reg: &Store, r: &Registration) -> Result<Registered> {
         bytes: 0,
     };
     let name = r.name.unwrap_or(r.model_id).to_string();
+    let here = Location {
+        url: endpoint.base().to_string(),
+        api_key_env: r.api_key_env.map(str::to_string),
+        tolerance: r.tolerance,
+    };
     let model = reg.write(|w| {
-        // The latest registration's probe, key variable and URL are kept (provenance).
+        // The latest registration's probe, key variable and URL are kept (provenance); where it
+        // is asked is this store's own (`Location`).
         w.replace(&identity)?;
         let model = w.replace(&record)?;
         w.name(Names::Models, &name, model)?;
+        w.set_served_at(model, &serde_json::to_vec(&here)?)?;
         Ok(model)
     })?;
     Ok(Registered {
@@ -197,12 +204,46 @@ impl crate::benchmarks::ModelInfo for ServedRecord {
     }
 }
 
+/// Where this store asks a served model, written by `model add --served` into the store's own
+/// table (`Store::served_at`): never exported nor merged, so a URL or key variable in a cache
+/// file, or in a store merged by an earlier version, is never acted on.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Location {
+    url: String,
+    /// The environment variable holding the key, if any.
+    api_key_env: Option<String>,
+    tolerance: f32,
+}
+
+impl Location {
+    fn of(reg: &Store, model: &Id) -> Result<Option<Location>> {
+        reg.served_at(model)?
+            .map(|bytes| {
+                serde_json::from_slice(&bytes).with_context(|| {
+                    format!(
+                        "{}: the registration of served model {} is malformed",
+                        reg.path().display(),
+                        model.short()
+                    )
+                })
+            })
+            .transpose()
+    }
+}
+
+/// The URL where this store asks served model `model`; `None` when it is not registered here.
+pub fn registered_url(reg: &Store, model: &Id) -> Result<Option<String>> {
+    Ok(Location::of(reg, model)?.map(|l| l.url))
+}
+
 /// A served model ready to be asked.
 pub struct Served {
     /// Boxed: an engine is a local model or this, and should not be twice the size of one.
     endpoint: Box<Endpoint>,
     /// The tokenizer's identity as registered (`tokenize:…` is checked again).
     tokenizer: String,
+    /// The largest |Δ log-prob| its probe and cross-checks accept, as registered.
+    tolerance: f32,
     concurrency: usize,
     /// Whether the server is still the model registered, found before its first request is
     /// sent (an error's text, shared by every request that waits on it).
@@ -217,22 +258,25 @@ impl Served {
     /// asked.
     pub fn open(reg: &Store, record: &ModelRecord, concurrency: usize) -> Result<Served> {
         let identity = identity(reg, record)?;
-        if record.path.is_empty() {
+        let Some(here) = Location::of(reg, &record.id())? else {
             bail!(
-                "served model {} (`{}`) came from a cache file and is not registered here: a \
-                 file's URL is never asked; register its server with `deltalogic model add \
-                 --served URL --model-id {}`",
+                "served model {} (`{}`) is not registered in {}: it came from a cache file, or \
+                 was registered by a version that kept its URL in the shared record. A URL \
+                 written in a record is never asked; register its server here with \
+                 `deltalogic model add --served URL --model-id {}`",
                 record.id().short(),
                 identity.model_id,
+                reg.path().display(),
                 identity.model_id
             );
-        }
+        };
         Ok(Served {
             endpoint: Box::new(Endpoint::new(
-                &record.path,
+                &here.url,
                 &identity.model_id,
-                identity.api_key_env.as_deref(),
+                here.api_key_env.as_deref(),
             )?),
+            tolerance: here.tolerance,
             tokenizer: identity.tokenizer,
             concurrency: concurrency.clamp(1, crate::served::MAX_CONCURRENCY),
             unchanged: OnceLock::new(),
@@ -282,23 +326,38 @@ impl Served {
                 );
             }
         }
-        probe::run(&self.endpoint, TOLERANCE)?;
+        probe::run(&self.endpoint, self.tolerance)?;
         Ok(())
     }
 
     /// The echoed log-probs of `label` after `context`; the first answer and one in
     /// [`probe::CROSS_CHECK_EVERY`] cross-checked before they are returned.
     pub fn score(&self, context: &str, label: &str) -> Result<Echoed> {
+        let asked = self.scores_asked.fetch_add(1, Ordering::Relaxed);
+        self.score_checked(
+            context,
+            label,
+            asked.is_multiple_of(probe::CROSS_CHECK_EVERY),
+        )
+    }
+
+    /// The echoed log-probs of `label` after `context`, cross-checked before they are returned
+    /// if `check`.
+    fn score_checked(&self, context: &str, label: &str, check: bool) -> Result<Echoed> {
         self.check_unchanged()?;
         let echoed = self.endpoint.score(context, label)?;
-        let asked = self.scores_asked.fetch_add(1, Ordering::Relaxed);
-        if asked.is_multiple_of(probe::CROSS_CHECK_EVERY) {
-            // The position checked: any, as long as the server cannot tell which.
-            let pick = blake3::hash(format!("{context}\u{0}{label}").as_bytes());
-            let pick = u64::from_le_bytes(pick.as_bytes()[..8].try_into().expect("8 bytes"));
-            probe::cross_check(&self.endpoint, &echoed, pick, TOLERANCE)?;
+        if check {
+            self.cross_check(&echoed, context, label)?;
         }
         Ok(echoed)
+    }
+
+    /// Cross-checks the answer `echoed` to `label` after `context` (`probe::cross_check`) at a
+    /// position the server cannot tell in advance.
+    fn cross_check(&self, echoed: &Echoed, context: &str, label: &str) -> Result<()> {
+        let pick = blake3::hash(format!("{context}\u{0}{label}").as_bytes());
+        let pick = u64::from_le_bytes(pick.as_bytes()[..8].try_into().expect("8 bytes"));
+        probe::cross_check(&self.endpoint, echoed, pick, self.tolerance)
     }
 
     /// A greedy completion of `prompt`.
@@ -333,15 +392,33 @@ fn stop_reason(f: Finish) -> StopReason {
     }
 }
 
-/// One request to send: a label of a score request, or a generation.
+/// One request to send: a label of a score request (cross-checked if `check`), or a generation.
 enum Ask {
-    Score { req: usize, slot: usize },
-    Generate { req: usize },
+    Score {
+        req: usize,
+        slot: usize,
+        check: bool,
+    },
+    Generate {
+        req: usize,
+    },
+}
+
+/// An answer on its way to the save path, held until it is vouched for: a cross-check of an
+/// answer asked no earlier passed (its own included).
+struct Held {
+    req: usize,
+    computed: Computed,
 }
 
 /// Computes the missing slots of `reqs` with a served model: `concurrency` requests in flight,
-/// records committed every [`save::BATCH`]. On the first failure no new request is sent, the records
-/// already answered are committed, and the failure is reported.
+/// records committed every [`save::BATCH`]. The first score asked and one in
+/// [`probe::CROSS_CHECK_EVERY`] after it, and the last, are cross-checked (in the order asked,
+/// whatever the order answered), and an answer is saved only once the check of an answer asked
+/// no earlier has passed (generations after the last score, which no check can vouch for, at
+/// the end). On the first failure no new request is sent, the answers vouched for are
+/// committed, those not yet vouched for are dropped (a server that fails a check may have lied
+/// in all of them), and the failure is reported.
 pub(super) fn compute(
     reg: &Store,
     served: &Served,
@@ -351,12 +428,27 @@ pub(super) fn compute(
     report: &mut ScoreReport,
     progress: &mut dyn Progress,
 ) -> Result<()> {
+    let all = missing
+        .iter()
+        .filter(|(req, _)| matches!(reqs[*req], Pending::Score { .. }))
+        .map(|(_, slots)| slots.len() as u64)
+        .sum::<u64>();
+    let mut scores = 0u64;
     let asks: Vec<Ask> = missing
         .iter()
         .flat_map(|(req, slots)| match &reqs[*req] {
             Pending::Score { .. } => slots
                 .iter()
-                .map(|&slot| Ask::Score { req: *req, slot })
+                .map(|&slot| {
+                    scores += 1;
+                    let check =
+                        (scores - 1).is_multiple_of(probe::CROSS_CHECK_EVERY) || scores == all;
+                    Ask::Score {
+                        req: *req,
+                        slot,
+                        check,
+                    }
+                })
                 .collect::<Vec<_>>(),
             Pending::Generate { .. } => vec![Ask::Generate { req: *req }],
         })
@@ -367,8 +459,12 @@ pub(super) fn compute(
     let now = save::now();
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let (send, receive) = mpsc::channel::<(usize, Result<Computed>)>();
+    let (send, receive) = mpsc::channel::<(usize, Result<Held>)>();
     let mut first_error = None;
+    // Answers not yet vouched for, by the position they were asked at, and the last position a
+    // passed check vouched for.
+    let mut held = std::collections::BTreeMap::<usize, Held>::new();
+    let mut vouched_to = None;
     std::thread::scope(|scope| {
         for _ in 0..served.concurrency.min(asks.len()) {
             let send = send.clone();
@@ -382,29 +478,51 @@ pub(super) fn compute(
                 if answer.is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }
-                let req = match asks[i] {
-                    Ask::Score { req, .. } | Ask::Generate { req } => req,
-                };
-                if send.send((req, answer)).is_err() {
+                if send.send((i, answer)).is_err() {
                     break;
                 }
             });
         }
         drop(send);
-        for (req, answer) in receive {
-            // The server's tokens are not counted: it runs them, not us.
-            if let Err(e) = answer.and_then(|computed| saver.take(req, computed, 0)) {
+        for (i, answer) in receive {
+            let vouched = answer.and_then(|h| {
+                held.insert(i, h);
+                if matches!(asks[i], Ask::Score { check: true, .. }) {
+                    vouched_to = vouched_to.max(Some(i));
+                    saver.report().cross_checks += 1;
+                }
+                let Some(to) = vouched_to else {
+                    return Ok(());
+                };
+                let later = held.split_off(&(to + 1));
+                // The server's tokens are not counted: it runs them, not us.
+                std::mem::replace(&mut held, later)
+                    .into_values()
+                    .try_for_each(|h| saver.take(h.req, h.computed, 0))
+            });
+            if let Err(e) = vouched {
                 failed.store(true, Ordering::Relaxed);
                 first_error.get_or_insert(e);
             }
         }
     });
-    // What was answered before a failure is as good as any other answer: it is kept.
-    let kept = saver.finish()?;
+    if first_error.is_none() {
+        // What follows the last score: generations, which no check can vouch for.
+        for h in std::mem::take(&mut held).into_values() {
+            saver.take(h.req, h.computed, 0)?;
+        }
+    }
+    let dropped = held.len();
+    let stored = {
+        let r = saver.report();
+        r.scores_computed + r.generations_computed
+    };
+    saver.finish()?;
     match first_error {
         Some(e) => Err(e.context(format!(
-            "asking served model {} at {} (the {kept} answer(s) received before the failure \
-             were stored; a rerun asks only for the rest)",
+            "asking served model {} at {} (the {stored} answer(s) a passed cross-check vouched \
+             for were stored, the {dropped} received since were not; a rerun asks only for the \
+             rest)",
             model_id.short(),
             served.endpoint.base()
         ))),
@@ -413,10 +531,10 @@ pub(super) fn compute(
 }
 
 /// Sends one request and builds its record.
-fn ask(served: &Served, model_id: Id, reqs: &[Pending], ask: &Ask, now: u64) -> Result<Computed> {
+fn ask(served: &Served, model_id: Id, reqs: &[Pending], ask: &Ask, now: u64) -> Result<Held> {
     let t = Instant::now();
     Ok(match *ask {
-        Ask::Score { req, slot } => {
+        Ask::Score { req, slot, check } => {
             let Pending::Score {
                 prompt,
                 prompt_id,
@@ -428,11 +546,14 @@ fn ask(served: &Served, model_id: Id, reqs: &[Pending], ask: &Ask, now: u64) -> 
             };
             let label = &labels[slot];
             let echoed = served
-                .score(prompt, label)
+                .score_checked(prompt, label, check)
                 .with_context(|| format!("label {label:?} after prompt {}", prompt_id.short()))?;
             // The server's tokens are text: a served score holds no token ids.
             let by = Computation::of(model_id, BACKEND, t, now);
-            Computed::Score(by.score(*prompt_id, label, Vec::new(), echoed.logprobs))
+            Held {
+                req,
+                computed: Computed::Score(by.score(*prompt_id, label, Vec::new(), echoed.logprobs)),
+            }
         }
         Ask::Generate { req } => {
             let Pending::Generate {
@@ -448,7 +569,10 @@ fn ask(served: &Served, model_id: Id, reqs: &[Pending], ask: &Ask, now: u64) -> 
                 .regenerate(prompt, decoding)
                 .with_context(|| format!("generating after prompt {}", prompt_id.short()))?;
             let by = Computation::of(model_id, BACKEND, t, now);
-            Computed::Generation(by.generation(*prompt_id, decoding, g))
+            Held {
+                req,
+                computed: Computed::Generation(by.generation(*prompt_id, decoding, g)),
+            }
         }
     })
 }

@@ -55,10 +55,20 @@ const UNVERIFIED: TableDefinition<[u8; 32], ()> = TableDefinition::new("unverifi
 /// Files this tool wrote: canonical path -> blake3 of the bytes written (see `outputs.rs`).
 const OUTPUTS: TableDefinition<&str, [u8; 32]> = TableDefinition::new("outputs");
 
-/// Whether a table of a store holds records (every table but the store's own of schema, names
-/// and marks).
+/// Where this store asks its served models: model id -> the registration `model add --served`
+/// wrote here (its bytes are `eval::served`'s). A store's own: never exported nor merged, so a
+/// cache file can never say where a request goes (docs/served.md, "threat model").
+const SERVED_AT: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("served_at");
+
+/// Whether a table of a store holds records (every table but the store's own of schema, names,
+/// marks and served models' locations).
 fn is_record_table(name: &str) -> bool {
-    let own = [META.name(), UNVERIFIED.name(), OUTPUTS.name()];
+    let own = [
+        META.name(),
+        UNVERIFIED.name(),
+        OUTPUTS.name(),
+        SERVED_AT.name(),
+    ];
     !own.contains(&name) && !Names::ALL.iter().any(|n| n.table().name() == name)
 }
 
@@ -719,6 +729,20 @@ impl Store {
         Ok(found.unwrap_or_default())
     }
 
+    /// What `model add --served` registered here for `model`, if it did (in this store or the
+    /// one it is layered over).
+    pub fn served_at(&self, model: &Id) -> Result<Option<Vec<u8>>> {
+        let here = self
+            .read(SERVED_AT, |t| {
+                Ok(t.get(&model.0)?.map(|v| v.value().to_vec()))
+            })?
+            .flatten();
+        match (&here, &self.under) {
+            (None, Some(under)) => under.served_at(model),
+            _ => Ok(here),
+        }
+    }
+
     /// blake3 of the bytes this tool last wrote to `key` (a canonical path), if any.
     fn output_hash(&self, key: &str) -> Result<Option<[u8; 32]>> {
         Ok(self
@@ -1028,6 +1052,16 @@ impl Writer<'_> {
                 Ok(())
             },
         )
+    }
+
+    /// Registers where this store asks served model `model` (see [`Store::served_at`]).
+    pub fn set_served_at(&mut self, model: Id, registration: &[u8]) -> Result<()> {
+        shield(self.path, Place::record("served_at", &model.0), || {
+            self.txn
+                .open_table(SERVED_AT)?
+                .insert(&model.0, registration)?;
+            Ok(())
+        })
     }
 
     /// Remembers the bytes written to an output file (see [`record_output`]).

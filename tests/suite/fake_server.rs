@@ -117,6 +117,8 @@ pub enum Fault {
     /// Every echoed log-prob 5e-4 lower, except for the probe's contexts: within the served
     /// tolerance of a check, beyond a stricter audit's.
     Drift,
+    /// Every echoed log-prob 5e-4 lower, the probe's contexts included.
+    DriftAll,
 }
 
 /// The probe's contexts (`deltalogic::served::probe`), which a forging server answers truly.
@@ -427,12 +429,16 @@ fn complete(model: &Consistent, request: &Value, fault: Fault) -> String {
         _ => {}
     }
     let probe = PROBE_PREFIXES.iter().any(|p| prompt.starts_with(p));
-    if request["echo"] == true && !probe && matches!(fault, Fault::ForgedAfterProbe | Fault::Drift)
-    {
+    let forged = match fault {
+        Fault::ForgedAfterProbe | Fault::Drift => !probe,
+        Fault::DriftAll => true,
+        _ => false,
+    };
+    if request["echo"] == true && forged {
         let lps = logprobs["token_logprobs"].as_array_mut().unwrap();
         for lp in lps.iter_mut().filter(|lp| !lp.is_null()) {
             *lp = match fault {
-                Fault::Drift => json!(lp.as_f64().unwrap() - 5e-4),
+                Fault::Drift | Fault::DriftAll => json!(lp.as_f64().unwrap() - 5e-4),
                 _ => json!(-0.01),
             };
         }

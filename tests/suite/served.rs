@@ -9,11 +9,11 @@ use crate::served_safety::{add_args, run_ok, KEY, VAR};
 use deltalogic::benchmarks::deltalogic::Episode;
 use deltalogic::benchmarks::{self};
 use deltalogic::eval::{
-    self, models, served, Engine, GenerationRecord, Normalisation, PromptRecord, Quiet,
-    ResultRecord, ScoreRecord,
+    self, models, served, Engine, GenerationRecord, ModelRecord, Normalisation, PromptRecord,
+    Quiet, ResultRecord, ScoreRecord, ServedRecord,
 };
 use deltalogic::served::probe;
-use deltalogic::store::{Id, Store};
+use deltalogic::store::{Id, Names, Record, Store};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -129,11 +129,18 @@ fn computed(reg: &Store) -> BTreeMap<(String, String), (Vec<f32>, String)> {
     out
 }
 
-/// Completions requests of a run that asks `asked` scores and generations, `scores` of them
-/// scores: the probe once before the first, then each, and a cross-check of the first score and
-/// one in [`probe::CROSS_CHECK_EVERY`].
-fn requests_of_a_run(asked: usize, scores: usize) -> u64 {
-    probe::REQUESTS + asked as u64 + (scores as u64).div_ceil(probe::CROSS_CHECK_EVERY)
+/// Completions requests of a run: the probe once before the first, then one per score and
+/// generation, and one per cross-check.
+fn requests_of_a_run(report: &eval::ScoreReport) -> u64 {
+    let asked = report.scores_computed + report.generations_computed;
+    probe::REQUESTS + asked as u64 + report.cross_checks
+}
+
+/// The cross-checks of a turn that asks `scores` scores: the first, one in
+/// [`probe::CROSS_CHECK_EVERY`] after it, and the last.
+fn cross_checks_of_a_turn(scores: u64) -> u64 {
+    scores.div_ceil(probe::CROSS_CHECK_EVERY)
+        + u64::from(scores > 0 && !(scores - 1).is_multiple_of(probe::CROSS_CHECK_EVERY))
 }
 
 fn answers(reg: &Store, result: Id) -> Vec<Vec<deltalogic::eval::TurnAnswer>> {
@@ -158,12 +165,15 @@ fn a_set_through_a_server_scores_as_here_and_a_rerun_sends_nothing() {
         assert!(first.report.scores_computed > 0);
         assert_eq!(
             fake.requests() - before,
-            requests_of_a_run(
-                first.report.scores_computed + first.report.generations_computed,
-                first.report.scores_computed
-            ),
-            "one request per computed record, the probe and the cross-checks"
+            requests_of_a_run(&first.report),
+            "one request per computed record, the probe and the cross-checks: {:?}",
+            first.report
         );
+        if template == "plain" {
+            // Two turns of the same labels: each checked at its first and its last score.
+            let turn = first.report.scores_computed as u64 / 2;
+            assert_eq!(first.report.cross_checks, 2 * cross_checks_of_a_turn(turn));
+        }
         let here = run_local(&local_reg, template);
         assert_eq!(
             answers(&served_reg, first.result),
@@ -227,9 +237,10 @@ fn a_server_that_dies_mid_run_keeps_what_it_answered_and_a_rerun_ends_as_an_unbr
     );
     assert!(err.contains("a rerun asks only for the rest"), "{err}");
     let kept = reg.all::<ScoreRecord>().unwrap().len();
-    // 40 answered, less the probe's and the cross-checks' requests.
+    // Of the 40 requests answered (the probe's and the cross-checks' among them), the scores a
+    // passed cross-check vouched for: the first's at least.
     assert!(
-        (30..unbroken.report.scores_computed).contains(&kept),
+        (1..unbroken.report.scores_computed).contains(&kept),
         "{kept} of {} scores kept",
         unbroken.report.scores_computed
     );
@@ -238,7 +249,8 @@ fn a_server_that_dies_mid_run_keeps_what_it_answered_and_a_rerun_ends_as_an_unbr
     let rerun = run_served(&reg, model, "plain").unwrap();
     assert_eq!(rerun.report.scores_found_in_cache, kept);
     let rest = unbroken.report.scores_computed - kept;
-    assert_eq!(fake.requests() - before, requests_of_a_run(rest, rest));
+    assert_eq!(rerun.report.scores_computed, rest);
+    assert_eq!(fake.requests() - before, requests_of_a_run(&rerun.report));
     assert_eq!(
         rerun.result, unbroken.result,
         "the same result as a run never interrupted"
@@ -534,7 +546,9 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        !out.status.success() && err.contains("came from a cache file and is not registered here"),
+        !out.status.success()
+            && err.contains("is not registered in")
+            && err.contains("it came from a cache file"),
         "{err}"
     );
     assert_eq!(fake.received(), before, "{err}");
@@ -563,7 +577,7 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     assert_eq!(merged["recomputed"][model], 8, "{merged}");
     assert_eq!(
         fake.requests() - before,
-        requests_of_a_run(8, 8),
+        probe::REQUESTS + 8 + 8u64.div_ceil(probe::CROSS_CHECK_EVERY),
         "a sample of 8 re-asked, after the probe, one cross-checked"
     );
 
@@ -577,6 +591,58 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
         !merged["unverified"].as_object().unwrap().is_empty(),
         "{merged}"
     );
+}
+
+/// A store merged by an earlier version holds a colleague's URL and key variable in the shared
+/// records themselves (that version copied them verbatim). Only what `model add` registered in
+/// this store is ever asked: such a model is refused by name, with nothing sent, until it is
+/// registered here.
+#[test]
+fn a_url_merged_by_an_earlier_version_is_never_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::start(WEIGHTS, Some(KEY));
+    let theirs = dir.path().join("theirs.store");
+    dl(&theirs, &SMALL_SET);
+    run_ok(&theirs, &add_args(&fake.url));
+    let mine = dir.path().join("mine.store");
+    dl(&mine, &SMALL_SET);
+    {
+        // What the earlier merge did: the model's records copied as they were, URL included.
+        let (from, to) = (
+            Store::open_read(&theirs).unwrap(),
+            Store::open_write(&mine).unwrap(),
+        );
+        let model = from.lookup(Names::Models, "byte").unwrap().unwrap();
+        to.write(|w| {
+            for kind in [ModelRecord::KIND, ServedRecord::KIND] {
+                for (id, body) in from.raw_all(kind)? {
+                    w.put_raw(kind, id, &body)?;
+                }
+            }
+            w.name(Names::Models, "byte", model)
+        })
+        .unwrap();
+    }
+    let listed = run_ok(&mine, &["--json", "model", "list"]).stdout;
+    let listed: serde_json::Value = serde_json::from_slice(&listed).unwrap();
+    assert_eq!(listed[0]["path"], fake.url.as_str(), "kept as provenance");
+    assert!(listed[0]["url"].is_null(), "{listed}");
+    let before = fake.received();
+    let out = deltalogic(&mine)
+        .args(["score", "--model", "byte", "--set", "small"])
+        .env(VAR, KEY)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains("is not registered in")
+            && err.contains("model add --served"),
+        "{err}"
+    );
+    assert_eq!(fake.received(), before, "nothing sent to the record's URL");
+    run_ok(&mine, &add_args(&fake.url));
+    run_ok(&mine, &["score", "--model", "byte", "--set", "small"]);
 }
 
 /// Both engines hand their records to one save path: the same answers are stored as the same

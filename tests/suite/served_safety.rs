@@ -181,13 +181,45 @@ fn a_server_that_forges_scores_after_the_probe_is_caught_while_scoring() {
     let fake = Fake::start(WEIGHTS, Some(KEY));
     let store = registered(dir.path(), &fake);
     fake.set_fault(Fault::ForgedAfterProbe);
-    let out = run(&store, &[&SCORE[..], &["--concurrency", "1"]].concat());
-    refused(&out, &["failed its cross-check", &fake.url]);
-    assert_eq!(
-        scores(&store),
-        0,
-        "the first answer is checked before it is stored"
+    // One request in flight, then sixteen: the answers that arrive while the first one's check
+    // is asked wait for it, and are dropped with it.
+    for concurrency in ["1", "16"] {
+        let out = run(
+            &store,
+            &[&SCORE[..], &["--concurrency", concurrency]].concat(),
+        );
+        let err = refused(&out, &["failed its cross-check", &fake.url]);
+        assert!(
+            err.contains("the 0 answer(s) a passed cross-check vouched for were stored"),
+            "{err}"
+        );
+        assert_eq!(
+            scores(&store),
+            0,
+            "{concurrency} in flight: nothing is stored before a check vouches for it"
+        );
+    }
+}
+
+/// The tolerance given at `model add` is the one every later check of the server uses, not only
+/// the probe's at registration: echoes 5e-4 off pass the default's checks before a run and fail
+/// a registered 1e-4's.
+#[test]
+fn the_registered_tolerance_is_the_one_every_check_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = Fake::start(WEIGHTS, Some(KEY));
+    let strict = dir.path().join("strict.store");
+    dl(&strict, &SMALL_SET);
+    run_ok(
+        &strict,
+        &[&add_args(&fake.url)[..], &["--tolerance", "1e-4"]].concat(),
     );
+    let default = registered(dir.path(), &fake);
+    fake.set_fault(Fault::DriftAll);
+    let err = refused(&run(&strict, &SCORE), &["1e-4", "nothing was asked"]);
+    assert_eq!(scores(&strict), 0, "{err}");
+    run_ok(&default, &SCORE);
+    assert!(scores(&default) > 0);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use crate::common::{self, deltalogic, dl, members, model_id, ByteModel, NoChat};
 use crate::fake_server::{Consistent, Fake, Fault};
-use crate::served_safety::{add_args, run_ok, KEY, VAR};
+use crate::served_safety::{add_args, run, run_ok, KEY, VAR};
 use deltalogic::benchmarks::deltalogic::Episode;
 use deltalogic::benchmarks::{self};
 use deltalogic::eval::{
@@ -539,18 +539,8 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
             "other",
         ],
     );
-    let out = deltalogic(&mine)
-        .args(["score", "--model", "byte", "--set", "other"])
-        .env(VAR, KEY)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success()
-            && err.contains("is not registered in")
-            && err.contains("it came from a cache file"),
-        "{err}"
-    );
+    let err = not_registered(&run(&mine, &["score", "--model", "byte", "--set", "other"]));
+    assert!(err.contains("it came from a cache file"), "{err}");
     assert_eq!(fake.received(), before, "{err}");
 
     // Registered here: `cache verify --recompute` asks the registered server and marks them.
@@ -593,6 +583,18 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
     );
 }
 
+/// The refusal of a served model this store has no registration of; its message.
+fn not_registered(out: &std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success()
+            && err.contains("is not registered in")
+            && err.contains("model add --served"),
+        "{err}"
+    );
+    err
+}
+
 /// A store merged by an earlier version holds a colleague's URL and key variable in the shared
 /// records themselves (that version copied them verbatim). Only what `model add` registered in
 /// this store is ever asked: such a model is refused by name, with nothing sent, until it is
@@ -628,19 +630,12 @@ fn a_url_merged_by_an_earlier_version_is_never_asked() {
     assert_eq!(listed[0]["path"], fake.url.as_str(), "kept as provenance");
     assert!(listed[0]["url"].is_null(), "{listed}");
     let before = fake.received();
-    let out = deltalogic(&mine)
-        .args(["score", "--model", "byte", "--set", "small"])
-        .env(VAR, KEY)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success()
-            && err.contains("is not registered in")
-            && err.contains("model add --served"),
-        "{err}"
+    let err = not_registered(&run(&mine, &["score", "--model", "byte", "--set", "small"]));
+    assert_eq!(
+        fake.received(),
+        before,
+        "nothing sent to the record's URL: {err}"
     );
-    assert_eq!(fake.received(), before, "nothing sent to the record's URL");
     run_ok(&mine, &add_args(&fake.url));
     run_ok(&mine, &["score", "--model", "byte", "--set", "small"]);
 }

@@ -32,6 +32,7 @@ mod interruptions;
 mod lm_eval;
 mod model_change;
 mod model_errors;
+mod moe_families;
 mod normalisation;
 mod numerics;
 mod numerics_llamacpp;

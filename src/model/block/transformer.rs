@@ -16,8 +16,9 @@ use std::sync::Arc;
 
 use crate::model::block::attention::{self, Heads, Kv};
 use crate::model::block::config::{Activation, AttnTemperature, Config, Rope, RopeLayout};
+use crate::model::block::moe::{Expert, ExpertMatrix, Experts};
 use crate::model::format::gguf::BlockBytes;
-use crate::model::format::quant::GgmlType;
+use crate::model::format::quant::{dequantize, GgmlType};
 use crate::model::numerics::kernels;
 use crate::model::numerics::qmatmul::{self, QMatrix};
 use crate::model::ModelError;
@@ -105,6 +106,12 @@ pub enum Part {
     Gate(usize),
     Up(usize),
     Down(usize),
+    /// Issue 45: a mixture-of-experts layer's router `[experts, d]`, and expert `e`'s gate, up
+    /// and down projections (`Part::ExpertGate(layer, e)`).
+    Router(usize),
+    ExpertGate(usize, usize),
+    ExpertUp(usize, usize),
+    ExpertDown(usize, usize),
 }
 
 /// Maps a canonical part to the name a file format uses for it.
@@ -194,9 +201,17 @@ struct Layer {
     mlp_norm: Option<Vec<f32>>,
     post_attn_norm: Option<Vec<f32>>,
     post_mlp_norm: Option<Vec<f32>>,
-    /// Gate and up projections stacked into one `[2 I, d]` matrix.
-    w_gate_up: Matrix,
-    w_down: Matrix,
+    mlp: Mlp,
+}
+
+enum Mlp {
+    Dense {
+        /// Gate and up projections stacked into one `[2 I, d]` matrix.
+        gate_up: Matrix,
+        down: Matrix,
+    },
+    /// Issue 45 (`block::moe`).
+    Experts { router: Matrix, experts: Experts },
 }
 
 /// See `Transformer::weight_cost`.
@@ -340,14 +355,38 @@ impl Transformer {
                     true => Some(loader.data(Part::PostMlpNorm(l), &[d])?),
                     false => None,
                 },
-                w_gate_up: loader.matrix(
-                    d,
-                    &[
-                        (Part::Gate(l), cfg.intermediate),
-                        (Part::Up(l), cfg.intermediate),
-                    ],
-                )?,
-                w_down: loader.matrix(cfg.intermediate, &[(Part::Down(l), d)])?,
+                mlp: match &cfg.moe {
+                    None => Mlp::Dense {
+                        gate_up: loader.matrix(
+                            d,
+                            &[
+                                (Part::Gate(l), cfg.intermediate),
+                                (Part::Up(l), cfg.intermediate),
+                            ],
+                        )?,
+                        down: loader.matrix(cfg.intermediate, &[(Part::Down(l), d)])?,
+                    },
+                    Some(m) => {
+                        let i = m.expert_intermediate;
+                        let experts = (0..m.experts)
+                            .map(|e| {
+                                Ok(Expert {
+                                    gate: loader.expert(Part::ExpertGate(l, e), i, d)?,
+                                    up: loader.expert(Part::ExpertUp(l, e), i, d)?,
+                                    down: loader.expert(Part::ExpertDown(l, e), d, i)?,
+                                })
+                            })
+                            .collect::<Result<_, ModelError>>()?;
+                        Mlp::Experts {
+                            router: loader.matrix(d, &[(Part::Router(l), m.experts)])?,
+                            experts: Experts {
+                                experts,
+                                used: m.experts_used,
+                                norm_topk: m.norm_topk,
+                            },
+                        }
+                    }
+                },
             });
         }
         let embed = loader.matrix(d, &[(Part::Embed, cfg.vocab_size)])?;
@@ -392,11 +431,22 @@ impl Transformer {
                 (Part::O(l), vec![d, q_rows]),
             ]);
             out.extend(pre_norm(Part::MlpNorm(l)));
-            out.extend([
-                (Part::Gate(l), vec![i, d]),
-                (Part::Up(l), vec![i, d]),
-                (Part::Down(l), vec![d, i]),
-            ]);
+            match &cfg.moe {
+                None => out.extend([
+                    (Part::Gate(l), vec![i, d]),
+                    (Part::Up(l), vec![i, d]),
+                    (Part::Down(l), vec![d, i]),
+                ]),
+                Some(m) => {
+                    let i = m.expert_intermediate;
+                    out.push((Part::Router(l), vec![m.experts, d]));
+                    // Every expert's gate, then every up, then every down: the order in which
+                    // GGUF stacks them into one tensor each.
+                    out.extend((0..m.experts).map(|e| (Part::ExpertGate(l, e), vec![i, d])));
+                    out.extend((0..m.experts).map(|e| (Part::ExpertUp(l, e), vec![i, d])));
+                    out.extend((0..m.experts).map(|e| (Part::ExpertDown(l, e), vec![d, i])));
+                }
+            }
             if cfg.qkv_bias {
                 out.extend([
                     (Part::QBias(l), vec![q_rows]),
@@ -485,8 +535,17 @@ impl Transformer {
         let (macs, bytes) = self
             .layers
             .iter()
-            .flat_map(|l| [&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down])
-            .map(Matrix::cost)
+            .flat_map(|l| {
+                let mut costs = vec![l.wqkv.cost(), l.wo.cost()];
+                match &l.mlp {
+                    Mlp::Dense { gate_up, down } => costs.extend([gate_up.cost(), down.cost()]),
+                    // A token reads only its chosen experts' weights.
+                    Mlp::Experts { router, experts } => {
+                        costs.extend([router.cost(), experts.cost()])
+                    }
+                }
+                costs
+            })
             .fold((0, 0), |(m, b), (dm, db)| (m + dm, b + db));
         WeightCost {
             macs_per_token: macs,
@@ -806,10 +865,26 @@ impl Transformer {
         // `t × 2I` floats at once.
         let i = c.intermediate;
         for x in x.chunks_mut(MLP_ROWS * c.hidden) {
-            let gu = match &w.mlp_norm {
-                Some(norm) => w.w_gate_up.matmul(&kernels::rms_norm(x, norm, c.norm_eps)),
-                None => w.w_gate_up.matmul(x),
+            let normed;
+            let h: &[f32] = match &w.mlp_norm {
+                Some(norm) => {
+                    normed = kernels::rms_norm(x, norm, c.norm_eps);
+                    &normed
+                }
+                None => x,
             };
+            let (gate_up, down) = match &w.mlp {
+                Mlp::Dense { gate_up, down } => (gate_up, down),
+                Mlp::Experts { router, experts } => {
+                    let mut out = experts.forward(h, &router.matmul(h));
+                    if let Some(norm) = &w.post_mlp_norm {
+                        out = kernels::rms_norm(&out, norm, c.norm_eps);
+                    }
+                    x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
+                    continue;
+                }
+            };
+            let gu = gate_up.matmul(h);
             let mut act = vec![0f32; gu.len() / 2];
             for (row, out) in gu.chunks_exact(2 * i).zip(act.chunks_exact_mut(i)) {
                 let (gate, up) = row.split_at(i);
@@ -818,7 +893,7 @@ impl Transformer {
                     Activation::GeluTanh => gelu_tanh_mul(gate, up, out),
                 }
             }
-            let mut out = w.w_down.matmul(&act);
+            let mut out = down.matmul(&act);
             if let Some(norm) = &w.post_mlp_norm {
                 out = kernels::rms_norm(&out, norm, c.norm_eps);
             }
@@ -1024,6 +1099,69 @@ impl Loader<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// Issue 45: one expert's matrix `[rows, cols]`, left in the file's map where it can be
+    /// (`block::moe`): quantised blocks as a `QMatrix`, float rows as they are stored; only a
+    /// file that offers no blocks (a Hugging Face checkpoint) is read into memory.
+    fn expert(&self, part: Part, rows: usize, cols: usize) -> Result<ExpertMatrix, ModelError> {
+        let tensor = (self.naming)(part);
+        let path = || self.file.path().to_path_buf();
+        let Some((shape, ty, bytes)) = self.file.blocks(&tensor)? else {
+            let data = self.data(part, &[rows, cols])?;
+            return Ok(ExpertMatrix::F32 { cols, data });
+        };
+        if shape != [rows, cols] {
+            return Err(ModelError::Shape {
+                path: path(),
+                tensor,
+                expected: vec![rows, cols],
+                found: shape,
+            });
+        }
+        if qmatmul::keeps(ty, cols) {
+            let q = QMatrix::new(ty, cols, bytes, self.integer);
+            if let Some((i, v)) = q.first_non_finite() {
+                return Err(ModelError::Invalid {
+                    path: path(),
+                    detail: format!(
+                        "tensor {tensor} holds a non-finite weight ({v} at element {i})"
+                    ),
+                });
+            }
+            return Ok(ExpertMatrix::Quant(q));
+        }
+        let Some(row_bytes) = ty.bytes_for(cols).filter(|_| ty.block_len() == 1) else {
+            return Err(ModelError::Invalid {
+                path: path(),
+                detail: format!("tensor {tensor}: {ty:?} experts are not implemented"),
+            });
+        };
+        // Every weight checked once, a chunk of rows at a time, each chunk's pages handed back
+        // after: loading does not leave every expert resident.
+        let mut buf = vec![0f32; 256 * cols];
+        for first in (0..rows).step_by(256) {
+            let n = 256.min(rows - first);
+            let range = first * row_bytes..(first + n) * row_bytes;
+            dequantize(ty, &bytes[range.clone()], &mut buf[..n * cols]);
+            bytes.release(range);
+            if let Some(j) = buf[..n * cols].iter().position(|v| !v.is_finite()) {
+                return Err(ModelError::Invalid {
+                    path: path(),
+                    detail: format!(
+                        "tensor {tensor} holds a non-finite weight ({} at element {})",
+                        buf[j],
+                        first * cols + j
+                    ),
+                });
+            }
+        }
+        Ok(ExpertMatrix::Float {
+            ty,
+            rows,
+            cols,
+            bytes,
+        })
     }
 
     /// `part` kept in its blocks, when the file's type is quantised.

@@ -17,11 +17,11 @@
 use std::path::{Path, PathBuf};
 
 use crate::model::block::config::{
-    Activation, AttnTemperature, Config, LongRope, Rope, RopeLayout, Shape, Yarn,
+    Activation, AttnTemperature, Config, LongRope, Moe, Rope, RopeLayout, Shape, Yarn,
 };
 use crate::model::block::transformer::{Part, Transformer};
 use crate::model::dev::gguf_write::{
-    config_metadata, rope_factor_tensors, tokenizer_from_json, GgufWriter, Meta, Store,
+    config_metadata, rope_factor_tensors, stack, tokenizer_from_json, GgufWriter, Meta, Store,
 };
 use crate::model::family::{llama, FAMILIES};
 use crate::model::ModelError;
@@ -33,7 +33,7 @@ const LAYERS: usize = 2;
 const VOCAB: usize = 320;
 
 /// The files written: name, and the real model whose shapes it has.
-pub const FILES: [(&str, &str); 9] = [
+pub const FILES: [(&str, &str); 10] = [
     ("llama3-1b", "Llama-3.2-1B-Instruct"),
     ("qwen3-0.6b", "Qwen3-0.6B"),
     ("phi3-mini4", "Phi-4-mini-instruct"),
@@ -44,6 +44,8 @@ pub const FILES: [(&str, &str); 9] = [
     ("olmo2-1b", "OLMo-2-0425-1B"),
     ("ministral3-3b", "Ministral-3-3B-Instruct-2512"),
     ("ministral3-3b-window16", "Ministral-3-3B-Instruct-2512"),
+    // Issue 45.
+    ("qwen3moe-30b-a3b", "Qwen3-30B-A3B"),
 ];
 
 fn base(
@@ -180,6 +182,23 @@ pub fn config(name: &str) -> Option<Config> {
         // temperature is 1 + 0.1 ln 2 from position 16 and 1 + 0.1 ln 3 from 32, and the YaRN
         // ramp moves.
         "ministral3-3b-window16" => ministral3(16),
+        // Issue 45: Qwen3-30B-A3B (48 layers) cut to 1: its 128 experts of width 768 are
+        // 2.4 GB of f32 per layer. Untied, as the checkpoint.
+        "qwen3moe-30b-a3b" => {
+            let mut c = base("qwen3moe", 2048, 6144, 32, 4, 128);
+            c.layers = 1;
+            c.rope.theta = 1_000_000.0;
+            c.qk_norm = true;
+            c.max_positions = 40_960;
+            c.tied_embeddings = false;
+            c.moe = Some(Moe {
+                experts: 128,
+                experts_used: 8,
+                expert_intermediate: 768,
+                norm_topk: true,
+            });
+            c
+        }
         _ => return None,
     })
 }
@@ -257,19 +276,11 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
                 }) as f32
             })
             .collect();
-        let name = naming(part);
-        let stored = name
-            .split_once('[')
-            .map_or(name.clone(), |(n, _)| n.to_string());
-        match stacked.iter_mut().find(|s| s.0 == stored) {
-            Some(s) => {
-                s.1[0] += shape[0];
-                s.2.extend(data);
-            }
-            None => stacked.push((stored, shape, data)),
-        }
+        stack(&mut stacked, &naming(part), &shape, data);
     }
-    for (name, shape, data) in &stacked {
+    // Each tensor's f32 data let go of once stored: a file at Qwen3-30B-A3B's widths holds
+    // 2.4 GB of experts per layer.
+    for (name, shape, data) in stacked.drain(..) {
         // The embedding stays f32 in the quantised files, as in the mixes llama.cpp writes for
         // small vocabularies; every matrix of the blocks is Q8_0.
         let s = if name == "token_embd.weight" {
@@ -277,7 +288,7 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
         } else {
             store
         };
-        w.tensor(name.clone(), shape, data, s);
+        w.tensor(name.clone(), &shape, &data, s);
     }
     rope_factor_tensors(&mut w, &cfg);
     w.write(&path)?;

@@ -17,6 +17,7 @@ pub mod olmo2;
 pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;
+pub mod qwen3moe;
 pub mod read;
 pub mod smollm3;
 
@@ -111,6 +112,7 @@ pub const FAMILIES: Families = Families(&[
     &smollm3::SmolLm3,
     &olmo2::Olmo2,
     &mistral3::Mistral3,
+    &qwen3moe::Qwen3Moe,
 ]);
 
 impl Families {

@@ -79,6 +79,10 @@ impl QMatrix {
         self.rows
     }
 
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
     /// Bytes of the file's blocks.
     pub fn file_bytes(&self) -> usize {
         self.bytes.len()

@@ -6,12 +6,15 @@
 use std::path::Path;
 
 use deltalogic::model::dev::fixtures::{EXPERTS, EXPERTS_USED, EXPERT_WIDTH};
-use deltalogic::model::dev::gguf_write::{GgufWriter, Meta, Store};
+use deltalogic::model::dev::gguf_write::{hf_to_gguf, GgufWriter, Meta, Store};
 use deltalogic::model::format::gguf::Gguf;
 use deltalogic::model::scorer::{Backend, Scorer};
 
 use super::families::{bits, both, edited_fixture, refused, same_bits, scores};
 use super::families_llamacpp::{agrees, Int8};
+use super::numerics::{
+    check_configurations, INT8, INT8_NO_AVX512, INT8_PORTABLE, NO_AVX512, PORTABLE,
+};
 
 /// The integer mode on the Q8_0 file, held to the bound of the families before it (llama.cpp's
 /// own AVX2-vs-AVX-512 spread on SmolLM2, 0.107) and every greedy continuation. Measured mean
@@ -56,6 +59,29 @@ fn qwen3moe_gives_the_same_bits_from_both_formats() {
     assert_eq!(
         g.get_u32("qwen3moe.expert_used_count").unwrap() as usize,
         EXPERTS_USED
+    );
+}
+
+/// The routing reads each token's own row and every expert's product is the canonical one, so
+/// the bits do not move with the thread count, the vector unit, the prefix path (a tree of
+/// uneven prefills, one token at a time) or the lockstep's batched decode, where each sequence
+/// is routed on its own (`numerics::report`); f32 from the f32 file, the integer mode from a
+/// Q8_0 one. The prompts are `hf-qwen3.json`'s (the same fixture tokenizer).
+#[test]
+fn qwen3moe_gives_the_same_bits_on_every_path_thread_count_and_vector_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hf, gguf) = both(dir.path(), "qwen3moe");
+    check_configurations(
+        &gguf,
+        "hf-qwen3.json",
+        &[(2, &[]), (1, &[]), (3, &[]), (2, NO_AVX512), (3, PORTABLE)],
+    );
+    let q8 = dir.path().join("qwen3moe-q8_0.gguf");
+    hf_to_gguf(&hf, &q8, Store::Q8_0, None).unwrap();
+    check_configurations(
+        &q8,
+        "hf-qwen3.json",
+        &[(2, INT8), (1, INT8), (3, INT8_NO_AVX512), (2, INT8_PORTABLE)],
     );
 }
 

@@ -210,6 +210,11 @@ pub struct Config {
     pub attn_temperature: Option<AttnTemperature>,
     /// Issue 45: every layer's MLP is a mixture of experts (`block::moe`) instead of one MLP.
     pub moe: Option<Moe>,
+    /// Issue 45 (gpt-oss): one sink logit per head and layer, a share of the attention softmax
+    /// with no value (`attention::attention_with_sinks`).
+    pub attn_sinks: bool,
+    /// Issue 45 (gpt-oss): a bias on the attention output projection.
+    pub o_bias: bool,
 }
 
 /// Issue 45: a mixture-of-experts MLP. A router `[experts, hidden]` scores the experts, a
@@ -223,6 +228,30 @@ pub struct Moe {
     pub expert_intermediate: usize,
     /// The chosen experts' probabilities divided by their sum (Qwen3-MoE's `norm_topk_prob`).
     pub norm_topk: bool,
+    /// How the router's scores become the chosen experts' weights.
+    pub gating: Gating,
+    /// Biases on the router and on every expert's three projections (gpt-oss).
+    pub biases: bool,
+    /// gpt-oss's clamped SwiGLU in place of plain SwiGLU.
+    pub clamped: Option<SwigluClamp>,
+}
+
+/// Issue 45: how a router's scores weigh the experts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gating {
+    /// A softmax over every expert, then the most probable chosen (Qwen3-MoE).
+    Softmax,
+    /// The highest scores chosen, then a softmax over the chosen ones only (gpt-oss; llama.cpp's
+    /// `SOFTMAX_WEIGHT`).
+    SoftmaxOfChosen,
+}
+
+/// Issue 45: gpt-oss's SwiGLU (ggml's `swiglu_oai`): `g = min(gate, limit)`,
+/// `u = clamp(up, −limit, limit)`, `g · sigmoid(alpha · g) · (u + 1)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SwigluClamp {
+    pub alpha: f32,
+    pub limit: f32,
 }
 
 /// The sizes every family's readers find in a file, from which [`Config::plain`] builds the block.
@@ -281,6 +310,8 @@ impl Config {
             qk_norm_whole: false,
             attn_temperature: None,
             moe: None,
+            attn_sinks: false,
+            o_bias: false,
         }
     }
 

@@ -112,6 +112,14 @@ pub enum Part {
     ExpertGate(usize, usize),
     ExpertUp(usize, usize),
     ExpertDown(usize, usize),
+    /// gpt-oss: the attention sinks `[heads]`, the output projection's bias, the router's
+    /// bias and each expert's biases.
+    Sinks(usize),
+    OBias(usize),
+    RouterBias(usize),
+    ExpertGateBias(usize, usize),
+    ExpertUpBias(usize, usize),
+    ExpertDownBias(usize, usize),
 }
 
 /// Maps a canonical part to the name a file format uses for it.
@@ -198,6 +206,9 @@ struct Layer {
     q_norm: Option<Vec<f32>>,
     k_norm: Option<Vec<f32>>,
     wo: Matrix,
+    /// gpt-oss (`Config::o_bias`, `Config::attn_sinks`).
+    bo: Option<Vec<f32>>,
+    sinks: Option<Vec<f32>>,
     mlp_norm: Option<Vec<f32>>,
     post_attn_norm: Option<Vec<f32>>,
     post_mlp_norm: Option<Vec<f32>>,
@@ -346,6 +357,14 @@ impl Transformer {
                 q_norm,
                 k_norm,
                 wo: loader.matrix(q_rows, &[(Part::O(l), d)])?,
+                bo: match cfg.o_bias {
+                    true => Some(loader.data(Part::OBias(l), &[d])?),
+                    false => None,
+                },
+                sinks: match cfg.attn_sinks {
+                    true => Some(loader.data(Part::Sinks(l), &[cfg.heads])?),
+                    false => None,
+                },
                 mlp_norm: pre_norm(Part::MlpNorm(l))?,
                 post_attn_norm: match cfg.post_norms {
                     true => Some(loader.data(Part::PostAttnNorm(l), &[d])?),
@@ -370,10 +389,19 @@ impl Transformer {
                         let i = m.expert_intermediate;
                         let experts = (0..m.experts)
                             .map(|e| {
+                                let biases = match m.biases {
+                                    true => Some([
+                                        loader.data(Part::ExpertGateBias(l, e), &[i])?,
+                                        loader.data(Part::ExpertUpBias(l, e), &[i])?,
+                                        loader.data(Part::ExpertDownBias(l, e), &[d])?,
+                                    ]),
+                                    false => None,
+                                };
                                 Ok(Expert {
                                     gate: loader.expert(Part::ExpertGate(l, e), i, d)?,
                                     up: loader.expert(Part::ExpertUp(l, e), i, d)?,
                                     down: loader.expert(Part::ExpertDown(l, e), d, i)?,
+                                    biases,
                                 })
                             })
                             .collect::<Result<_, ModelError>>()?;
@@ -383,6 +411,12 @@ impl Transformer {
                                 experts,
                                 used: m.experts_used,
                                 norm_topk: m.norm_topk,
+                                gating: m.gating,
+                                router_bias: match m.biases {
+                                    true => Some(loader.data(Part::RouterBias(l), &[m.experts])?),
+                                    false => None,
+                                },
+                                clamped: m.clamped,
                             },
                         }
                     }
@@ -445,7 +479,19 @@ impl Transformer {
                     out.extend((0..m.experts).map(|e| (Part::ExpertGate(l, e), vec![i, d])));
                     out.extend((0..m.experts).map(|e| (Part::ExpertUp(l, e), vec![i, d])));
                     out.extend((0..m.experts).map(|e| (Part::ExpertDown(l, e), vec![d, i])));
+                    if m.biases {
+                        out.push((Part::RouterBias(l), vec![m.experts]));
+                        out.extend((0..m.experts).map(|e| (Part::ExpertGateBias(l, e), vec![i])));
+                        out.extend((0..m.experts).map(|e| (Part::ExpertUpBias(l, e), vec![i])));
+                        out.extend((0..m.experts).map(|e| (Part::ExpertDownBias(l, e), vec![d])));
+                    }
                 }
+            }
+            if cfg.o_bias {
+                out.push((Part::OBias(l), vec![d]));
+            }
+            if cfg.attn_sinks {
+                out.push((Part::Sinks(l), vec![cfg.heads]));
             }
             if cfg.qkv_bias {
                 out.extend([
@@ -847,7 +893,7 @@ impl Transformer {
         let mut attn: Vec<f32> = Vec::new();
         for (r, kv) in runs.iter().zip(&kvs) {
             let q = &q[row * q_cols..][..r.tokens.len() * q_cols];
-            let out = self.attention(&r.state.chunks, layer, q, kv, r.state.len);
+            let out = self.attention(&r.state.chunks, w, layer, q, kv, r.state.len);
             match attn.is_empty() {
                 true => attn = out,
                 false => attn.extend(out),
@@ -855,6 +901,11 @@ impl Transformer {
             row += r.tokens.len();
         }
         let mut out = w.wo.matmul(&attn);
+        if let Some(b) = &w.bo {
+            for row in out.chunks_exact_mut(b.len()) {
+                row.iter_mut().zip(b).for_each(|(v, b)| *v += b);
+            }
+        }
         if let Some(norm) = &w.post_attn_norm {
             out = kernels::rms_norm(&out, norm, c.norm_eps);
         }
@@ -908,6 +959,7 @@ impl Transformer {
     fn attention(
         &self,
         past: &[Arc<KvChunk>],
+        w: &Layer,
         layer: usize,
         q: &[f32],
         kv: &Kv,
@@ -930,7 +982,7 @@ impl Transformer {
                 false => None,
             },
         };
-        attention::attention(&spans, q, shape, p0)
+        attention::attention_with_sinks(&spans, q, shape, p0, w.sinks.as_deref())
     }
 
     /// cos and sin `[t, rotary/2]` for each continuation's positions in turn at frequencies
@@ -1131,10 +1183,20 @@ impl Loader<'_> {
             }
             return Ok(ExpertMatrix::Quant(q));
         }
-        let Some(row_bytes) = ty.bytes_for(cols).filter(|_| ty.block_len() == 1) else {
+        // Types without an integer kernel (MXFP4) multiply only in the f32 mode, dequantised.
+        if self.integer && ty.block_len() > 1 {
             return Err(ModelError::Invalid {
                 path: path(),
-                detail: format!("tensor {tensor}: {ty:?} experts are not implemented"),
+                detail: format!(
+                    "tensor {tensor}: {ty:?} has no integer-mode product yet; score this file in \
+                     the f32 mode, which dequantises it"
+                ),
+            });
+        }
+        let Some(row_bytes) = ty.bytes_for(cols) else {
+            return Err(ModelError::Invalid {
+                path: path(),
+                detail: format!("tensor {tensor}: rows of {cols} are not whole {ty:?} blocks"),
             });
         };
         // Every weight checked once, a chunk of rows at a time, each chunk's pages handed back

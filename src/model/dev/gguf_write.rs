@@ -252,6 +252,39 @@ impl GgufWriter {
     }
 }
 
+/// Issue 45: ggml's reference MXFP4 quantisation (`quantize_row_mxfp4_ref`), per block of 32:
+/// the scale byte `e = ⌊log2 amax⌋ − 2 + 127` (0 for a zero block), each value the nearest of
+/// the doubled E2M1 values times `2^(e − 128)` (the first on a tie), low nibbles the first 16.
+pub fn quantize_mxfp4(data: &[f32]) -> Vec<u8> {
+    const KVALUES: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+    let mut out = Vec::with_capacity(data.len() / 32 * 17);
+    for block in data.chunks(32) {
+        let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let e = if amax > 0.0 {
+            (amax.log2().floor() - 2.0 + 127.0) as u8
+        } else {
+            0
+        };
+        let d = match e {
+            0..=1 => f32::from_bits(0x0020_0000 << e),
+            e => f32::from_bits(u32::from(e - 1) << 23),
+        };
+        let best = |x: f32| {
+            (1..16).fold(0usize, |b, i| {
+                let err = |i: usize| (f32::from(KVALUES[i]) * d - x).abs();
+                if err(i) < err(b) {
+                    i
+                } else {
+                    b
+                }
+            }) as u8
+        };
+        out.push(e);
+        out.extend((0..16).map(|j| best(block[j]) | best(block[j + 16]) << 4));
+    }
+    out
+}
+
 /// ggml's reference Q8_0 quantisation (`quantize_row_q8_0_ref`): per block of 32, `d = amax/127`
 /// stored as f16, `q = round(x / d)` (half away from zero).
 pub fn quantize_q8_0(data: &[f32]) -> Vec<u8> {

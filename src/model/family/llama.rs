@@ -177,6 +177,13 @@ pub fn hf_name(part: Part) -> String {
         Part::ExpertGate(l, e) => layer(l, &format!("mlp.experts.{e}.gate_proj.weight")),
         Part::ExpertUp(l, e) => layer(l, &format!("mlp.experts.{e}.up_proj.weight")),
         Part::ExpertDown(l, e) => layer(l, &format!("mlp.experts.{e}.down_proj.weight")),
+        // gpt-oss's (read from GGUF only).
+        Part::Sinks(l) => layer(l, "self_attn.sinks"),
+        Part::OBias(l) => layer(l, "self_attn.o_proj.bias"),
+        Part::RouterBias(l) => layer(l, "mlp.router.bias"),
+        Part::ExpertGateBias(l, e) => layer(l, &format!("mlp.experts.{e}.gate_proj.bias")),
+        Part::ExpertUpBias(l, e) => layer(l, &format!("mlp.experts.{e}.up_proj.bias")),
+        Part::ExpertDownBias(l, e) => layer(l, &format!("mlp.experts.{e}.down_proj.bias")),
     }
 }
 
@@ -209,6 +216,12 @@ pub fn gguf_name(part: Part) -> String {
         Part::ExpertGate(l, e) => blk(l, &format!("ffn_gate_exps.weight[{e}]")),
         Part::ExpertUp(l, e) => blk(l, &format!("ffn_up_exps.weight[{e}]")),
         Part::ExpertDown(l, e) => blk(l, &format!("ffn_down_exps.weight[{e}]")),
+        Part::Sinks(l) => blk(l, "attn_sinks.weight"),
+        Part::OBias(l) => blk(l, "attn_output.bias"),
+        Part::RouterBias(l) => blk(l, "ffn_gate_inp.bias"),
+        Part::ExpertGateBias(l, e) => blk(l, &format!("ffn_gate_exps.bias[{e}]")),
+        Part::ExpertUpBias(l, e) => blk(l, &format!("ffn_up_exps.bias[{e}]")),
+        Part::ExpertDownBias(l, e) => blk(l, &format!("ffn_down_exps.bias[{e}]")),
     }
 }
 

@@ -11,6 +11,7 @@
 
 pub mod gemma2;
 pub mod gemma3;
+pub mod gpt_oss;
 pub mod llama;
 pub mod mistral3;
 pub mod olmo2;
@@ -113,6 +114,7 @@ pub const FAMILIES: Families = Families(&[
     &olmo2::Olmo2,
     &mistral3::Mistral3,
     &qwen3moe::Qwen3Moe,
+    &gpt_oss::GptOss,
 ]);
 
 impl Families {

@@ -24,7 +24,7 @@ use super::read::{
     apply_linear, gguf_base_config, linear_scaling_json, refuse_unknown_keys, HfJson,
 };
 use super::Family;
-use crate::model::block::config::{Config, Moe};
+use crate::model::block::config::{Config, Gating, Moe};
 use crate::model::block::transformer::{Blocks, RawTensor, TensorDesc, TensorFile};
 use crate::model::format::gguf::{self, BlockBytes, Gguf};
 use crate::model::{invalid, ModelError};
@@ -69,6 +69,9 @@ impl Family for Qwen3Moe {
             experts_used: used,
             expert_intermediate: width,
             norm_topk: true,
+            gating: Gating::Softmax,
+            biases: false,
+            clamped: None,
         });
         Ok(cfg)
     }
@@ -108,6 +111,9 @@ impl Family for Qwen3Moe {
             experts_used: json.usize("num_experts_per_tok")?,
             expert_intermediate: json.usize("moe_intermediate_size")?,
             norm_topk: true,
+            gating: Gating::Softmax,
+            biases: false,
+            clamped: None,
         });
         Ok(cfg)
     }
@@ -147,8 +153,8 @@ impl Family for Qwen3Moe {
     }
 }
 
-/// Serves expert `e` of a 3-D expert tensor `[experts, rows, cols]` under `NAME[e]`: its
-/// `[rows, cols]` slice, as a range of the mapped bytes (no copy) or, for `tensor`, read.
+/// Serves expert `e` of an expert tensor `[experts, rows, cols]` (or `[experts, n]`) under
+/// `NAME[e]`: its slice, as a range of the mapped bytes (no copy) or, for `tensor`, read.
 pub struct ExpertSlices<'a> {
     pub inner: &'a dyn TensorFile,
 }
@@ -167,10 +173,11 @@ fn slice_shape(
     e: usize,
 ) -> Result<Vec<usize>, ModelError> {
     match shape {
-        [n, rows, cols] if e < *n => Ok(vec![*rows, *cols]),
+        // A matrix per expert or, for gpt-oss's expert biases, a vector.
+        [n, rest @ ..] if e < *n && !rest.is_empty() => Ok(rest.to_vec()),
         _ => Err(invalid(
             path,
-            format!("expert tensor {stored} has shape {shape:?}: no expert {e} in [experts, rows, cols]"),
+            format!("expert tensor {stored} has shape {shape:?}: no expert {e} in [experts, ...]"),
         )),
     }
 }
@@ -188,7 +195,7 @@ impl TensorFile for ExpertSlices<'_> {
             return Ok(None);
         };
         let shape = slice_shape(self.path(), stored, &t.shape, e)?;
-        let n = shape[0] * shape[1];
+        let n: usize = shape.iter().product();
         Ok(Some(RawTensor {
             data: t.data[e * n..(e + 1) * n].to_vec(),
             shape,
@@ -203,16 +210,17 @@ impl TensorFile for ExpertSlices<'_> {
             return Ok(None);
         };
         let slice = slice_shape(self.path(), stored, &shape, e)?;
-        let Some(row_bytes) = ty.bytes_for(slice[1]) else {
+        let (rows, cols) = slice.split_at(slice.len() - 1);
+        let Some(row_bytes) = ty.bytes_for(cols[0]) else {
             return Err(invalid(
                 self.path(),
                 format!(
                     "expert tensor {stored}: rows of {} do not fill whole blocks of {ty:?}",
-                    slice[1]
+                    cols[0]
                 ),
             ));
         };
-        let len = slice[0] * row_bytes;
+        let len = rows.iter().product::<usize>() * row_bytes;
         let bytes = match bytes {
             BlockBytes::Mapped { map, range } => BlockBytes::Mapped {
                 map,

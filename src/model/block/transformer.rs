@@ -3,7 +3,8 @@
 //! per-frequency factors, a second rope for local layers, none on some layers), q/k norms per
 //! head or over the whole projection, an attention temperature on q, grouped-query attention
 //! over a KV cache that forks for free (chunks are reference-counted), optionally soft-capped and
-//! windowed, SwiGLU or GeGLU MLP, optional post-norms, final norm, and an LM head (optionally
+//! windowed, SwiGLU or GeGLU MLP or a mixture of experts (`moe`, issue 45; with gpt-oss's
+//! attention sinks and output bias), optional post-norms, final norm, and an LM head (optionally
 //! soft-capped) applied only to the rows that are scored.
 //!
 //! Architectures differ only in their `Config` and in how their files name and pack the weights

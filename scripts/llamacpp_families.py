@@ -17,6 +17,13 @@ scripts/llamacpp_families_logits.py: how fixtures/golden/families-dense-llamacpp
 OLMo 2, Mistral 3; issue 43) was made:
     scripts/llamacpp_families.py --only smollm3-3b --only olmo2-1b --only ministral3-3b \
         --only ministral3-3b-window16 --greedy --out fixtures/golden/families-dense-llamacpp.json
+and fixtures/golden/families-moe-llamacpp.json (Qwen3-MoE at Qwen3-30B-A3B's widths, 1 layer, a
+2.5 GB f32 file; issue 45), with the C++ program built outside the shared build directory:
+    scripts/llamacpp_families.py --only qwen3moe-30b-a3b --greedy --exe /tmp/x/deltalogic-logprobs \
+        --dir /tmp/x --out fixtures/golden/families-moe-llamacpp.json
+and fixtures/golden/families-gptoss-llamacpp.json the same way with --only gpt-oss-20b-window16
+(gpt-oss at gpt-oss-20b's widths, 1 local layer with a window of 16, a 3.2 GB f32 file).
+Without --only the script now writes these two large files too (2.5 and 3.3 GB).
 """
 
 import argparse

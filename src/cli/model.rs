@@ -169,6 +169,17 @@ pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> 
             if let Some(t) = &f.attn_temperature {
                 block.push(format!("attention temperature {t}"));
             }
+            // Issue 45.
+            if let Some(e) = &f.experts {
+                block.push(format!(
+                    "{} experts of width {}, {} used per token ({} active parameters), stored {:?}",
+                    e.experts,
+                    e.expert_intermediate,
+                    e.experts_used,
+                    e.active_parameters,
+                    e.storage
+                ));
+            }
             if !block.is_empty() {
                 println!("block: {}", block.join("; "));
             }

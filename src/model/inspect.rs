@@ -65,6 +65,23 @@ pub struct Family {
     pub qk_norm_whole: bool,
     /// Llama 4's attention temperature (Mistral 3): "beta over N positions".
     pub attn_temperature: Option<String>,
+    /// Issue 45: the mixture of experts, when the MLPs are one.
+    pub experts: Option<ExpertsInfo>,
+}
+
+/// Issue 45: a mixture-of-experts model's experts.
+#[derive(Debug, Serialize)]
+pub struct ExpertsInfo {
+    /// Experts per layer.
+    pub experts: usize,
+    /// Experts each token runs.
+    pub experts_used: usize,
+    /// Each expert's MLP width.
+    pub expert_intermediate: usize,
+    /// Parameters a token runs through: the chosen experts', the router, the rest.
+    pub active_parameters: usize,
+    /// How the expert tensors are stored: type to tensor count.
+    pub storage: BTreeMap<String, usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -109,16 +126,33 @@ fn family(cfg: &Config) -> Family {
             .attn_temperature
             .as_ref()
             .map(|t| format!("{} over {} positions", t.beta, t.floor)),
+        experts: cfg.moe.as_ref().map(|m| ExpertsInfo {
+            experts: m.experts,
+            experts_used: m.experts_used,
+            expert_intermediate: m.expert_intermediate,
+            active_parameters: cfg.active_parameter_count(),
+            storage: BTreeMap::new(),
+        }),
     }
 }
 
+/// Whether a tensor group holds experts (GGUF `ffn_gate_exps`, Hugging Face `mlp.experts.*`).
+fn is_expert_group(group: &str) -> bool {
+    group.contains("_exps") || group.contains("experts.")
+}
+
 /// The group of a tensor name: the layer number dropped (`blk.3.attn_q.weight` → `attn_q`,
-/// `model.layers.3.mlp.up_proj.weight` → `mlp.up_proj`).
+/// `model.layers.3.mlp.up_proj.weight` → `mlp.up_proj`), an expert's number starred
+/// (`model.layers.3.mlp.experts.7.up_proj.weight` → `mlp.experts.*.up_proj`).
 fn group(name: &str) -> String {
     let name = name.strip_suffix(".weight").unwrap_or(name);
     let parts: Vec<&str> = name.split('.').collect();
     match parts.iter().position(|p| p.parse::<usize>().is_ok()) {
-        Some(i) => parts[i + 1..].join("."),
+        Some(i) => parts[i + 1..]
+            .iter()
+            .map(|p| if p.parse::<usize>().is_ok() { "*" } else { p })
+            .collect::<Vec<_>>()
+            .join("."),
         None => name.to_string(),
     }
 }
@@ -203,6 +237,15 @@ pub fn inspect_in(families: &Families, path: &Path) -> Inspection {
             };
             out.family = cfg.as_ref().map(|(cfg, _)| family(cfg));
             out.not_implemented = Some(e.to_string());
+        }
+    }
+    if let Some(info) = out.family.as_mut().and_then(|f| f.experts.as_mut()) {
+        for (group, types) in &out.tensor_types {
+            if is_expert_group(group) {
+                for (ty, n) in types {
+                    *info.storage.entry(ty.clone()).or_default() += n;
+                }
+            }
         }
     }
     out

@@ -33,6 +33,7 @@ mod layering;
 mod lm_eval;
 mod model_change;
 mod model_errors;
+mod moe_families;
 mod normalisation;
 mod numerics;
 mod numerics_llamacpp;

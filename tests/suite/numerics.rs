@@ -188,7 +188,11 @@ fn child(model: &Path, golden: &str, threads: usize, env: &[(&str, &str)]) -> Ve
     serde_json::from_str(line).unwrap()
 }
 
-fn check_configurations(model: &Path, golden: &str, configs: &[(usize, &[(&str, &str)])]) {
+pub(super) fn check_configurations(
+    model: &Path,
+    golden: &str,
+    configs: &[(usize, &[(&str, &str)])],
+) {
     let (t0, e0) = configs[0];
     let want = child(model, golden, t0, e0);
     for &(threads, env) in &configs[1..] {
@@ -202,11 +206,13 @@ fn check_configurations(model: &Path, golden: &str, configs: &[(usize, &[(&str, 
     }
 }
 
-const NO_AVX512: &[(&str, &str)] = &[("DELTALOGIC_NO_AVX512", "1")];
-const PORTABLE: &[(&str, &str)] = &[("DELTALOGIC_PORTABLE", "1")];
-const INT8: &[(&str, &str)] = &[(CHILD_INT8, "1")];
-const INT8_NO_AVX512: &[(&str, &str)] = &[(CHILD_INT8, "1"), ("DELTALOGIC_NO_AVX512", "1")];
-const INT8_PORTABLE: &[(&str, &str)] = &[(CHILD_INT8, "1"), ("DELTALOGIC_PORTABLE", "1")];
+pub(super) const NO_AVX512: &[(&str, &str)] = &[("DELTALOGIC_NO_AVX512", "1")];
+pub(super) const PORTABLE: &[(&str, &str)] = &[("DELTALOGIC_PORTABLE", "1")];
+pub(super) const INT8: &[(&str, &str)] = &[(CHILD_INT8, "1")];
+pub(super) const INT8_NO_AVX512: &[(&str, &str)] =
+    &[(CHILD_INT8, "1"), ("DELTALOGIC_NO_AVX512", "1")];
+pub(super) const INT8_PORTABLE: &[(&str, &str)] =
+    &[(CHILD_INT8, "1"), ("DELTALOGIC_PORTABLE", "1")];
 
 #[test]
 fn tiny_models_give_the_same_bits_on_every_path_thread_count_and_vector_unit() {

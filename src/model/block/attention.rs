@@ -173,6 +173,20 @@ struct Segment<'a> {
 /// Attention of `q: [t, heads, hd]` (positions `p0..p0 + t`) over `spans`, the keys and values of
 /// positions `0..p0 + t` in order. Returns `[t, heads, hd]`.
 pub fn attention(spans: &[&Kv], q: &[f32], shape: Heads, p0: usize) -> Vec<f32> {
+    attention_with_sinks(spans, q, shape, p0, None)
+}
+
+/// [`attention`] with one sink logit per head (gpt-oss, issue 45): a score every query row
+/// has beside its keys, with no value, so it only takes a share of the softmax — ggml's
+/// `soft_max_ext` with sinks: the maximum taken over the sink too, and `exp(sink − max)` added
+/// to the total after the keys' sum.
+pub fn attention_with_sinks(
+    spans: &[&Kv],
+    q: &[f32],
+    shape: Heads,
+    p0: usize,
+    sinks: Option<&[f32]>,
+) -> Vec<f32> {
     let Heads {
         heads,
         kv_heads,
@@ -242,6 +256,7 @@ pub fn attention(spans: &[&Kv], q: &[f32], shape: Heads, p0: usize) -> Vec<f32> 
                 scale,
                 softcap,
                 window,
+                sink: sinks.map(|s| s[h]),
             };
             on_lanes!(attend(task: &Task) -> Vec<f32>)
         })
@@ -269,6 +284,8 @@ struct Task<'a> {
     scale: f32,
     softcap: Option<f32>,
     window: Option<usize>,
+    /// The head's sink logit (`attention_with_sinks`).
+    sink: Option<f32>,
 }
 
 /// The outputs `[rows, hd]` of a task (module docs).
@@ -282,6 +299,7 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
         scale,
         softcap,
         window,
+        sink,
     } = *task;
     let rows = q.len() / hd;
     let hdp = hd.next_multiple_of(LANES);
@@ -325,14 +343,19 @@ unsafe fn attend<L: Lanes>(task: &Task) -> Vec<f32> {
         s[seen..].fill(f32::NEG_INFINITY);
         let low = window.map_or(0, |w| seen.saturating_sub(w));
         s[..low].fill(f32::NEG_INFINITY);
-        let max = L::splat(max_on::<L>(&s[low..seen]));
+        let keys_max = max_on::<L>(&s[low..seen]);
+        let m = sink.map_or(keys_max, |k| if k > keys_max { k } else { keys_max });
+        let max = L::splat(m);
         let mut total = L::zero();
         for c in s.chunks_exact_mut(LANES) {
             let w = L::load(c.as_ptr()).sub(max).exp();
             w.store(c.as_mut_ptr());
             total = total.add(w);
         }
-        let total = L::splat(total.sum());
+        let total = match sink {
+            None => L::splat(total.sum()),
+            Some(k) => L::splat(total.sum() + crate::model::numerics::kernels::exp32(k - m)),
+        };
         for c in s.chunks_exact_mut(LANES) {
             L::load(c.as_ptr()).div(total).store(c.as_mut_ptr());
         }

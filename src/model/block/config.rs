@@ -208,6 +208,50 @@ pub struct Config {
     pub qk_norm_whole: bool,
     /// Llama 4's attention temperature on q after RoPE (Mistral 3).
     pub attn_temperature: Option<AttnTemperature>,
+    /// Issue 45: every layer's MLP is a mixture of experts (`block::moe`) instead of one MLP.
+    pub moe: Option<Moe>,
+    /// Issue 45 (gpt-oss): one sink logit per head and layer, a share of the attention softmax
+    /// with no value (`attention::attention_with_sinks`).
+    pub attn_sinks: bool,
+    /// Issue 45 (gpt-oss): a bias on the attention output projection.
+    pub o_bias: bool,
+}
+
+/// Issue 45: a mixture-of-experts MLP. A router `[experts, hidden]` scores the experts, a
+/// softmax over all of them gives probabilities, the `experts_used` most probable are run (ties
+/// to the lower index), each a SwiGLU MLP of width `expert_intermediate`, and their outputs are
+/// summed weighted by their probabilities (renormalised over the chosen ones with `norm_topk`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Moe {
+    pub experts: usize,
+    pub experts_used: usize,
+    pub expert_intermediate: usize,
+    /// The chosen experts' probabilities divided by their sum (Qwen3-MoE's `norm_topk_prob`).
+    pub norm_topk: bool,
+    /// How the router's scores become the chosen experts' weights.
+    pub gating: Gating,
+    /// Biases on the router and on every expert's three projections (gpt-oss).
+    pub biases: bool,
+    /// gpt-oss's clamped SwiGLU in place of plain SwiGLU.
+    pub clamped: Option<SwigluClamp>,
+}
+
+/// Issue 45: how a router's scores weigh the experts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gating {
+    /// A softmax over every expert, then the most probable chosen (Qwen3-MoE).
+    Softmax,
+    /// The highest scores chosen, then a softmax over the chosen ones only (gpt-oss; llama.cpp's
+    /// `SOFTMAX_WEIGHT`).
+    SoftmaxOfChosen,
+}
+
+/// Issue 45: gpt-oss's SwiGLU (ggml's `swiglu_oai`): `g = min(gate, limit)`,
+/// `u = clamp(up, −limit, limit)`, `g · sigmoid(alpha · g) · (u + 1)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SwigluClamp {
+    pub alpha: f32,
+    pub limit: f32,
 }
 
 /// The sizes every family's readers find in a file, from which [`Config::plain`] builds the block.
@@ -265,6 +309,9 @@ impl Config {
             pre_norms: true,
             qk_norm_whole: false,
             attn_temperature: None,
+            moe: None,
+            attn_sinks: false,
+            o_bias: false,
         }
     }
 
@@ -333,6 +380,18 @@ impl Config {
                 ));
             }
         }
+        if let Some(m) = &self.moe {
+            if self.activation != Activation::Silu {
+                return bad("experts with an activation other than SwiGLU: not implemented".into());
+            }
+            if m.experts_used == 0 || m.experts_used > m.experts || m.expert_intermediate == 0 {
+                return bad(format!(
+                    "{} experts used of {}, each {} wide: needs 1 to {} experts used and a \
+                     positive width",
+                    m.experts_used, m.experts, m.expert_intermediate, m.experts
+                ));
+            }
+        }
         if !(self.norm_eps >= 0.0 && self.norm_eps.is_finite()) {
             return bad(format!(
                 "norm eps {} is not a non-negative number",
@@ -341,11 +400,27 @@ impl Config {
         }
         Ok(())
     }
-    /// The f32 parameter count, for the memory target.
+    /// The f32 parameter count, for the memory target (every expert counted).
     pub fn parameter_count(&self) -> usize {
+        self.parameters(false)
+    }
+
+    /// The parameters one token runs through: with experts, only the `experts_used` chosen
+    /// ones and the router (issue 45); otherwise [`Config::parameter_count`].
+    pub fn active_parameter_count(&self) -> usize {
+        self.parameters(true)
+    }
+
+    fn parameters(&self, active: bool) -> usize {
         let (d, hd) = (self.hidden, self.head_dim);
         let attn = d * self.heads * hd * 2 + d * self.kv_heads * hd * 2;
-        let mlp = 3 * d * self.intermediate;
+        let mlp = match &self.moe {
+            None => 3 * d * self.intermediate,
+            Some(m) => {
+                let n = if active { m.experts_used } else { m.experts };
+                m.experts * d + n * 3 * d * m.expert_intermediate
+            }
+        };
         let embed = self.vocab_size * d * if self.tied_embeddings { 1 } else { 2 };
         self.layers * (attn + mlp + 2 * d) + embed + d
     }

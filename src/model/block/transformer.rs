@@ -3,7 +3,8 @@
 //! per-frequency factors, a second rope for local layers, none on some layers), q/k norms per
 //! head or over the whole projection, an attention temperature on q, grouped-query attention
 //! over a KV cache that forks for free (chunks are reference-counted), optionally soft-capped and
-//! windowed, SwiGLU or GeGLU MLP, optional post-norms, final norm, and an LM head (optionally
+//! windowed, SwiGLU or GeGLU MLP or a mixture of experts (`moe`, issue 45; with gpt-oss's
+//! attention sinks and output bias), optional post-norms, final norm, and an LM head (optionally
 //! soft-capped) applied only to the rows that are scored.
 //!
 //! Architectures differ only in their `Config` and in how their files name and pack the weights
@@ -16,8 +17,9 @@ use std::sync::Arc;
 
 use crate::model::block::attention::{self, Heads, Kv};
 use crate::model::block::config::{Activation, AttnTemperature, Config, Rope, RopeLayout};
+use crate::model::block::moe::{Expert, ExpertMatrix, Experts};
 use crate::model::format::gguf::BlockBytes;
-use crate::model::format::quant::GgmlType;
+use crate::model::format::quant::{dequantize, GgmlType};
 use crate::model::numerics::kernels;
 use crate::model::numerics::qmatmul::{self, QMatrix};
 use crate::model::ModelError;
@@ -105,6 +107,20 @@ pub enum Part {
     Gate(usize),
     Up(usize),
     Down(usize),
+    /// Issue 45: a mixture-of-experts layer's router `[experts, d]`, and expert `e`'s gate, up
+    /// and down projections (`Part::ExpertGate(layer, e)`).
+    Router(usize),
+    ExpertGate(usize, usize),
+    ExpertUp(usize, usize),
+    ExpertDown(usize, usize),
+    /// gpt-oss: the attention sinks `[heads]`, the output projection's bias, the router's
+    /// bias and each expert's biases.
+    Sinks(usize),
+    OBias(usize),
+    RouterBias(usize),
+    ExpertGateBias(usize, usize),
+    ExpertUpBias(usize, usize),
+    ExpertDownBias(usize, usize),
 }
 
 /// Maps a canonical part to the name a file format uses for it.
@@ -191,12 +207,23 @@ struct Layer {
     q_norm: Option<Vec<f32>>,
     k_norm: Option<Vec<f32>>,
     wo: Matrix,
+    /// gpt-oss (`Config::o_bias`, `Config::attn_sinks`).
+    bo: Option<Vec<f32>>,
+    sinks: Option<Vec<f32>>,
     mlp_norm: Option<Vec<f32>>,
     post_attn_norm: Option<Vec<f32>>,
     post_mlp_norm: Option<Vec<f32>>,
-    /// Gate and up projections stacked into one `[2 I, d]` matrix.
-    w_gate_up: Matrix,
-    w_down: Matrix,
+    mlp: Mlp,
+}
+
+enum Mlp {
+    Dense {
+        /// Gate and up projections stacked into one `[2 I, d]` matrix.
+        gate_up: Matrix,
+        down: Matrix,
+    },
+    /// Issue 45 (`block::moe`).
+    Experts { router: Matrix, experts: Experts },
 }
 
 /// See `Transformer::weight_cost`.
@@ -331,6 +358,14 @@ impl Transformer {
                 q_norm,
                 k_norm,
                 wo: loader.matrix(q_rows, &[(Part::O(l), d)])?,
+                bo: match cfg.o_bias {
+                    true => Some(loader.data(Part::OBias(l), &[d])?),
+                    false => None,
+                },
+                sinks: match cfg.attn_sinks {
+                    true => Some(loader.data(Part::Sinks(l), &[cfg.heads])?),
+                    false => None,
+                },
                 mlp_norm: pre_norm(Part::MlpNorm(l))?,
                 post_attn_norm: match cfg.post_norms {
                     true => Some(loader.data(Part::PostAttnNorm(l), &[d])?),
@@ -340,14 +375,53 @@ impl Transformer {
                     true => Some(loader.data(Part::PostMlpNorm(l), &[d])?),
                     false => None,
                 },
-                w_gate_up: loader.matrix(
-                    d,
-                    &[
-                        (Part::Gate(l), cfg.intermediate),
-                        (Part::Up(l), cfg.intermediate),
-                    ],
-                )?,
-                w_down: loader.matrix(cfg.intermediate, &[(Part::Down(l), d)])?,
+                mlp: match &cfg.moe {
+                    None => Mlp::Dense {
+                        gate_up: loader.matrix(
+                            d,
+                            &[
+                                (Part::Gate(l), cfg.intermediate),
+                                (Part::Up(l), cfg.intermediate),
+                            ],
+                        )?,
+                        down: loader.matrix(cfg.intermediate, &[(Part::Down(l), d)])?,
+                    },
+                    Some(m) => {
+                        let i = m.expert_intermediate;
+                        let experts = (0..m.experts)
+                            .map(|e| {
+                                let biases = match m.biases {
+                                    true => Some([
+                                        loader.data(Part::ExpertGateBias(l, e), &[i])?,
+                                        loader.data(Part::ExpertUpBias(l, e), &[i])?,
+                                        loader.data(Part::ExpertDownBias(l, e), &[d])?,
+                                    ]),
+                                    false => None,
+                                };
+                                Ok(Expert {
+                                    gate: loader.expert(Part::ExpertGate(l, e), i, d)?,
+                                    up: loader.expert(Part::ExpertUp(l, e), i, d)?,
+                                    down: loader.expert(Part::ExpertDown(l, e), d, i)?,
+                                    biases,
+                                })
+                            })
+                            .collect::<Result<_, ModelError>>()?;
+                        Mlp::Experts {
+                            router: loader.matrix(d, &[(Part::Router(l), m.experts)])?,
+                            experts: Experts {
+                                experts,
+                                used: m.experts_used,
+                                norm_topk: m.norm_topk,
+                                gating: m.gating,
+                                router_bias: match m.biases {
+                                    true => Some(loader.data(Part::RouterBias(l), &[m.experts])?),
+                                    false => None,
+                                },
+                                clamped: m.clamped,
+                            },
+                        }
+                    }
+                },
             });
         }
         let embed = loader.matrix(d, &[(Part::Embed, cfg.vocab_size)])?;
@@ -392,11 +466,34 @@ impl Transformer {
                 (Part::O(l), vec![d, q_rows]),
             ]);
             out.extend(pre_norm(Part::MlpNorm(l)));
-            out.extend([
-                (Part::Gate(l), vec![i, d]),
-                (Part::Up(l), vec![i, d]),
-                (Part::Down(l), vec![d, i]),
-            ]);
+            match &cfg.moe {
+                None => out.extend([
+                    (Part::Gate(l), vec![i, d]),
+                    (Part::Up(l), vec![i, d]),
+                    (Part::Down(l), vec![d, i]),
+                ]),
+                Some(m) => {
+                    let i = m.expert_intermediate;
+                    out.push((Part::Router(l), vec![m.experts, d]));
+                    // Every expert's gate, then every up, then every down: the order in which
+                    // GGUF stacks them into one tensor each.
+                    out.extend((0..m.experts).map(|e| (Part::ExpertGate(l, e), vec![i, d])));
+                    out.extend((0..m.experts).map(|e| (Part::ExpertUp(l, e), vec![i, d])));
+                    out.extend((0..m.experts).map(|e| (Part::ExpertDown(l, e), vec![d, i])));
+                    if m.biases {
+                        out.push((Part::RouterBias(l), vec![m.experts]));
+                        out.extend((0..m.experts).map(|e| (Part::ExpertGateBias(l, e), vec![i])));
+                        out.extend((0..m.experts).map(|e| (Part::ExpertUpBias(l, e), vec![i])));
+                        out.extend((0..m.experts).map(|e| (Part::ExpertDownBias(l, e), vec![d])));
+                    }
+                }
+            }
+            if cfg.o_bias {
+                out.push((Part::OBias(l), vec![d]));
+            }
+            if cfg.attn_sinks {
+                out.push((Part::Sinks(l), vec![cfg.heads]));
+            }
             if cfg.qkv_bias {
                 out.extend([
                     (Part::QBias(l), vec![q_rows]),
@@ -485,8 +582,17 @@ impl Transformer {
         let (macs, bytes) = self
             .layers
             .iter()
-            .flat_map(|l| [&l.wqkv, &l.wo, &l.w_gate_up, &l.w_down])
-            .map(Matrix::cost)
+            .flat_map(|l| {
+                let mut costs = vec![l.wqkv.cost(), l.wo.cost()];
+                match &l.mlp {
+                    Mlp::Dense { gate_up, down } => costs.extend([gate_up.cost(), down.cost()]),
+                    // A token reads only its chosen experts' weights.
+                    Mlp::Experts { router, experts } => {
+                        costs.extend([router.cost(), experts.cost()])
+                    }
+                }
+                costs
+            })
             .fold((0, 0), |(m, b), (dm, db)| (m + dm, b + db));
         WeightCost {
             macs_per_token: macs,
@@ -788,7 +894,7 @@ impl Transformer {
         let mut attn: Vec<f32> = Vec::new();
         for (r, kv) in runs.iter().zip(&kvs) {
             let q = &q[row * q_cols..][..r.tokens.len() * q_cols];
-            let out = self.attention(&r.state.chunks, layer, q, kv, r.state.len);
+            let out = self.attention(&r.state.chunks, w, layer, q, kv, r.state.len);
             match attn.is_empty() {
                 true => attn = out,
                 false => attn.extend(out),
@@ -796,6 +902,11 @@ impl Transformer {
             row += r.tokens.len();
         }
         let mut out = w.wo.matmul(&attn);
+        if let Some(b) = &w.bo {
+            for row in out.chunks_exact_mut(b.len()) {
+                row.iter_mut().zip(b).for_each(|(v, b)| *v += b);
+            }
+        }
         if let Some(norm) = &w.post_attn_norm {
             out = kernels::rms_norm(&out, norm, c.norm_eps);
         }
@@ -806,10 +917,26 @@ impl Transformer {
         // `t × 2I` floats at once.
         let i = c.intermediate;
         for x in x.chunks_mut(MLP_ROWS * c.hidden) {
-            let gu = match &w.mlp_norm {
-                Some(norm) => w.w_gate_up.matmul(&kernels::rms_norm(x, norm, c.norm_eps)),
-                None => w.w_gate_up.matmul(x),
+            let normed;
+            let h: &[f32] = match &w.mlp_norm {
+                Some(norm) => {
+                    normed = kernels::rms_norm(x, norm, c.norm_eps);
+                    &normed
+                }
+                None => x,
             };
+            let (gate_up, down) = match &w.mlp {
+                Mlp::Dense { gate_up, down } => (gate_up, down),
+                Mlp::Experts { router, experts } => {
+                    let mut out = experts.forward(h, &router.matmul(h));
+                    if let Some(norm) = &w.post_mlp_norm {
+                        out = kernels::rms_norm(&out, norm, c.norm_eps);
+                    }
+                    x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
+                    continue;
+                }
+            };
+            let gu = gate_up.matmul(h);
             let mut act = vec![0f32; gu.len() / 2];
             for (row, out) in gu.chunks_exact(2 * i).zip(act.chunks_exact_mut(i)) {
                 let (gate, up) = row.split_at(i);
@@ -818,7 +945,7 @@ impl Transformer {
                     Activation::GeluTanh => gelu_tanh_mul(gate, up, out),
                 }
             }
-            let mut out = w.w_down.matmul(&act);
+            let mut out = down.matmul(&act);
             if let Some(norm) = &w.post_mlp_norm {
                 out = kernels::rms_norm(&out, norm, c.norm_eps);
             }
@@ -833,6 +960,7 @@ impl Transformer {
     fn attention(
         &self,
         past: &[Arc<KvChunk>],
+        w: &Layer,
         layer: usize,
         q: &[f32],
         kv: &Kv,
@@ -855,7 +983,7 @@ impl Transformer {
                 false => None,
             },
         };
-        attention::attention(&spans, q, shape, p0)
+        attention::attention_with_sinks(&spans, q, shape, p0, w.sinks.as_deref())
     }
 
     /// cos and sin `[t, rotary/2]` for each continuation's positions in turn at frequencies
@@ -1024,6 +1152,79 @@ impl Loader<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// Issue 45: one expert's matrix `[rows, cols]`, left in the file's map where it can be
+    /// (`block::moe`): quantised blocks as a `QMatrix`, float rows as they are stored; only a
+    /// file that offers no blocks (a Hugging Face checkpoint) is read into memory.
+    fn expert(&self, part: Part, rows: usize, cols: usize) -> Result<ExpertMatrix, ModelError> {
+        let tensor = (self.naming)(part);
+        let path = || self.file.path().to_path_buf();
+        let Some((shape, ty, bytes)) = self.file.blocks(&tensor)? else {
+            let data = self.data(part, &[rows, cols])?;
+            return Ok(ExpertMatrix::F32 { cols, data });
+        };
+        if shape != [rows, cols] {
+            return Err(ModelError::Shape {
+                path: path(),
+                tensor,
+                expected: vec![rows, cols],
+                found: shape,
+            });
+        }
+        if qmatmul::keeps(ty, cols) {
+            let q = QMatrix::new(ty, cols, bytes, self.integer);
+            if let Some((i, v)) = q.first_non_finite() {
+                return Err(ModelError::Invalid {
+                    path: path(),
+                    detail: format!(
+                        "tensor {tensor} holds a non-finite weight ({v} at element {i})"
+                    ),
+                });
+            }
+            return Ok(ExpertMatrix::Quant(q));
+        }
+        // Types without an integer kernel (MXFP4) multiply only in the f32 mode, dequantised.
+        if self.integer && ty.block_len() > 1 {
+            return Err(ModelError::Invalid {
+                path: path(),
+                detail: format!(
+                    "tensor {tensor}: {ty:?} has no integer-mode product yet; score this file in \
+                     the f32 mode, which dequantises it"
+                ),
+            });
+        }
+        let Some(row_bytes) = ty.bytes_for(cols) else {
+            return Err(ModelError::Invalid {
+                path: path(),
+                detail: format!("tensor {tensor}: rows of {cols} are not whole {ty:?} blocks"),
+            });
+        };
+        // Every weight checked once, a chunk of rows at a time, each chunk's pages handed back
+        // after: loading does not leave every expert resident.
+        let mut buf = vec![0f32; 256 * cols];
+        for first in (0..rows).step_by(256) {
+            let n = 256.min(rows - first);
+            let range = first * row_bytes..(first + n) * row_bytes;
+            dequantize(ty, &bytes[range.clone()], &mut buf[..n * cols]);
+            bytes.release(range);
+            if let Some(j) = buf[..n * cols].iter().position(|v| !v.is_finite()) {
+                return Err(ModelError::Invalid {
+                    path: path(),
+                    detail: format!(
+                        "tensor {tensor} holds a non-finite weight ({} at element {})",
+                        buf[j],
+                        first * cols + j
+                    ),
+                });
+            }
+        }
+        Ok(ExpertMatrix::Float {
+            ty,
+            rows,
+            cols,
+            bytes,
+        })
     }
 
     /// `part` kept in its blocks, when the file's type is quantised.

@@ -17,11 +17,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::model::block::config::{
-    Activation, AttnTemperature, Config, LongRope, Rope, RopeLayout, Shape, Yarn,
+    Activation, AttnTemperature, Config, Gating, LongRope, Moe, Rope, RopeLayout, Shape,
+    SwigluClamp, Yarn,
 };
 use crate::model::block::transformer::{Part, Transformer};
 use crate::model::dev::gguf_write::{
-    config_metadata, rope_factor_tensors, tokenizer_from_json, GgufWriter, Meta, Store,
+    config_metadata, rope_factor_tensors, stack, tokenizer_from_json, GgufWriter, Meta, Store,
 };
 use crate::model::family::{llama, FAMILIES};
 use crate::model::ModelError;
@@ -33,7 +34,7 @@ const LAYERS: usize = 2;
 const VOCAB: usize = 320;
 
 /// The files written: name, and the real model whose shapes it has.
-pub const FILES: [(&str, &str); 9] = [
+pub const FILES: [(&str, &str); 11] = [
     ("llama3-1b", "Llama-3.2-1B-Instruct"),
     ("qwen3-0.6b", "Qwen3-0.6B"),
     ("phi3-mini4", "Phi-4-mini-instruct"),
@@ -44,6 +45,9 @@ pub const FILES: [(&str, &str); 9] = [
     ("olmo2-1b", "OLMo-2-0425-1B"),
     ("ministral3-3b", "Ministral-3-3B-Instruct-2512"),
     ("ministral3-3b-window16", "Ministral-3-3B-Instruct-2512"),
+    // Issue 45.
+    ("qwen3moe-30b-a3b", "Qwen3-30B-A3B"),
+    ("gpt-oss-20b-window16", "gpt-oss-20b"),
 ];
 
 fn base(
@@ -180,6 +184,64 @@ pub fn config(name: &str) -> Option<Config> {
         // temperature is 1 + 0.1 ln 2 from position 16 and 1 + 0.1 ln 3 from 32, and the YaRN
         // ramp moves.
         "ministral3-3b-window16" => ministral3(16),
+        // Issue 45: Qwen3-30B-A3B (48 layers) cut to 1: its 128 experts of width 768 are
+        // 2.4 GB of f32 per layer. Untied, as the checkpoint.
+        "qwen3moe-30b-a3b" => {
+            let mut c = base("qwen3moe", 2048, 6144, 32, 4, 128);
+            c.layers = 1;
+            c.rope.theta = 1_000_000.0;
+            c.qk_norm = true;
+            c.max_positions = 40_960;
+            c.tied_embeddings = false;
+            c.moe = Some(Moe {
+                experts: 128,
+                experts_used: 8,
+                expert_intermediate: 768,
+                norm_topk: true,
+                gating: Gating::Softmax,
+                biases: false,
+                clamped: None,
+            });
+            c
+        }
+        // gpt-oss-20b (24 layers) cut to 1, a local layer, with its window of 128 cut to 16 so
+        // that the contexts cross it: its 32 experts of width 2880 are 3.2 GB of f32 per layer.
+        // YaRN factor 32 over 4096 positions, sinks, biases, the clamped SwiGLU.
+        "gpt-oss-20b-window16" => {
+            let mut c = base("gpt-oss", 2880, 2880, 64, 8, 64);
+            c.layers = 1;
+            c.norm_eps = 1e-5;
+            c.rope.theta = 150_000.0;
+            c.max_positions = 131_072;
+            c.tied_embeddings = false;
+            c.rope.yarn = Some(Yarn {
+                factor: 32.0,
+                original_max_positions: 4096,
+                beta_fast: 32.0,
+                beta_slow: 1.0,
+                mscale: 1.0,
+                mscale_all_dim: 0.0,
+            });
+            c.rope.scaling = Some("yarn 32".into());
+            c.qkv_bias = true;
+            c.o_bias = true;
+            c.attn_sinks = true;
+            c.sliding_window = Some(16);
+            c.local_layers = vec![true];
+            c.moe = Some(Moe {
+                experts: 32,
+                experts_used: 4,
+                expert_intermediate: 2880,
+                norm_topk: false,
+                gating: Gating::SoftmaxOfChosen,
+                biases: true,
+                clamped: Some(SwigluClamp {
+                    alpha: 1.702,
+                    limit: 7.0,
+                }),
+            });
+            c
+        }
         _ => return None,
     })
 }
@@ -238,6 +300,7 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
     let _ = std::fs::remove_file(&tok);
     let naming = family.gguf_namings()[0];
     let mut rng = Rng::derive(SEED, name);
+    let clamped = cfg.moe.as_ref().is_some_and(|m| m.clamped.is_some());
     let mut stacked: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
     for (part, shape) in Transformer::parts(&cfg) {
         let n: usize = shape.iter().product();
@@ -251,33 +314,32 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
                 let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
                 (match part {
                     Part::Embed | Part::LmHead => 0.3 * u,
+                    // gpt-oss: gate and up five times as wide, so that a share of them passes
+                    // the clamp at 7 on both sides.
+                    Part::ExpertGate(..) | Part::ExpertUp(..) if clamped => {
+                        5.0 * u * (3.0 / fan_in as f64).sqrt()
+                    }
                     _ if gemma_norm => 1.0 + 0.2 * u,
                     _ if vector => 1.0 + 0.2 * u,
                     _ => u * (3.0 / fan_in as f64).sqrt(),
                 }) as f32
             })
             .collect();
-        let name = naming(part);
-        let stored = name
-            .split_once('[')
-            .map_or(name.clone(), |(n, _)| n.to_string());
-        match stacked.iter_mut().find(|s| s.0 == stored) {
-            Some(s) => {
-                s.1[0] += shape[0];
-                s.2.extend(data);
-            }
-            None => stacked.push((stored, shape, data)),
-        }
+        stack(&mut stacked, &naming(part), &shape, data);
     }
-    for (name, shape, data) in &stacked {
+    // Each tensor's f32 data let go of once stored: a file at Qwen3-30B-A3B's widths holds
+    // 2.4 GB of experts per layer.
+    for (name, shape, data) in stacked.drain(..) {
         // The embedding stays f32 in the quantised files, as in the mixes llama.cpp writes for
         // small vocabularies; every matrix of the blocks is Q8_0.
-        let s = if name == "token_embd.weight" {
+        // Biases too (gpt-oss's experts' are matrices, `[experts, n]`): llama.cpp adds them as
+        // f32 only (`ggml_add_id`), as its converter writes them.
+        let s = if name == "token_embd.weight" || name.ends_with(".bias") {
             Store::F32
         } else {
             store
         };
-        w.tensor(name.clone(), shape, data, s);
+        w.tensor(name.clone(), &shape, &data, s);
     }
     rope_factor_tensors(&mut w, &cfg);
     w.write(&path)?;

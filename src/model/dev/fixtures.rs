@@ -36,7 +36,7 @@ const CORPUS: &str = "All cats are animals. Tom is a cat. Is Tom an animal? Answ
 
 /// Further architectures `write_one` writes (not committed: `tests/suite/families.rs` writes them to
 /// compare their two formats), and a llama with Llama 3 rope scaling.
-pub const MORE_ARCHS: [&str; 6] = [
+pub const MORE_ARCHS: [&str; 7] = [
     "gemma2",
     "gemma3",
     "llama3",
@@ -44,7 +44,14 @@ pub const MORE_ARCHS: [&str; 6] = [
     "smollm3",
     "olmo2",
     "ministral3",
+    // Issue 45.
+    "qwen3moe",
 ];
+
+/// Issue 45: the Qwen3-MoE fixture's experts, how many each token uses, and their width.
+pub const EXPERTS: usize = 4;
+pub const EXPERTS_USED: usize = 2;
+pub const EXPERT_WIDTH: usize = 32;
 
 /// Writes `dir/<arch>/{config.json, tokenizer.json, weights}` for every architecture.
 pub fn write_all(dir: &Path, seed: u64) -> Result<(), ModelError> {
@@ -98,6 +105,8 @@ struct Spec {
     /// OLMo 2's norms: none on the block's input, q/k norms over the whole projection, a norm
     /// after the MLP.
     olmo: bool,
+    /// Issue 45: a mixture of `EXPERTS` experts in place of each MLP.
+    moe: bool,
 }
 
 impl Spec {
@@ -117,6 +126,7 @@ impl Spec {
             gemma: false,
             layers: LAYERS,
             olmo: false,
+            moe: false,
         };
         match arch {
             "qwen2" => Spec {
@@ -184,6 +194,14 @@ impl Spec {
                 dtype: Dtype::BF16,
                 ..base
             },
+            "qwen3moe" => Spec {
+                class: "Qwen3MoeForCausalLM",
+                head_dim: 24,
+                qk_norm: true,
+                tied: false,
+                moe: true,
+                ..base
+            },
             _ => base,
         }
     }
@@ -240,6 +258,15 @@ impl Spec {
                 c["rope_parameters"] = json!({"rope_type": "yarn", "rope_theta": 1_000_000.0,
                     "factor": 64.0, "original_max_position_embeddings": 8,
                     "beta_fast": 32.0, "beta_slow": 1.0, "llama_4_scaling_beta": 0.1});
+            }
+            "qwen3moe" => {
+                c["model_type"] = json!("qwen3_moe");
+                c["num_experts"] = json!(EXPERTS);
+                c["num_experts_per_tok"] = json!(EXPERTS_USED);
+                c["moe_intermediate_size"] = json!(EXPERT_WIDTH);
+                c["norm_topk_prob"] = json!(true);
+                c["decoder_sparse_step"] = json!(1);
+                c["mlp_only_layers"] = json!([]);
             }
             _ => {}
         }
@@ -317,7 +344,15 @@ impl Spec {
             if self.olmo {
                 add(p("post_feedforward_layernorm.weight"), vec![HIDDEN], norm);
             }
-            if self.fused {
+            if self.moe {
+                add(p("mlp.gate.weight"), vec![EXPERTS, HIDDEN], Init::Matrix);
+                for e in 0..EXPERTS {
+                    let x = |s: &str| p(&format!("mlp.experts.{e}.{s}_proj.weight"));
+                    add(x("gate"), vec![EXPERT_WIDTH, HIDDEN], Init::Matrix);
+                    add(x("up"), vec![EXPERT_WIDTH, HIDDEN], Init::Matrix);
+                    add(x("down"), vec![HIDDEN, EXPERT_WIDTH], Init::Matrix);
+                }
+            } else if self.fused {
                 add(
                     p("mlp.gate_up_proj.weight"),
                     vec![2 * INTERMEDIATE, HIDDEN],
@@ -335,11 +370,13 @@ impl Spec {
                     Init::Matrix,
                 );
             }
-            add(
-                p("mlp.down_proj.weight"),
-                vec![HIDDEN, INTERMEDIATE],
-                Init::Matrix,
-            );
+            if !self.moe {
+                add(
+                    p("mlp.down_proj.weight"),
+                    vec![HIDDEN, INTERMEDIATE],
+                    Init::Matrix,
+                );
+            }
         }
         let norm = if self.gemma { Init::Bias } else { Init::Norm };
         add("model.norm.weight".into(), vec![HIDDEN], norm);

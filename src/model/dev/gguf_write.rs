@@ -156,7 +156,8 @@ impl GgufWriter {
         self.tensors.iter().any(|t| t.0 == name)
     }
 
-    pub fn bytes(&self) -> Vec<u8> {
+    /// Everything before the tensor data, padded to its 32-byte alignment.
+    fn header(&self) -> Vec<u8> {
         let mut out = b"GGUF".to_vec();
         out.extend(3u32.to_le_bytes());
         out.extend((self.tensors.len() as u64).to_le_bytes());
@@ -220,17 +221,68 @@ impl GgufWriter {
             out.extend(offset.to_le_bytes());
             offset += (data.len() as u64).div_ceil(32) * 32;
         }
-        for (_, _, _, data) in &self.tensors {
-            out.resize(out.len().div_ceil(32) * 32, 0);
-            out.extend(data);
-        }
         out.resize(out.len().div_ceil(32) * 32, 0);
         out
     }
 
-    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
-        hf::write(path, &self.bytes())
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut out = self.header();
+        for (_, _, _, data) in &self.tensors {
+            out.extend(data);
+            out.resize(out.len().div_ceil(32) * 32, 0);
+        }
+        out
     }
+
+    /// Writes the file a tensor at a time (no second copy of a multi-GB file in memory).
+    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
+        use std::io::Write;
+        let io = |source| ModelError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+        f.write_all(&self.header()).map_err(io)?;
+        for (_, _, _, data) in &self.tensors {
+            f.write_all(data).map_err(io)?;
+            f.write_all(&vec![0u8; data.len().next_multiple_of(32) - data.len()])
+                .map_err(io)?;
+        }
+        f.flush().map_err(io)
+    }
+}
+
+/// Issue 45: ggml's reference MXFP4 quantisation (`quantize_row_mxfp4_ref`), per block of 32:
+/// the scale byte `e = ⌊log2 amax⌋ − 2 + 127` (0 for a zero block), each value the nearest of
+/// the doubled E2M1 values times `2^(e − 128)` (the first on a tie), low nibbles the first 16.
+pub fn quantize_mxfp4(data: &[f32]) -> Vec<u8> {
+    const KVALUES: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+    let mut out = Vec::with_capacity(data.len() / 32 * 17);
+    for block in data.chunks(32) {
+        let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let e = if amax > 0.0 {
+            (amax.log2().floor() - 2.0 + 127.0) as u8
+        } else {
+            0
+        };
+        let d = match e {
+            0..=1 => f32::from_bits(0x0020_0000 << e),
+            e => f32::from_bits(u32::from(e - 1) << 23),
+        };
+        let best = |x: f32| {
+            (1..16).fold(0usize, |b, i| {
+                let err = |i: usize| (f32::from(KVALUES[i]) * d - x).abs();
+                if err(i) < err(b) {
+                    i
+                } else {
+                    b
+                }
+            }) as u8
+        };
+        out.push(e);
+        out.extend((0..16).map(|j| best(block[j]) | best(block[j + 16]) << 4));
+    }
+    out
 }
 
 /// ggml's reference Q8_0 quantisation (`quantize_row_q8_0_ref`): per block of 32, `d = amax/127`
@@ -446,6 +498,35 @@ pub fn config_metadata(w: &mut GgufWriter, cfg: &Config, family: &dyn Family) {
     }
 }
 
+/// Adds the data of the tensor a naming calls `name` to `stacked` (stored name, shape, data):
+/// the slots of a fused matrix (`NAME[q]`, `NAME[gate]`) stack their rows, in the order they
+/// come; experts (`NAME[0]`, `NAME[1]`, ...) stack as a leading dimension, llama.cpp's 3-D
+/// expert tensors (issue 45).
+pub fn stack(
+    stacked: &mut Vec<(String, Vec<usize>, Vec<f32>)>,
+    name: &str,
+    shape: &[usize],
+    data: Vec<f32>,
+) {
+    let (stored, expert) = match name.strip_suffix(']').and_then(|n| n.split_once('[')) {
+        Some((n, slot)) => (n, slot.parse::<usize>().is_ok()),
+        None => (name, false),
+    };
+    match stacked.iter_mut().find(|s| s.0 == stored) {
+        Some(s) => {
+            s.1[0] += if expert { 1 } else { shape[0] };
+            s.2.extend(data);
+        }
+        None => {
+            let shape = match expert {
+                true => [&[1], shape].concat(),
+                false => shape.to_vec(),
+            };
+            stacked.push((stored.to_string(), shape, data))
+        }
+    }
+}
+
 /// Converts the Hugging Face directory `dir` to the GGUF file `out` with matrices stored as
 /// `store` (norms, biases and rope factors as f32), the tokenizer metadata taken from
 /// `tokenizer` (a GGUF file describing the same tokenizer) or else from `dir/tokenizer.json`.
@@ -494,17 +575,7 @@ pub fn hf_to_gguf_in(
                 path: dir.to_path_buf(),
                 tensor: naming(part),
             })?;
-        let name = gguf_naming(part);
-        let stored = name
-            .split_once('[')
-            .map_or(name.clone(), |(n, _)| n.to_string());
-        match stacked.iter_mut().find(|s| s.0 == stored) {
-            Some(s) => {
-                s.1[0] += shape[0];
-                s.2.extend(t.data);
-            }
-            None => stacked.push((stored, shape, t.data)),
-        }
+        stack(&mut stacked, &gguf_naming(part), &shape, t.data);
     }
     for (name, shape, data) in &stacked {
         w.tensor(name.clone(), shape, data, store);

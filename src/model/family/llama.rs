@@ -171,6 +171,19 @@ pub fn hf_name(part: Part) -> String {
         Part::Gate(l) => layer(l, "mlp.gate_proj.weight"),
         Part::Up(l) => layer(l, "mlp.up_proj.weight"),
         Part::Down(l) => layer(l, "mlp.down_proj.weight"),
+        // Issue 45: transformers' mixture-of-experts names (Qwen2/3-MoE, OLMoE), one tensor per
+        // expert.
+        Part::Router(l) => layer(l, "mlp.gate.weight"),
+        Part::ExpertGate(l, e) => layer(l, &format!("mlp.experts.{e}.gate_proj.weight")),
+        Part::ExpertUp(l, e) => layer(l, &format!("mlp.experts.{e}.up_proj.weight")),
+        Part::ExpertDown(l, e) => layer(l, &format!("mlp.experts.{e}.down_proj.weight")),
+        // gpt-oss's (read from GGUF only).
+        Part::Sinks(l) => layer(l, "self_attn.sinks"),
+        Part::OBias(l) => layer(l, "self_attn.o_proj.bias"),
+        Part::RouterBias(l) => layer(l, "mlp.router.bias"),
+        Part::ExpertGateBias(l, e) => layer(l, &format!("mlp.experts.{e}.gate_proj.bias")),
+        Part::ExpertUpBias(l, e) => layer(l, &format!("mlp.experts.{e}.up_proj.bias")),
+        Part::ExpertDownBias(l, e) => layer(l, &format!("mlp.experts.{e}.down_proj.bias")),
     }
 }
 
@@ -197,6 +210,18 @@ pub fn gguf_name(part: Part) -> String {
         Part::Gate(l) => blk(l, "ffn_gate.weight"),
         Part::Up(l) => blk(l, "ffn_up.weight"),
         Part::Down(l) => blk(l, "ffn_down.weight"),
+        // Issue 45: llama.cpp keeps a layer's experts in one 3-D tensor per projection
+        // (`[experts, rows, cols]`); `NAME[e]` is expert `e`'s slice (`qwen3moe::ExpertSlices`).
+        Part::Router(l) => blk(l, "ffn_gate_inp.weight"),
+        Part::ExpertGate(l, e) => blk(l, &format!("ffn_gate_exps.weight[{e}]")),
+        Part::ExpertUp(l, e) => blk(l, &format!("ffn_up_exps.weight[{e}]")),
+        Part::ExpertDown(l, e) => blk(l, &format!("ffn_down_exps.weight[{e}]")),
+        Part::Sinks(l) => blk(l, "attn_sinks.weight"),
+        Part::OBias(l) => blk(l, "attn_output.bias"),
+        Part::RouterBias(l) => blk(l, "ffn_gate_inp.bias"),
+        Part::ExpertGateBias(l, e) => blk(l, &format!("ffn_gate_exps.bias[{e}]")),
+        Part::ExpertUpBias(l, e) => blk(l, &format!("ffn_up_exps.bias[{e}]")),
+        Part::ExpertDownBias(l, e) => blk(l, &format!("ffn_down_exps.bias[{e}]")),
     }
 }
 

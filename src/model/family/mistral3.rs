@@ -199,16 +199,12 @@ const OWN_KEYS: &[&str] = &[
     "rope.scaling.yarn_log_multiplier",
 ];
 
-fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
-    refuse_unknown_keys(g, "mistral3", OWN_KEYS)?;
-    let mut cfg = gguf_config_with(g, "mistral3", &["yarn"])?;
-    let key = |k: &str| format!("mistral3.{k}");
+/// YaRN from `{arch}.rope.scaling.*` as llama.cpp reads it, set on `cfg`'s rope when the type is
+/// `yarn`; returns llama.cpp's `n_ctx_orig_yarn` (the original window when given, else the
+/// context length). Shared with gpt-oss (issue 45).
+pub fn gguf_yarn(g: &Gguf, arch: &str, cfg: &mut Config) -> Result<usize, ModelError> {
+    let key = |k: &str| format!("{arch}.{k}");
     let opt_f32 = |k: &str| g.get(&key(k)).map(|_| g.get_f32(&key(k))).transpose();
-    // convert_hf_to_gguf permutes the q/k rows as for llama (module docs).
-    cfg.rope.layout = RopeLayout::Interleaved;
-    cfg.qkv_bias = g.tensor_info("blk.0.attn_q.bias").is_some();
-    refuse_fused_qkv_and_partial_rope(g, &cfg)?;
-    // llama.cpp's n_ctx_orig_yarn: the original window when given, else the context length.
     let original = match g.get(&key("rope.scaling.original_context_length")) {
         Some(_) => g.get_u32(&key("rope.scaling.original_context_length"))? as usize,
         None => cfg.max_positions,
@@ -236,6 +232,19 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
         });
         cfg.rope.scaling = Some(format!("yarn {factor}"));
     }
+    Ok(original)
+}
+
+fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
+    refuse_unknown_keys(g, "mistral3", OWN_KEYS)?;
+    let mut cfg = gguf_config_with(g, "mistral3", &["yarn"])?;
+    let key = |k: &str| format!("mistral3.{k}");
+    let opt_f32 = |k: &str| g.get(&key(k)).map(|_| g.get_f32(&key(k))).transpose();
+    // convert_hf_to_gguf permutes the q/k rows as for llama (module docs).
+    cfg.rope.layout = RopeLayout::Interleaved;
+    cfg.qkv_bias = g.tensor_info("blk.0.attn_q.bias").is_some();
+    refuse_fused_qkv_and_partial_rope(g, &cfg)?;
+    let original = gguf_yarn(g, "mistral3", &mut cfg)?;
     if let Some(factors) = llama::rope_freqs(g, &cfg)? {
         if cfg.rope.freq_factors.is_some() || cfg.rope.yarn.is_some() {
             return Err(invalid(

@@ -11,12 +11,14 @@
 
 pub mod gemma2;
 pub mod gemma3;
+pub mod gpt_oss;
 pub mod llama;
 pub mod mistral3;
 pub mod olmo2;
 pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;
+pub mod qwen3moe;
 pub mod read;
 pub mod smollm3;
 
@@ -111,6 +113,8 @@ pub const FAMILIES: Families = Families(&[
     &smollm3::SmolLm3,
     &olmo2::Olmo2,
     &mistral3::Mistral3,
+    &qwen3moe::Qwen3Moe,
+    &gpt_oss::GptOss,
 ]);
 
 impl Families {

@@ -24,6 +24,9 @@ pub enum GgmlType {
     Q4K,
     Q5K,
     Q6K,
+    /// Issue 45: gpt-oss's expert weights. Read (dequantised) in the f32 mode only: it has no
+    /// integer kernel.
+    Mxfp4,
 }
 
 impl GgmlType {
@@ -53,6 +56,7 @@ impl GgmlType {
             13 => GgmlType::Q5K,
             14 => GgmlType::Q6K,
             30 => GgmlType::Bf16,
+            39 => GgmlType::Mxfp4,
             _ => return None,
         })
     }
@@ -65,6 +69,7 @@ impl GgmlType {
                 QK
             }
             GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K => QK_K,
+            GgmlType::Mxfp4 => QK,
         }
     }
 
@@ -81,13 +86,16 @@ impl GgmlType {
             GgmlType::Q4K => 4 + 12 + QK_K / 2,
             GgmlType::Q5K => 4 + 12 + QK_K / 8 + QK_K / 2,
             GgmlType::Q6K => QK_K / 2 + QK_K / 4 + QK_K / 16 + 2,
+            GgmlType::Mxfp4 => 1 + QK / 2,
         }
     }
 
     /// Where a block keeps its f16 scales: `d`, and Q4_1/Q5_1's `m` or a k-quant's `dmin`.
     pub fn half_fields(self) -> &'static [usize] {
         match self {
-            GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => &[],
+            // MXFP4's scale is a power of two in a byte (e8m0): finite unless 255, which
+            // dequantises to NaN and is caught there.
+            GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 | GgmlType::Mxfp4 => &[],
             GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
             GgmlType::Q6K => &[208],
             GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4K | GgmlType::Q5K => &[0, 2],
@@ -179,6 +187,7 @@ fn dequantize_portable(ty: GgmlType, data: &[u8], out: &mut [f32]) {
         GgmlType::Q4K => each!(q4_k),
         GgmlType::Q5K => each!(q5_k),
         GgmlType::Q6K => each!(q6_k),
+        GgmlType::Mxfp4 => each!(mxfp4),
     }
 }
 
@@ -275,9 +284,27 @@ pub fn integers(ty: GgmlType, b: &[u8], out: &mut IntBlock) {
                 }
             }
         }
-        GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => {
-            unreachable!("float types have no integer form")
+        GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 | GgmlType::Mxfp4 => {
+            unreachable!("float types and MXFP4 have no integer form")
         }
+    }
+}
+
+/// block_mxfp4 { u8 e; u8 qs[16] } (ggml-common.h): x = kvalues_mxfp4[nibble] * 2^(e − 128),
+/// low nibbles the first 16 values. The table holds E2M1's values doubled, so the scale is
+/// halved (`GGML_E8M0_TO_FP32_HALF`; e = 0 and 1 give the subnormals 2^−128 and 2^−127, e = 255
+/// NaN).
+#[inline(always)]
+fn mxfp4(b: &[u8], y: &mut [f32]) {
+    const KVALUES: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+    let d = match b[0] {
+        e @ 0..=1 => f32::from_bits(0x0020_0000 << e),
+        255 => f32::NAN,
+        e => f32::from_bits(u32::from(e - 1) << 23),
+    };
+    for (j, &q) in b[1..17].iter().enumerate() {
+        y[j] = f32::from(KVALUES[(q & 0xF) as usize]) * d;
+        y[j + 16] = f32::from(KVALUES[(q >> 4) as usize]) * d;
     }
 }
 
@@ -438,6 +465,43 @@ mod tests {
     //! from chosen small integers and power-of-two scales, so every expected value is exact.
 
     use super::*;
+
+    /// MXFP4 against gguf-py's own dequantiser (llama-cpp-python 0.3.36's vendored `gguf`,
+    /// `gguf.quants.dequantize(.., MXFP4)`): five blocks of random nibbles with scales e = 0, 1
+    /// (subnormal), 120, 127, 130; its values divided by 2^(e − 128) are the integers below.
+    #[test]
+    fn mxfp4_matches_gguf_py() {
+        let bytes: [u8; 85] = [
+            0, 28, 35, 174, 236, 211, 176, 184, 146, 241, 195, 74, 187, 24, 50, 75, 135, 1, 84, 4,
+            38, 136, 5, 149, 126, 195, 153, 16, 189, 180, 224, 24, 203, 207, 120, 167, 101, 8, 144,
+            182, 91, 158, 130, 67, 128, 129, 108, 5, 206, 130, 199, 127, 114, 120, 254, 144, 222,
+            20, 206, 203, 41, 216, 191, 198, 44, 221, 65, 152, 130, 253, 33, 25, 72, 37, 146, 152,
+            104, 88, 130, 115, 137, 211, 197, 216, 171,
+        ];
+        let ints: [i32; 160] = [
+            -4, 3, -8, -4, 3, 0, 0, 2, 1, 3, -2, -3, 0, 2, -3, 12, 1, 2, -2, -8, -6, -3, -3, -1,
+            -12, -4, 4, -3, 1, 3, 4, 0, 4, 4, 8, 0, 6, 6, -8, 3, -1, 0, -6, 4, 0, 0, -3, -12, 6, 0,
+            2, 0, 0, -1, 12, -4, -1, 1, -3, -3, -8, 1, -4, -4, 12, 6, 0, 0, 8, -3, -8, 2, 3, 0, 1,
+            -4, 6, -8, 2, 12, -2, 8, 0, -1, -3, 6, -1, 0, 4, 0, 0, 8, 0, -4, 0, -4, 2, 0, -8, 0,
+            -8, 4, -8, -3, -1, 0, -12, 8, -4, -6, 1, 0, 12, 12, -12, -1, -6, 1, -4, -4, 2, -6, -3,
+            -4, 2, -6, 4, -1, -6, 1, -1, 0, 6, 2, 0, 0, 0, 2, 3, -1, 3, 6, 0, -3, -12, 2, 1, 4, 2,
+            -1, -1, 8, 6, 0, 12, 0, -6, -4, -6, -2,
+        ];
+        let mut out = [0f32; 160];
+        dequantize(GgmlType::Mxfp4, &bytes, &mut out);
+        for (i, (&x, &k)) in out.iter().zip(&ints).enumerate() {
+            let e = [0, 1, 120, 127, 130][i / 32];
+            let want = f64::from(k) * 2f64.powi(e - 128);
+            assert_eq!(f64::from(x), want, "value {i}");
+        }
+        let mut nan = [0f32; 32];
+        dequantize(
+            GgmlType::Mxfp4,
+            &[[255u8].as_slice(), &[0x11; 16]].concat(),
+            &mut nan,
+        );
+        assert!(nan.iter().all(|x| x.is_nan()));
+    }
 
     const ONE: [u8; 2] = [0x00, 0x3C]; // f16 1.0
     const HALF: [u8; 2] = [0x00, 0x38]; // f16 0.5

@@ -79,6 +79,10 @@ impl QMatrix {
         self.rows
     }
 
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
     /// Bytes of the file's blocks.
     pub fn file_bytes(&self) -> usize {
         self.bytes.len()
@@ -808,8 +812,8 @@ unsafe fn tile<S: Simd>(
                     const LAYOUT: Layout = Layout::of(GgmlType::$ty).unwrap();
                     tile_of::<S>(&LAYOUT, w, acts, out, n, rows, cols)
                 })*
-                GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => {
-                    unreachable!("QMatrix::new admits only quantised types")
+                GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 | GgmlType::Mxfp4 => {
+                    unreachable!("QMatrix::new admits only types with integer kernels")
                 }
             }
         };

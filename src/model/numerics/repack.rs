@@ -112,7 +112,7 @@ impl Layout {
             GgmlType::Q4K => k(ty, 32, 4, 0, Scales::WithMins),
             GgmlType::Q5K => k(ty, 32, 5, 0, Scales::WithMins),
             GgmlType::Q6K => k(ty, 16, 6, 32, Scales::Signed),
-            GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => return None,
+            GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 | GgmlType::Mxfp4 => return None,
         })
     }
 

@@ -1,0 +1,144 @@
+//! gpt-oss (issue 45; llama.cpp's `gpt-oss`, `LLM_ARCH_OPENAI_MOE`), from GGUF, as llama.cpp
+//! 0.3.36's `openai-moe.cpp` builds it over the shared block:
+//! - attention with biases on q, k, v and the output, and one **sink** logit per head
+//!   (`blk.N.attn_sinks`), a share of each softmax with no value;
+//! - **alternating** sliding-window and full layers: layer `l` is local when `l` is even
+//!   (llama.cpp's default pattern of 2; `attention.sliding_window_pattern` as a count or a list
+//!   of flags, read as Gemma's), window `attention.sliding_window`;
+//! - YaRN rope (read as Mistral 3 reads it), rotate-halves;
+//! - the norm before the experts is `blk.N.post_attention_norm` (its name, not its place);
+//! - a mixture of experts with a biased router: the `expert_used_count` highest scores choose
+//!   (ties to the lower index), the softmax runs over the chosen scores only (llama.cpp's
+//!   `SOFTMAX_WEIGHT`), no renormalisation; every expert's gate, up and down carry biases, and
+//!   the activation is ggml's `swiglu_oai`: `g = min(gate, 7)`, `u = clamp(up, −7, 7)`,
+//!   `g · sigmoid(1.702 g) · (u + 1)`.
+//!
+//! Not implemented, refused by name: Hugging Face checkpoints (their experts are fused with gate
+//! and up interleaved, and MXFP4-packed), `model export-hf`, a separate `rope.freq_base_swa`
+//! (llama.cpp reads it; the real files have none), any other `gpt-oss.` key, a
+//! tied LM head (llama.cpp requires `output.weight`), and tensor types without a kernel (MXFP4:
+//! `GgmlType` has none yet, so the real gpt-oss-20b file is refused at its first expert tensor).
+//! The `o200k_harmony` tokenizer is llama.cpp's `gpt-4o` pre-tokenizer over an o200k vocabulary
+//! (read like Phi-4-mini's); the harmony chat format is not implemented.
+
+use serde_json::{Map, Value};
+
+use super::gemma2::gguf_local_layers;
+use super::mistral3::gguf_yarn;
+use super::read::{
+    gguf_config_with, refuse_fused_qkv_and_partial_rope, refuse_unknown_keys, HfJson,
+};
+use super::{llama, qwen3moe, Family};
+use crate::model::block::config::{Config, Gating, Moe, SwigluClamp};
+use crate::model::block::transformer::{Naming, Part, RawTensor, TensorFile};
+use crate::model::format::gguf::Gguf;
+use crate::model::{invalid, ModelError};
+
+pub struct GptOss;
+
+/// The `gpt-oss.` keys read here beside the common ones.
+const OWN_KEYS: &[&str] = &[
+    "expert_count",
+    "expert_used_count",
+    "expert_feed_forward_length",
+    "attention.sliding_window",
+    "attention.sliding_window_pattern",
+    "rope.scaling.yarn_beta_fast",
+    "rope.scaling.yarn_beta_slow",
+    "rope.scaling.yarn_log_multiplier",
+];
+
+/// llama.cpp's constants for `LLM_FFN_SWIGLU_OAI_MOE` (`build_moe_ffn`).
+const SWIGLU: SwigluClamp = SwigluClamp {
+    alpha: 1.702,
+    limit: 7.0,
+};
+
+/// GGUF names: llama.cpp's generic ones, but the norm before the experts.
+pub fn gguf_name(part: Part) -> String {
+    match part {
+        Part::MlpNorm(l) => format!("blk.{l}.post_attention_norm.weight"),
+        other => llama::gguf_name(other),
+    }
+}
+
+impl Family for GptOss {
+    fn gguf_arch(&self) -> &'static str {
+        "gpt-oss"
+    }
+
+    fn hf_classes(&self) -> &'static [&'static str] {
+        &["GptOssForCausalLM"]
+    }
+
+    fn hf_model_types(&self) -> &'static [&'static str] {
+        &["gpt_oss"]
+    }
+
+    fn config_from_gguf(&self, g: &Gguf) -> Result<Config, ModelError> {
+        refuse_unknown_keys(g, "gpt-oss", OWN_KEYS)?;
+        let mut cfg = gguf_config_with(g, "gpt-oss", &["yarn"])?;
+        refuse_fused_qkv_and_partial_rope(g, &cfg)?;
+        gguf_yarn(g, "gpt-oss", &mut cfg)?;
+        if cfg.tied_embeddings {
+            return Err(invalid(
+                g.path(),
+                "no output.weight: llama.cpp's gpt-oss requires its own LM head",
+            ));
+        }
+        let key = |k: &str| format!("gpt-oss.{k}");
+        cfg.qkv_bias = true;
+        cfg.o_bias = true;
+        cfg.attn_sinks = true;
+        cfg.sliding_window = Some(g.get_u32(&key("attention.sliding_window"))? as usize);
+        cfg.local_layers = gguf_local_layers(g, "gpt-oss", cfg.layers, 2)?;
+        cfg.moe = Some(Moe {
+            experts: g.get_u32(&key("expert_count"))? as usize,
+            experts_used: g.get_u32(&key("expert_used_count"))? as usize,
+            expert_intermediate: g.get_u32(&key("expert_feed_forward_length"))? as usize,
+            norm_topk: false,
+            gating: Gating::SoftmaxOfChosen,
+            biases: true,
+            clamped: Some(SWIGLU),
+        });
+        Ok(cfg)
+    }
+
+    fn config_from_hf(&self, json: &HfJson) -> Result<Config, ModelError> {
+        Err(invalid(
+            &json.path,
+            "GptOssForCausalLM from config.json is not implemented (its experts are fused, gate \
+             and up interleaved, MXFP4-packed): load the GGUF convert_hf_to_gguf.py writes",
+        ))
+    }
+
+    fn gguf_namings(&self) -> &'static [Naming] {
+        &[gguf_name]
+    }
+
+    fn gguf_view<'a>(&self, file: &'a dyn TensorFile, _cfg: &Config) -> Box<dyn TensorFile + 'a> {
+        Box::new(qwen3moe::ExpertSlices { inner: file })
+    }
+
+    fn to_hf(&self, _part: Part, _cfg: &Config, _t: RawTensor) -> Result<RawTensor, String> {
+        Err("gpt-oss checkpoints are not written (config.json is not read back)".into())
+    }
+
+    fn hf_config(&self, _cfg: &Config, _json: &mut Map<String, Value>) {}
+
+    fn gguf_metadata(&self, cfg: &Config) -> Vec<(String, crate::model::format::gguf::Value)> {
+        use crate::model::format::gguf::Value as V;
+        let Some(m) = &cfg.moe else {
+            return Vec::new();
+        };
+        let key = |k: &str| format!("gpt-oss.{k}");
+        vec![
+            (key("expert_count"), V::U32(m.experts as u32)),
+            (key("expert_used_count"), V::U32(m.experts_used as u32)),
+            (
+                key("expert_feed_forward_length"),
+                V::U32(m.expert_intermediate as u32),
+            ),
+        ]
+    }
+}

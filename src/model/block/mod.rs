@@ -3,4 +3,5 @@
 
 pub mod attention;
 pub mod config;
+pub mod delta_net;
 pub mod transformer;

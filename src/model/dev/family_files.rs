@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use crate::model::block::config::{
     Activation, AttnTemperature, Config, LongRope, Rope, RopeLayout, Shape, Yarn,
 };
-use crate::model::block::transformer::{Part, Transformer};
+use crate::model::block::delta_net::DeltaNet;
+use crate::model::block::transformer::{Part, Ssm, Transformer};
 use crate::model::dev::gguf_write::{
     config_metadata, rope_factor_tensors, tokenizer_from_json, GgufWriter, Meta, Store,
 };
@@ -33,7 +34,7 @@ const LAYERS: usize = 2;
 const VOCAB: usize = 320;
 
 /// The files written: name, and the real model whose shapes it has.
-pub const FILES: [(&str, &str); 9] = [
+pub const FILES: [(&str, &str); 10] = [
     ("llama3-1b", "Llama-3.2-1B-Instruct"),
     ("qwen3-0.6b", "Qwen3-0.6B"),
     ("phi3-mini4", "Phi-4-mini-instruct"),
@@ -44,6 +45,8 @@ pub const FILES: [(&str, &str); 9] = [
     ("olmo2-1b", "OLMo-2-0425-1B"),
     ("ministral3-3b", "Ministral-3-3B-Instruct-2512"),
     ("ministral3-3b-window16", "Ministral-3-3B-Instruct-2512"),
+    // Issue 44.
+    ("qwen35-0.8b", "Qwen3.5-0.8B"),
 ];
 
 fn base(
@@ -180,6 +183,28 @@ pub fn config(name: &str) -> Option<Config> {
         // temperature is 1 + 0.1 ln 2 from position 16 and 1 + 0.1 ln 3 from 32, and the YaRN
         // ramp moves.
         "ministral3-3b-window16" => ministral3(16),
+        // Issue 44. Qwen3.5-0.8B (config.json's text_config): 24 layers cut to 4, one whole
+        // period of three gated delta-net layers and one full-attention layer; 16 key and 16
+        // value heads of 128, a convolution of 4 taps; attention of 8 heads of 256 over 2 KV
+        // heads with an output gate, rope over 64 dimensions at base 10⁷ (sections 11, 11, 10).
+        "qwen35-0.8b" => {
+            let mut c = base("qwen35", 1024, 3584, 8, 2, 256);
+            c.layers = 4;
+            c.rope.theta = 10_000_000.0;
+            c.rope.rotary_dim = 64;
+            c.max_positions = 262_144;
+            c.qk_norm = true;
+            c.attn_gate = true;
+            c.delta_net = Some(DeltaNet {
+                conv_kernel: 4,
+                k_heads: 16,
+                v_heads: 16,
+                head_dim: 128,
+                recurrent: crate::model::family::qwen35::recurrent_every(4, 4),
+                rope_sections: vec![11, 11, 10, 0],
+            });
+            c
+        }
         _ => return None,
     })
 }
@@ -251,6 +276,10 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
                 let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
                 (match part {
                     Part::Embed | Part::LmHead => 0.3 * u,
+                    // A decay below 1 (`A = −exp(A_log)` is negative), and small time-step
+                    // biases, as the released weights have.
+                    Part::Ssm(_, Ssm::A) => -(1.05 + 0.95 * u),
+                    Part::Ssm(_, Ssm::Dt) => 0.5 * u,
                     _ if gemma_norm => 1.0 + 0.2 * u,
                     _ if vector => 1.0 + 0.2 * u,
                     _ => u * (3.0 / fan_in as f64).sqrt(),
@@ -272,7 +301,8 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
     for (name, shape, data) in &stacked {
         // The embedding stays f32 in the quantised files, as in the mixes llama.cpp writes for
         // small vocabularies; every matrix of the blocks is Q8_0.
-        let s = if name == "token_embd.weight" {
+        // The convolution's 4 taps per row cannot form Q8_0 blocks; llama-quantize keeps it f32.
+        let s = if name == "token_embd.weight" || name.ends_with("ssm_conv1d.weight") {
             Store::F32
         } else {
             store

@@ -17,6 +17,7 @@ pub mod olmo2;
 pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;
+pub mod qwen35;
 pub mod read;
 pub mod smollm3;
 
@@ -90,7 +91,7 @@ pub trait Family: Sync {
 
     /// GGUF metadata a writer adds for `cfg` beside the keys `Config` says directly
     /// (`dev::gguf_write::config_metadata`), as convert_hf_to_gguf writes it.
-    /// Scalars only: u32, i32, f32, bool or string.
+    /// Scalars (u32, i32, f32, bool or string), and arrays of i32 or of bool.
     fn gguf_metadata(&self, _cfg: &Config) -> Vec<(String, gguf::Value)> {
         Vec::new()
     }
@@ -111,6 +112,7 @@ pub const FAMILIES: Families = Families(&[
     &smollm3::SmolLm3,
     &olmo2::Olmo2,
     &mistral3::Mistral3,
+    &qwen35::Qwen35,
 ]);
 
 impl Families {

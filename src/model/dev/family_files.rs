@@ -236,6 +236,18 @@ fn ministral3(original: usize) -> Config {
 pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError> {
     let cfg = config(name)
         .ok_or_else(|| crate::model::invalid(dir, format!("no family file {name:?}")))?;
+    write_config(dir, name, &cfg, store)
+}
+
+/// Writes `dir/<name>-<f32|q8_0>.gguf` for `cfg` (any config of a built-in family, e.g. a
+/// tiny one a test needs), with the weights drawn as for the family files, and returns its path.
+pub fn write_config(
+    dir: &Path,
+    name: &str,
+    cfg: &Config,
+    store: Store,
+) -> Result<PathBuf, ModelError> {
+    let cfg = cfg.clone();
     let suffix = match store {
         Store::F32 => "f32",
         Store::F16 => "f16",

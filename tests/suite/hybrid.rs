@@ -141,7 +141,9 @@ fn tree_straight_runs_shards_and_thread_counts_give_the_same_bits_on_a_hybrid_mo
             .unwrap()
             .unwrap()
             .text;
-        let (ctx, labels) = scorer.split_tokens(&text, std::slice::from_ref(&s.label)).unwrap();
+        let (ctx, labels) = scorer
+            .split_tokens(&text, std::slice::from_ref(&s.label))
+            .unwrap();
         let state = scorer.prefill(&scorer.empty_state(), &ctx).unwrap();
         let got = scorer.score_continuation(&state, &labels[0]).unwrap();
         let got: Vec<u32> = got.iter().map(|x| x.to_bits()).collect();

@@ -17,6 +17,10 @@ scripts/llamacpp_families_logits.py: how fixtures/golden/families-dense-llamacpp
 OLMo 2, Mistral 3; issue 43) was made:
     scripts/llamacpp_families.py --only smollm3-3b --only olmo2-1b --only ministral3-3b \
         --only ministral3-3b-window16 --greedy --out fixtures/golden/families-dense-llamacpp.json
+and fixtures/golden/families-hybrid-llamacpp.json (Qwen3.5, issue 44; the C++ program needs no
+change for a recurrent model: it clears the whole sequence before each line):
+    scripts/llamacpp_families.py --only qwen35-0.8b --greedy \
+        --out fixtures/golden/families-hybrid-llamacpp.json
 """
 
 import argparse

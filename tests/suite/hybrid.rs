@@ -236,3 +236,111 @@ fn other_hybrid_architectures_are_refused_by_name() {
         );
     }
 }
+
+/// Qwen3.5 from a Hugging Face directory: the tiny hybrid (fewer key than value heads, so its
+/// value heads are reordered between the two layouts) written by `model export-hf` and read
+/// back gives the GGUF file's bits, and so does that directory converted to GGUF again.
+#[test]
+fn a_hybrid_model_gives_the_same_bits_from_gguf_and_hugging_face() {
+    use deltalogic::model::dev::gguf_write::hf_to_gguf;
+    use deltalogic::model::format::hf_export;
+    let dir = tempfile::tempdir().unwrap();
+    let gguf = tiny_qwen35_file(dir.path(), Stored::F32);
+    let hf = dir.path().join("hf");
+    hf_export::export(&gguf, &hf).unwrap();
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(hf.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["architectures"][0], "Qwen3_5ForCausalLM", "{config}");
+    assert_eq!(config["linear_num_value_heads"], 4, "{config}");
+    let again = dir.path().join("again.gguf");
+    hf_to_gguf(&hf, &again, Stored::F32, None).unwrap();
+
+    let context: Vec<u32> = (0..40u32).map(|i| (i * 37 + 11) % 320).collect();
+    let labels = [vec![5u32], vec![300, 7, 64]];
+    let bits_of = |path: &Path| -> Vec<Vec<u32>> {
+        let scorer = Scorer::open(path, Backend::Flex).unwrap();
+        let state = scorer.prefill(&scorer.empty_state(), &context).unwrap();
+        let mut out: Vec<Vec<u32>> = labels
+            .iter()
+            .map(|l| {
+                let lp = scorer.score_continuation(&state, l).unwrap();
+                lp.iter().map(|x| x.to_bits()).collect()
+            })
+            .collect();
+        let logits = scorer.next_logits(&state).unwrap();
+        out.push(logits.iter().map(|x| x.to_bits()).collect());
+        out
+    };
+    let want = bits_of(&gguf);
+    assert_eq!(bits_of(&hf), want, "Hugging Face directory against GGUF");
+    assert_eq!(bits_of(&again), want, "converted back to GGUF");
+}
+
+/// What llama.cpp's qwen35 reads and this engine does not implement is refused by name, from
+/// GGUF and from config.json.
+#[test]
+fn what_qwen35_does_not_implement_is_refused_by_name() {
+    use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
+    use deltalogic::model::format::gguf::Gguf;
+    let dir = tempfile::tempdir().unwrap();
+    let gguf = tiny_qwen35_file(dir.path(), Stored::F32);
+    let refused = |path: &Path| match Scorer::open(path, Backend::Flex) {
+        Ok(_) => panic!("{} loaded", path.display()),
+        Err(e) => e.to_string(),
+    };
+    for (key, value, says) in [
+        (
+            "qwen35.nextn_predict_layers",
+            Meta::U32(1),
+            "qwen35.nextn_predict_layers",
+        ),
+        (
+            "qwen35.attention.scale",
+            Meta::F32(0.5),
+            "qwen35.attention.scale",
+        ),
+        (
+            "qwen35.ssm.inner_size",
+            Meta::U32(48),
+            "qwen35.ssm.inner_size 48",
+        ),
+        (
+            "qwen35.full_attention_interval",
+            Meta::U32(0),
+            "full_attention_interval is 0",
+        ),
+    ] {
+        let mut w = GgufWriter::from_gguf(&Gguf::open(&gguf).unwrap()).unwrap();
+        w.remove_kv(key).kv(key, value);
+        // Without the per-layer flags, so that the interval is what is read.
+        w.remove_kv("qwen35.attention.recurrent_layers");
+        let path = dir.path().join("edited.gguf");
+        w.write(&path).unwrap();
+        let err = refused(&path);
+        assert!(
+            err.contains(says) && err.contains("edited.gguf"),
+            "{key}: {err}"
+        );
+    }
+
+    let hf = dir.path().join("hf");
+    deltalogic::model::format::hf_export::export(&gguf, &hf).unwrap();
+    let config = hf.join("config.json");
+    let original = std::fs::read_to_string(&config).unwrap();
+    for (edit, says) in [
+        (r#""attn_output_gate": false"#, "attn_output_gate false"),
+        (r#""linear_value_head_dim": 32"#, "linear_value_head_dim 32"),
+        (r#""sliding_window": 8"#, "\"sliding_window\""),
+        (r#""layer_types": ["linear_attention"]"#, "layer_types"),
+    ] {
+        let mut json: serde_json::Value = serde_json::from_str(&original).unwrap();
+        let (k, v) = edit.split_once(": ").unwrap();
+        json[k.trim_matches('"')] = serde_json::from_str(v).unwrap();
+        std::fs::write(&config, json.to_string()).unwrap();
+        let err = refused(&hf);
+        assert!(
+            err.contains(says) && err.contains("config.json"),
+            "{edit}: {err}"
+        );
+    }
+}

@@ -289,8 +289,9 @@ pub fn write_config(
                 (match part {
                     Part::Embed | Part::LmHead => 0.3 * u,
                     // A decay below 1 (`A = −exp(A_log)` is negative), and small time-step
-                    // biases, as the released weights have.
-                    Part::Ssm(_, Ssm::A) => -(1.05 + 0.95 * u),
+                    // biases, as the released weights have. `A` is −exp of an f32 `A_log` (as
+                    // a checkpoint's is), so that `model export-hf` can store it.
+                    Part::Ssm(_, Ssm::A) => -(((0.6 * u) as f32) as f64).exp(),
                     Part::Ssm(_, Ssm::Dt) => 0.5 * u,
                     _ if gemma_norm => 1.0 + 0.2 * u,
                     _ if vector => 1.0 + 0.2 * u,

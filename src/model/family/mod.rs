@@ -84,6 +84,12 @@ pub trait Family: Sync {
         Ok(t)
     }
 
+    /// The shape a Hugging Face checkpoint stores `part` in, given the block's `shape` (Qwen3.5's
+    /// convolution: `[channels, 1, taps]`); the data is the same.
+    fn hf_shape(&self, _part: Part, shape: Vec<usize>) -> Vec<usize> {
+        shape
+    }
+
     /// config.json's family keys for `cfg`, beside the ones every family shares
     /// (`format::hf_export`). The export reads the file back with [`Family::config_from_hf`]
     /// and refuses it unless it gives `cfg` again.

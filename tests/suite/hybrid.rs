@@ -290,9 +290,14 @@ fn what_qwen35_does_not_implement_is_refused_by_name() {
     };
     for (key, value, says) in [
         (
+            "qwen35.attention.sliding_window",
+            Meta::U32(8),
+            "qwen35.attention.sliding_window",
+        ),
+        (
             "qwen35.nextn_predict_layers",
-            Meta::U32(1),
-            "qwen35.nextn_predict_layers",
+            Meta::U32(5),
+            "qwen35.nextn_predict_layers 5",
         ),
         (
             "qwen35.attention.scale",
@@ -343,4 +348,41 @@ fn what_qwen35_does_not_implement_is_refused_by_name() {
             "{edit}: {err}"
         );
     }
+}
+
+/// A file with an MTP draft layer after the model's own (as convert_hf_to_gguf writes Qwen3.5
+/// by default: `nextn_predict_layers`, counted in `block_count`) scores with the bits of the same
+/// file without it: the draft layer is not run, as in llama.cpp's main pass.
+#[test]
+fn the_mtp_draft_layers_are_skipped() {
+    use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
+    use deltalogic::model::format::gguf::Gguf;
+    let dir = tempfile::tempdir().unwrap();
+    let gguf = tiny_qwen35_file(dir.path(), Stored::F32);
+    let mut w = GgufWriter::from_gguf(&Gguf::open(&gguf).unwrap()).unwrap();
+    w.kv("qwen35.block_count", Meta::U32(6))
+        .kv("qwen35.nextn_predict_layers", Meta::U32(1));
+    let mut flags = tiny_qwen35().delta_net.unwrap().recurrent;
+    flags.push(false);
+    w.kv("qwen35.attention.recurrent_layers", Meta::Bools(flags));
+    for name in ["blk.5.attn_norm.weight", "blk.5.nextn.enorm.weight"] {
+        w.tensor(name, &[64], &[0.5; 64], Stored::F32);
+    }
+    w.tensor(
+        "blk.5.nextn.eh_proj.weight",
+        &[64, 128],
+        &[0.25; 64 * 128],
+        Stored::F32,
+    );
+    let with_draft = dir.path().join("mtp.gguf");
+    w.write(&with_draft).unwrap();
+    let context: Vec<u32> = (0..30u32).map(|i| (i * 91 + 3) % 320).collect();
+    let bits = |path: &Path| -> Vec<u32> {
+        let scorer = Scorer::open(path, Backend::Flex).unwrap();
+        assert_eq!(scorer.model().config().layers, 5);
+        let state = scorer.prefill(&scorer.empty_state(), &context).unwrap();
+        let logits = scorer.next_logits(&state).unwrap();
+        logits.iter().map(|x| x.to_bits()).collect()
+    };
+    assert_eq!(bits(&with_draft), bits(&gguf));
 }

@@ -13,8 +13,11 @@
 //! - the norm before the MLP is named `post_attention_norm`; the LM head is the embedding
 //!   unless `output.weight` is present.
 //!
-//! Refused by name: every key llama.cpp's loader reads that is not implemented (the MTP draft
-//! layers' `nextn_predict_layers`, `attention.scale`, ...), q, k and v fused in the attention
+//! The MTP draft layers (`nextn_predict_layers`, counted in `block_count`, tensors `blk.N.*`
+//! after the model's own) are skipped, as llama.cpp's main pass skips them.
+//!
+//! Refused by name: every key llama.cpp's loader reads that is not implemented
+//! (`attention.scale`, ...), q, k and v fused in the attention
 //! layers' `attn_qkv`, a key head size other than the value head size (llama.cpp asserts them
 //! equal).
 //!
@@ -53,6 +56,7 @@ const OWN_KEYS: &[&str] = &[
     "ssm.group_count",
     "full_attention_interval",
     "attention.recurrent_layers",
+    "nextn_predict_layers",
 ];
 
 /// GGUF names: llama.cpp's, with the MLP's norm called `post_attention_norm`.
@@ -73,6 +77,24 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
     let key = |k: &str| format!("{ARCH}.{k}");
     let mut cfg = gguf_base_config(g, ARCH)?;
     let u = |k: &str| g.get_u32(&key(k)).map(|v| v as usize);
+    // The MTP draft layers (convert_hf_to_gguf writes them after the model's own and counts
+    // them in `block_count`) are not run for scoring, as llama.cpp does not run them in its
+    // main pass: the model is the layers before them (`WithoutDraft`).
+    let all = cfg.layers;
+    if g.get(&key("nextn_predict_layers")).is_some() {
+        let nextn = u("nextn_predict_layers")?;
+        if nextn >= all {
+            return Err(invalid(
+                g.path(),
+                format!(
+                    "{} {nextn} leaves none of the {all} layers of {}",
+                    key("nextn_predict_layers"),
+                    key("block_count")
+                ),
+            ));
+        }
+        cfg.layers = all - nextn;
+    }
     let (k_heads, v_heads, head_dim) = (
         u("ssm.group_count")?,
         u("ssm.time_step_rank")?,
@@ -92,7 +114,8 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
         ));
     }
     let recurrent = match g.get(&key("attention.recurrent_layers")) {
-        Some(Value::Array(items)) => items
+        Some(Value::Array(items)) if items.len() == all || items.len() == cfg.layers => items
+            [..cfg.layers]
             .iter()
             .map(|v| match v {
                 Value::Bool(b) => Ok(*b),
@@ -109,7 +132,7 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
             return Err(invalid(
                 g.path(),
                 format!(
-                    "{} is {other:?}, expected an array of booleans",
+                    "{} is {other:?}, expected an array of {all} booleans",
                     key("attention.recurrent_layers")
                 ),
             ))
@@ -468,6 +491,49 @@ impl TensorFile for FromHf<'_> {
     }
 }
 
+/// A GGUF file without its MTP draft layers' tensors (`blk.N.*` from N = the model's layers),
+/// which scoring does not read (`config_from_gguf`).
+struct WithoutDraft<'a> {
+    inner: &'a dyn TensorFile,
+    layers: usize,
+}
+
+impl WithoutDraft<'_> {
+    fn draft(&self, name: &str) -> bool {
+        name.strip_prefix("blk.")
+            .and_then(|r| r.split_once('.'))
+            .and_then(|(l, _)| l.parse::<usize>().ok())
+            .is_some_and(|l| l >= self.layers)
+    }
+}
+
+impl TensorFile for WithoutDraft<'_> {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
+        self.inner.tensor(name)
+    }
+
+    fn blocks(
+        &self,
+        name: &str,
+    ) -> Result<Option<crate::model::block::transformer::Blocks>, ModelError> {
+        self.inner.blocks(name)
+    }
+
+    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
+        self.inner.describe(name)
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut names = self.inner.names();
+        names.retain(|n| !self.draft(n));
+        names
+    }
+}
+
 /// A block weight as a Qwen3.5 checkpoint stores it: the inverse of `FromHf`, refused where no
 /// stored value gives the same bits back.
 fn to_hf(part: Part, cfg: &Config, mut t: RawTensor) -> Result<RawTensor, String> {
@@ -601,6 +667,13 @@ impl Family for Qwen35 {
 
     fn gguf_namings(&self) -> &'static [Naming] {
         &[gguf_name]
+    }
+
+    fn gguf_view<'a>(&self, file: &'a dyn TensorFile, cfg: &Config) -> Box<dyn TensorFile + 'a> {
+        Box::new(WithoutDraft {
+            inner: file,
+            layers: cfg.layers,
+        })
     }
 
     /// The recurrent layers' keys as convert_hf_to_gguf writes them: the interval when the

@@ -24,6 +24,10 @@ and fixtures/golden/families-moe-llamacpp.json (Qwen3-MoE at Qwen3-30B-A3B's wid
 and fixtures/golden/families-gptoss-llamacpp.json the same way with --only gpt-oss-20b-window16
 (gpt-oss at gpt-oss-20b's widths, 1 local layer with a window of 16, a 3.2 GB f32 file).
 Without --only the script now writes these two large files too (2.5 and 3.3 GB).
+and fixtures/golden/families-hybrid-llamacpp.json (Qwen3.5, issue 44; the C++ program needs no
+change for a recurrent model: it clears the whole sequence before each line):
+    scripts/llamacpp_families.py --only qwen35-0.8b --greedy \
+        --out fixtures/golden/families-hybrid-llamacpp.json
 """
 
 import argparse

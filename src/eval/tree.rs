@@ -21,6 +21,19 @@
 //! Lanes are threads outside the shared pool, not tasks in it, so that a pool thread waiting
 //! inside a product can only pick up other products, never a whole branch: at most one path per
 //! lane is live, which bounds memory by the lane count.
+//!
+//! # Recurrent layers (issue 44)
+//! A hybrid model's state (Qwen3.5's: `model::block::transformer::State`) holds, beside the
+//! attention layers' keys and values, each gated delta-net layer's state and convolution window
+//! after the state's last position, behind shared pointers. A branch left on the stack holds a
+//! clone of its branch point's state, so it continues from exactly the recurrent state a straight
+//! run reaches there (the recurrence runs token by token, `model::block::delta_net`: the same bits
+//! however the positions were split), and the forward tokens stay the tree's distinct tokens, with
+//! no replay. Memory: the branches left at one branch point share one snapshot
+//! (`DeltaNet::snapshot_bytes`, 20.2 MB for Qwen3.5-0.8B's 18 recurrent layers), and each lane
+//! walks depth first, so at most (branch points on a lane's path + 1) snapshots per lane are alive,
+//! plus the work's own (a label's, or up to 16 generations' stepped together). Nothing spills or
+//! drops them past a limit.
 
 use super::language_model::Prefill;
 use anyhow::{anyhow, Result};

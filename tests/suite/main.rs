@@ -27,6 +27,7 @@ mod gguf_errors;
 mod grammar;
 mod hf_export;
 mod html_report;
+mod hybrid;
 mod integrity;
 mod interruptions;
 mod layering;

@@ -256,3 +256,29 @@ fn smollm2_int8_gives_the_same_bits_on_every_thread_count_and_vector_unit() {
         &[(2, INT8), (1, INT8_NO_AVX512), (3, INT8_PORTABLE)],
     );
 }
+
+/// Issue 44: a hybrid Qwen3.5 (gated delta-net layers beside attention, `hybrid::tiny_qwen35`),
+/// whose recurrent layers' states are kept in the prefix tree like keys and values: f32 on
+/// every thread count and vector unit, and the integer mode on its Q8_0 file.
+#[test]
+fn a_hybrid_model_gives_the_same_bits_on_every_path_thread_count_and_vector_unit() {
+    use deltalogic::model::dev::gguf_write::Store as Stored;
+    let dir = tempfile::tempdir().unwrap();
+    let model = crate::hybrid::tiny_qwen35_file(dir.path(), Stored::F32);
+    check_configurations(
+        &model,
+        "hf-qwen3.json",
+        &[(2, &[]), (1, &[]), (3, &[]), (2, NO_AVX512), (3, PORTABLE)],
+    );
+    let model = crate::hybrid::tiny_qwen35_file(dir.path(), Stored::Q8_0);
+    check_configurations(
+        &model,
+        "hf-qwen3.json",
+        &[
+            (2, INT8),
+            (1, INT8),
+            (3, INT8_NO_AVX512),
+            (2, INT8_PORTABLE),
+        ],
+    );
+}

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::model::block::delta_net::DeltaNet;
 use crate::model::{invalid, ModelError};
 
 /// Which pairs of a head's dimensions RoPE rotates together.
@@ -215,6 +216,12 @@ pub struct Config {
     pub attn_sinks: bool,
     /// Issue 45 (gpt-oss): a bias on the attention output projection.
     pub o_bias: bool,
+    // Issue 44 (Qwen3.5):
+    /// Gated delta-net layers in place of attention on the layers it flags (`delta_net`).
+    pub delta_net: Option<DeltaNet>,
+    /// The q projection holds, per head, q then a gate of the same size: attention's output is
+    /// multiplied by `sigmoid(gate)` before the output projection.
+    pub attn_gate: bool,
 }
 
 /// Issue 45: a mixture-of-experts MLP. A router `[experts, hidden]` scores the experts, a
@@ -312,6 +319,8 @@ impl Config {
             moe: None,
             attn_sinks: false,
             o_bias: false,
+            delta_net: None,
+            attn_gate: false,
         }
     }
 
@@ -392,6 +401,9 @@ impl Config {
                 ));
             }
         }
+        if let Some(net) = &self.delta_net {
+            net.validate(path, self.layers)?;
+        }
         if !(self.norm_eps >= 0.0 && self.norm_eps.is_finite()) {
             return bad(format!(
                 "norm eps {} is not a non-negative number",
@@ -413,7 +425,8 @@ impl Config {
 
     fn parameters(&self, active: bool) -> usize {
         let (d, hd) = (self.hidden, self.head_dim);
-        let attn = d * self.heads * hd * 2 + d * self.kv_heads * hd * 2;
+        let gate = if self.attn_gate { 2 } else { 1 };
+        let attn = d * self.heads * hd * (1 + gate) + d * self.kv_heads * hd * 2;
         let mlp = match &self.moe {
             None => 3 * d * self.intermediate,
             Some(m) => {
@@ -422,7 +435,19 @@ impl Config {
             }
         };
         let embed = self.vocab_size * d * if self.tied_embeddings { 1 } else { 2 };
-        self.layers * (attn + mlp + 2 * d) + embed + d
+        let mixers: usize = (0..self.layers)
+            .map(|l| match &self.delta_net {
+                Some(n) if n.is_recurrent(l) => {
+                    d * n.in_width()
+                        + n.value_dim() * d
+                        + n.conv_dim() * n.conv_kernel
+                        + 2 * n.v_heads
+                        + n.head_dim
+                }
+                _ => attn,
+            })
+            .sum();
+        mixers + self.layers * (mlp + 2 * d) + embed + d
     }
 
     /// The longest sequence this model may score: longrope models are capped at their original

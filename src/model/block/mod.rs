@@ -3,5 +3,6 @@
 
 pub mod attention;
 pub mod config;
+pub mod delta_net;
 pub mod moe;
 pub mod transformer;

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use crate::model::block::attention::{self, Heads, Kv};
 use crate::model::block::config::{Activation, AttnTemperature, Config, Rope, RopeLayout};
+use crate::model::block::delta_net::{self, LayerState};
 use crate::model::block::moe::{Expert, ExpertMatrix, Experts};
 use crate::model::format::gguf::BlockBytes;
 use crate::model::format::quant::{dequantize, GgmlType};
@@ -121,6 +122,29 @@ pub enum Part {
     ExpertGateBias(usize, usize),
     ExpertUpBias(usize, usize),
     ExpertDownBias(usize, usize),
+    /// A gated delta-net layer's weights (Qwen3.5, `delta_net`).
+    Ssm(usize, Ssm),
+}
+
+/// The weights of a gated delta-net layer (`Config::delta_net`), in llama.cpp's terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ssm {
+    /// q, k and v before the convolution, `[conv_dim, d]`.
+    Qkv,
+    /// z, the output gate, `[value_dim, d]`.
+    Gate,
+    /// b (β before its sigmoid) and a (the decay's input), `[v_heads, d]` each.
+    Beta,
+    Alpha,
+    /// The convolution, `[conv_dim, conv_kernel]`.
+    Conv,
+    /// The time-step bias and `A` (`−exp(A_log)`), `[v_heads]` each.
+    Dt,
+    A,
+    /// The gated RMSNorm's weight, `[head_dim]`.
+    Norm,
+    /// The output projection, `[d, value_dim]`.
+    Out,
 }
 
 /// Maps a canonical part to the name a file format uses for it.
@@ -214,6 +238,8 @@ struct Layer {
     post_attn_norm: Option<Vec<f32>>,
     post_mlp_norm: Option<Vec<f32>>,
     mlp: Mlp,
+    /// A gated delta-net layer's weights; then `wqkv` and `wo` hold nothing.
+    delta: Option<DeltaLayer>,
 }
 
 enum Mlp {
@@ -224,6 +250,31 @@ enum Mlp {
     },
     /// Issue 45 (`block::moe`).
     Experts { router: Matrix, experts: Experts },
+}
+
+/// A gated delta-net layer: its input projection (q, k, v, z, b, a stacked: one product), its
+/// output projection and its small weights (`delta_net::Weights`).
+struct DeltaLayer {
+    proj: Matrix,
+    out: Matrix,
+    conv: Vec<f32>,
+    dt_bias: Vec<f32>,
+    a: Vec<f32>,
+    norm: Vec<f32>,
+}
+
+/// Where a layer keeps what later positions need: its keys and values at this index of a
+/// `KvChunk`, or its recurrent state at this index of `State::recurrent`.
+#[derive(Clone, Copy)]
+enum Slot {
+    Kv(usize),
+    Recurrent(usize),
+}
+
+/// What one block hands on for each continuation.
+enum Kept {
+    Kv(Vec<Kv>),
+    Recurrent(Vec<LayerState>),
 }
 
 /// See `Transformer::weight_cost`.
@@ -242,9 +293,11 @@ pub struct Transformer {
     inv_freq: Vec<f32>,
     /// Local layers' frequencies when their rope differs (`Config::rope_local`).
     inv_freq_local: Option<Vec<f32>>,
+    /// Per layer, where its cache lives.
+    slots: Vec<Slot>,
 }
 
-/// Keys and values of a run of consecutive positions, for every layer.
+/// Keys and values of a run of consecutive positions, for every attention layer.
 struct KvChunk {
     layers: Vec<Kv>,
 }
@@ -288,6 +341,10 @@ pub struct State {
     /// Final-normed hidden state of the last token, `[d]`: the LM head over it predicts the
     /// next token, so a continuation's first token is scored without rerunning the prefix.
     last: Option<Arc<[f32]>>,
+    /// Each recurrent layer's state after the last position (empty before the first): a
+    /// branch of the prefix tree continues from it as attention continues from the keys and
+    /// values. Shared, so a clone copies only pointers.
+    recurrent: Vec<Arc<LayerState>>,
 }
 
 impl State {
@@ -323,7 +380,12 @@ impl Transformer {
         };
         let mut layers = Vec::with_capacity(cfg.layers);
         for l in 0..cfg.layers {
-            let bqkv = if cfg.qkv_bias {
+            let delta = match &cfg.delta_net {
+                Some(net) if net.is_recurrent(l) => Some(loader.delta_layer(&cfg, net, l)?),
+                _ => None,
+            };
+            let attention = delta.is_none();
+            let bqkv = if cfg.qkv_bias && attention {
                 let mut b = loader.data(Part::QBias(l), &[q_rows])?;
                 b.extend(loader.data(Part::KBias(l), &[kv_rows])?);
                 b.extend(loader.data(Part::VBias(l), &[kv_rows])?);
@@ -331,7 +393,7 @@ impl Transformer {
             } else {
                 None
             };
-            let (q_norm, k_norm) = if cfg.qk_norm {
+            let (q_norm, k_norm) = if cfg.qk_norm && attention {
                 let (q, k) = qk_norm_sizes(&cfg);
                 (
                     Some(loader.data(Part::QNorm(l), &[q])?),
@@ -344,20 +406,27 @@ impl Transformer {
                 true => loader.data(part, &[d]).map(Some),
                 false => Ok(None),
             };
+            let (wqkv, wo) = match attention {
+                true => (
+                    loader.matrix(
+                        d,
+                        &[
+                            (Part::Q(l), q_proj_rows(&cfg)),
+                            (Part::K(l), kv_rows),
+                            (Part::V(l), kv_rows),
+                        ],
+                    )?,
+                    loader.matrix(q_rows, &[(Part::O(l), d)])?,
+                ),
+                false => (loader.matrix(d, &[])?, loader.matrix(q_rows, &[])?),
+            };
             layers.push(Layer {
                 attn_norm: pre_norm(Part::AttnNorm(l))?,
-                wqkv: loader.matrix(
-                    d,
-                    &[
-                        (Part::Q(l), q_rows),
-                        (Part::K(l), kv_rows),
-                        (Part::V(l), kv_rows),
-                    ],
-                )?,
+                wqkv,
                 bqkv,
                 q_norm,
                 k_norm,
-                wo: loader.matrix(q_rows, &[(Part::O(l), d)])?,
+                wo,
                 bo: match cfg.o_bias {
                     true => Some(loader.data(Part::OBias(l), &[d])?),
                     false => None,
@@ -422,6 +491,7 @@ impl Transformer {
                         }
                     }
                 },
+                delta,
             });
         }
         let embed = loader.matrix(d, &[(Part::Embed, cfg.vocab_size)])?;
@@ -433,6 +503,14 @@ impl Transformer {
         let final_norm = loader.data(Part::FinalNorm, &[d])?;
         let inv_freq = cfg.rope.inv_freq();
         let inv_freq_local = cfg.rope_local.as_ref().map(Rope::inv_freq);
+        let mut counts = (0, 0);
+        let slots = layers
+            .iter()
+            .map(|layer| match layer.delta {
+                Some(_) => (Slot::Recurrent(counts.1), counts.1 += 1).0,
+                None => (Slot::Kv(counts.0), counts.0 += 1).0,
+            })
+            .collect();
         Ok(Transformer {
             cfg,
             embed,
@@ -441,6 +519,7 @@ impl Transformer {
             layers,
             inv_freq,
             inv_freq_local,
+            slots,
         })
     }
 
@@ -459,12 +538,17 @@ impl Transformer {
         let pre_norm = |part: Part| cfg.pre_norms.then(|| (part, vec![d]));
         for l in 0..cfg.layers {
             out.extend(pre_norm(Part::AttnNorm(l)));
-            out.extend([
-                (Part::Q(l), vec![q_rows, d]),
-                (Part::K(l), vec![kv_rows, d]),
-                (Part::V(l), vec![kv_rows, d]),
-                (Part::O(l), vec![d, q_rows]),
-            ]);
+            // Issue 44: a gated delta-net layer in place of attention.
+            let recurrent = cfg.delta_net.as_ref().filter(|n| n.is_recurrent(l));
+            match recurrent {
+                Some(net) => out.extend(delta_parts(net, d, l)),
+                None => out.extend([
+                    (Part::Q(l), vec![q_proj_rows(cfg), d]),
+                    (Part::K(l), vec![kv_rows, d]),
+                    (Part::V(l), vec![kv_rows, d]),
+                    (Part::O(l), vec![d, q_rows]),
+                ]),
+            }
             out.extend(pre_norm(Part::MlpNorm(l)));
             match &cfg.moe {
                 None => out.extend([
@@ -494,14 +578,14 @@ impl Transformer {
             if cfg.attn_sinks {
                 out.push((Part::Sinks(l), vec![cfg.heads]));
             }
-            if cfg.qkv_bias {
+            if cfg.qkv_bias && recurrent.is_none() {
                 out.extend([
                     (Part::QBias(l), vec![q_rows]),
                     (Part::KBias(l), vec![kv_rows]),
                     (Part::VBias(l), vec![kv_rows]),
                 ]);
             }
-            if cfg.qk_norm {
+            if cfg.qk_norm && recurrent.is_none() {
                 let (q, k) = qk_norm_sizes(cfg);
                 out.extend([(Part::QNorm(l), vec![q]), (Part::KNorm(l), vec![k])]);
             }
@@ -591,6 +675,9 @@ impl Transformer {
                         costs.extend([router.cost(), experts.cost()])
                     }
                 }
+                if let Some(d) = &l.delta {
+                    costs.extend([d.proj.cost(), d.out.cost()]);
+                }
                 costs
             })
             .fold((0, 0), |(m, b), (dm, db)| (m + dm, b + db));
@@ -606,6 +693,7 @@ impl Transformer {
             chunks: Vec::new(),
             len: 0,
             last: None,
+            recurrent: Vec::new(),
         }
     }
 
@@ -621,9 +709,10 @@ impl Transformer {
         if tokens.is_empty() {
             return Ok(state.clone());
         }
-        let (mut chunks, hidden) = self.run(&[Continuation { state, tokens }])?;
+        let (mut chunks, mut recurrent, hidden) = self.run(&[Continuation { state, tokens }])?;
         let chunk = chunks.pop().expect("one chunk per continuation");
-        Ok(self.extended(state, chunk, tokens.len(), &hidden))
+        let recurrent = recurrent.pop().expect("one state per continuation");
+        Ok(self.extended(state, chunk, recurrent, tokens.len(), &hidden))
     }
 
     /// Each of `states` extended by its own one of `tokens`, all in one pass: a lockstep step of
@@ -639,18 +728,27 @@ impl Transformer {
                 tokens: std::slice::from_ref(token),
             })
             .collect();
-        let (chunks, hidden) = on_pool(|| self.run(&runs))?;
+        let (chunks, recurrent, hidden) = on_pool(|| self.run(&runs))?;
         let d = self.cfg.hidden;
         Ok(states
             .iter()
             .zip(chunks)
+            .zip(recurrent)
             .zip(hidden.chunks_exact(d))
-            .map(|((state, chunk), row)| self.extended(state, chunk, 1, row))
+            .map(|(((state, chunk), rec), row)| self.extended(state, chunk, rec, 1, row))
             .collect())
     }
 
-    /// `state` followed by the `n` positions of `chunk`, whose last hidden row ends `hidden`.
-    fn extended(&self, state: &State, chunk: KvChunk, n: usize, hidden: &[f32]) -> State {
+    /// `state` followed by the `n` positions of `chunk` (and `recurrent`, the recurrent layers'
+    /// states after them), whose last hidden row ends `hidden`.
+    fn extended(
+        &self,
+        state: &State,
+        chunk: KvChunk,
+        recurrent: Vec<Arc<LayerState>>,
+        n: usize,
+        hidden: &[f32],
+    ) -> State {
         let d = self.cfg.hidden;
         let last = self.final_norm(&hidden[hidden.len() - d..]);
         let mut chunks = state.chunks.clone();
@@ -660,6 +758,7 @@ impl Transformer {
             chunks,
             len: state.len + n,
             last: Some(last.into()),
+            recurrent,
         }
     }
 
@@ -718,7 +817,7 @@ impl Transformer {
         self.check_ids(tokens)?;
         let mut rows = last.to_vec();
         if !inner.is_empty() {
-            let (_, hidden) = self.run(&[Continuation {
+            let (_, _, hidden) = self.run(&[Continuation {
                 state,
                 tokens: inner,
             }])?;
@@ -780,9 +879,13 @@ impl Transformer {
     }
 
     /// The blocks over each continuation's tokens at its positions `state.len..`: per
-    /// continuation its keys and values, and the final hidden states of all their tokens in
-    /// order, `[t, d]` (before the final norm).
-    fn run(&self, runs: &[Continuation]) -> Result<(Vec<KvChunk>, Vec<f32>), ModelError> {
+    /// continuation its keys and values and its recurrent layers' states after them, and the
+    /// final hidden states of all their tokens in order, `[t, d]` (before the final norm).
+    #[allow(clippy::type_complexity)]
+    fn run(
+        &self,
+        runs: &[Continuation],
+    ) -> Result<(Vec<KvChunk>, Vec<Vec<Arc<LayerState>>>, Vec<f32>), ModelError> {
         let limit = self.cfg.position_limit();
         for r in runs {
             let end = r.state.len + r.tokens.len();
@@ -812,17 +915,26 @@ impl Transformer {
                 layers: Vec::with_capacity(self.layers.len()),
             })
             .collect();
+        let mut recurrent: Vec<Vec<Arc<LayerState>>> = runs.iter().map(|_| Vec::new()).collect();
         for (l, layer) in self.layers.iter().enumerate() {
             let (cos, sin) = match (&local, self.is_local(l)) {
                 (Some((c, s)), true) => (c.as_slice(), s.as_slice()),
                 _ => (cos.as_slice(), sin.as_slice()),
             };
-            let kvs = self.block(layer, runs, l, &mut x, cos, sin);
-            for (chunk, kv) in chunks.iter_mut().zip(kvs) {
-                chunk.layers.push(kv);
+            match self.block(layer, runs, l, &mut x, cos, sin) {
+                Kept::Kv(kvs) => {
+                    for (chunk, kv) in chunks.iter_mut().zip(kvs) {
+                        chunk.layers.push(kv);
+                    }
+                }
+                Kept::Recurrent(states) => {
+                    for (r, s) in recurrent.iter_mut().zip(states) {
+                        r.push(Arc::new(s));
+                    }
+                }
             }
         }
-        Ok((chunks, x))
+        Ok((chunks, recurrent, x))
     }
 
     /// Whether layer `l` attends within the sliding window.
@@ -831,8 +943,8 @@ impl Transformer {
     }
 
     /// One decoder block over `x: [t, d]` (the continuations' tokens in order) in place;
-    /// returns each continuation's keys and values. Only attention looks across rows, each
-    /// continuation's over its own past.
+    /// returns what each continuation keeps for later positions. Only attention (and a
+    /// recurrent layer) looks across rows, each continuation's over its own past.
     fn block(
         &self,
         w: &Layer,
@@ -841,72 +953,12 @@ impl Transformer {
         x: &mut [f32],
         cos: &[f32],
         sin: &[f32],
-    ) -> Vec<Kv> {
+    ) -> Kept {
         let c = &self.cfg;
-        let (hd, h, kvh) = (c.head_dim, c.heads, c.kv_heads);
-        let (q_cols, kv_cols) = (h * hd, kvh * hd);
-
-        let mut qkv = match &w.attn_norm {
-            Some(norm) => w.wqkv.matmul(&kernels::rms_norm(x, norm, c.norm_eps)),
-            None => w.wqkv.matmul(x),
+        let (mut out, kept) = match &w.delta {
+            Some(delta) => self.delta_net(w, delta, runs, layer, x),
+            None => self.self_attention(w, runs, layer, x, cos, sin),
         };
-        let width = q_cols + 2 * kv_cols;
-        if let Some(b) = &w.bqkv {
-            for row in qkv.chunks_exact_mut(width) {
-                row.iter_mut().zip(b).for_each(|(v, b)| *v += b);
-            }
-        }
-        let column = |from: usize, n: usize| -> Vec<f32> {
-            let mut out = Vec::with_capacity(qkv.len() / width * n);
-            for row in qkv.chunks_exact(width) {
-                out.extend_from_slice(&row[from..from + n]);
-            }
-            out
-        };
-        let (mut q, mut k, v) = (
-            column(0, q_cols),
-            column(q_cols, kv_cols),
-            column(q_cols + kv_cols, kv_cols),
-        );
-        if let (Some(qn), Some(kn)) = (&w.q_norm, &w.k_norm) {
-            q = kernels::rms_norm(&q, qn, c.norm_eps);
-            k = kernels::rms_norm(&k, kn, c.norm_eps);
-        }
-        if !self.cfg.no_rope_layers.get(layer).copied().unwrap_or(false) {
-            self.rope(&mut q, cos, sin);
-            self.rope(&mut k, cos, sin);
-        }
-        if let Some(t) = &c.attn_temperature {
-            temperature(t, &mut q, runs);
-        }
-
-        // Each continuation's keys and values split off the end in turn, so a prefill (one
-        // continuation) keeps the whole buffers without a copy; likewise its attention output.
-        let (mut k, mut v) = (k, v);
-        let mut kvs: Vec<Kv> = Vec::with_capacity(runs.len());
-        let mut row = k.len() / kv_cols;
-        for r in runs.iter().rev() {
-            row -= r.tokens.len();
-            let (rk, rv) = (k.split_off(row * kv_cols), v.split_off(row * kv_cols));
-            kvs.push(Kv::new(rk, rv, kvh, hd));
-        }
-        kvs.reverse();
-        let mut attn: Vec<f32> = Vec::new();
-        for (r, kv) in runs.iter().zip(&kvs) {
-            let q = &q[row * q_cols..][..r.tokens.len() * q_cols];
-            let out = self.attention(&r.state.chunks, w, layer, q, kv, r.state.len);
-            match attn.is_empty() {
-                true => attn = out,
-                false => attn.extend(out),
-            }
-            row += r.tokens.len();
-        }
-        let mut out = w.wo.matmul(&attn);
-        if let Some(b) = &w.bo {
-            for row in out.chunks_exact_mut(b.len()) {
-                row.iter_mut().zip(b).for_each(|(v, b)| *v += b);
-            }
-        }
         if let Some(norm) = &w.post_attn_norm {
             out = kernels::rms_norm(&out, norm, c.norm_eps);
         }
@@ -951,7 +1003,149 @@ impl Transformer {
             }
             x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
         }
-        kvs
+        kept
+    }
+
+    /// A gated delta-net layer (issue 44) over `x`: its output `[t, d]` before the residual,
+    /// and each continuation's state after its tokens, each continuation run token by token
+    /// from its own state (`delta_net`).
+    fn delta_net(
+        &self,
+        w: &Layer,
+        delta: &DeltaLayer,
+        runs: &[Continuation],
+        layer: usize,
+        x: &[f32],
+    ) -> (Vec<f32>, Kept) {
+        let c = &self.cfg;
+        let net = c
+            .delta_net
+            .as_ref()
+            .expect("a delta-net layer has its config");
+        let proj = match &w.attn_norm {
+            Some(norm) => delta.proj.matmul(&kernels::rms_norm(x, norm, c.norm_eps)),
+            None => delta.proj.matmul(x),
+        };
+        let slot = match self.slots[layer] {
+            Slot::Recurrent(s) => s,
+            Slot::Kv(_) => unreachable!("layer {layer} is recurrent"),
+        };
+        let weights = delta_net::Weights {
+            conv: &delta.conv,
+            dt_bias: &delta.dt_bias,
+            a: &delta.a,
+            norm: &delta.norm,
+            eps: c.norm_eps,
+        };
+        let width = net.in_width();
+        let zero = LayerState::zero(net);
+        let mut gated = Vec::with_capacity(proj.len() / width * net.value_dim());
+        let mut states = Vec::with_capacity(runs.len());
+        let mut row = 0;
+        for r in runs {
+            let from = r.state.recurrent.get(slot).map_or(&zero, |s| &**s);
+            let n = r.tokens.len();
+            let (out, state) =
+                delta_net::run(net, &weights, from, &proj[row * width..][..n * width]);
+            gated.extend(out);
+            states.push(state);
+            row += n;
+        }
+        (delta.out.matmul(&gated), Kept::Recurrent(states))
+    }
+
+    /// Grouped-query self-attention over `x`: its output `[t, d]` (after the output projection,
+    /// before any post-norm and the residual), and each continuation's keys and values.
+    fn self_attention(
+        &self,
+        w: &Layer,
+        runs: &[Continuation],
+        layer: usize,
+        x: &[f32],
+        cos: &[f32],
+        sin: &[f32],
+    ) -> (Vec<f32>, Kept) {
+        let c = &self.cfg;
+        let (hd, h, kvh) = (c.head_dim, c.heads, c.kv_heads);
+        let (q_cols, kv_cols) = (h * hd, kvh * hd);
+        let q_width = q_proj_rows(c);
+
+        let mut qkv = match &w.attn_norm {
+            Some(norm) => w.wqkv.matmul(&kernels::rms_norm(x, norm, c.norm_eps)),
+            None => w.wqkv.matmul(x),
+        };
+        let width = q_width + 2 * kv_cols;
+        if let Some(b) = &w.bqkv {
+            for row in qkv.chunks_exact_mut(width) {
+                row.iter_mut().zip(b).for_each(|(v, b)| *v += b);
+            }
+        }
+        let column = |from: usize, n: usize| -> Vec<f32> {
+            let mut out = Vec::with_capacity(qkv.len() / width * n);
+            for row in qkv.chunks_exact(width) {
+                out.extend_from_slice(&row[from..from + n]);
+            }
+            out
+        };
+        let (mut q, mut k, v) = (
+            column(0, q_width),
+            column(q_width, kv_cols),
+            column(q_width + kv_cols, kv_cols),
+        );
+        // Qwen3.5: each head's q then its output gate (`q_proj_rows`).
+        let gate = c.attn_gate.then(|| {
+            let (mut only_q, mut gate) = (Vec::with_capacity(q.len() / 2), Vec::new());
+            gate.reserve(q.len() / 2);
+            for head in q.chunks_exact(2 * hd) {
+                only_q.extend_from_slice(&head[..hd]);
+                gate.extend_from_slice(&head[hd..]);
+            }
+            q = only_q;
+            gate
+        });
+        if let (Some(qn), Some(kn)) = (&w.q_norm, &w.k_norm) {
+            q = kernels::rms_norm(&q, qn, c.norm_eps);
+            k = kernels::rms_norm(&k, kn, c.norm_eps);
+        }
+        if !self.cfg.no_rope_layers.get(layer).copied().unwrap_or(false) {
+            self.rope(&mut q, cos, sin);
+            self.rope(&mut k, cos, sin);
+        }
+        if let Some(t) = &c.attn_temperature {
+            temperature(t, &mut q, runs);
+        }
+
+        // Each continuation's keys and values split off the end in turn, so a prefill (one
+        // continuation) keeps the whole buffers without a copy; likewise its attention output.
+        let (mut k, mut v) = (k, v);
+        let mut kvs: Vec<Kv> = Vec::with_capacity(runs.len());
+        let mut row = k.len() / kv_cols;
+        for r in runs.iter().rev() {
+            row -= r.tokens.len();
+            let (rk, rv) = (k.split_off(row * kv_cols), v.split_off(row * kv_cols));
+            kvs.push(Kv::new(rk, rv, kvh, hd));
+        }
+        kvs.reverse();
+        let mut attn: Vec<f32> = Vec::new();
+        for (r, kv) in runs.iter().zip(&kvs) {
+            let q = &q[row * q_cols..][..r.tokens.len() * q_cols];
+            let out = self.attention(&r.state.chunks, w, layer, q, kv, r.state.len);
+            match attn.is_empty() {
+                true => attn = out,
+                false => attn.extend(out),
+            }
+            row += r.tokens.len();
+        }
+        if let Some(gate) = &gate {
+            delta_net::sigmoid_mul(gate, &mut attn);
+        }
+        let mut out = w.wo.matmul(&attn);
+        if let Some(b) = &w.bo {
+            for row in out.chunks_exact_mut(b.len()) {
+                row.iter_mut().zip(b).for_each(|(v, b)| *v += b);
+            }
+        }
+        (out, Kept::Kv(kvs))
     }
 
     /// Causal grouped-query attention of `q: [t, h, hd]` (positions `p0..`) over the past
@@ -967,11 +1161,11 @@ impl Transformer {
         p0: usize,
     ) -> Vec<f32> {
         let c = &self.cfg;
-        let spans: Vec<&Kv> = past
-            .iter()
-            .map(|ch| &ch.layers[layer])
-            .chain([kv])
-            .collect();
+        let slot = match self.slots[layer] {
+            Slot::Kv(s) => s,
+            Slot::Recurrent(_) => unreachable!("layer {layer} attends"),
+        };
+        let spans: Vec<&Kv> = past.iter().map(|ch| &ch.layers[slot]).chain([kv]).collect();
         let shape = Heads {
             heads: c.heads,
             kv_heads: c.kv_heads,
@@ -1046,6 +1240,32 @@ fn qk_norm_sizes(cfg: &Config) -> (usize, usize) {
         true => (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim),
         false => (cfg.head_dim, cfg.head_dim),
     }
+}
+
+/// Rows of the q projection: the heads' q, and with `Config::attn_gate` each head's gate after
+/// its q (`[heads, 2, head_dim]`, as llama.cpp's qwen35 views it).
+fn q_proj_rows(cfg: &Config) -> usize {
+    let rows = cfg.heads * cfg.head_dim;
+    match cfg.attn_gate {
+        true => 2 * rows,
+        false => rows,
+    }
+}
+
+/// A gated delta-net layer's tensors and shapes, in the order its input projection stacks them.
+fn delta_parts(net: &delta_net::DeltaNet, d: usize, l: usize) -> Vec<(Part, Vec<usize>)> {
+    let p = |s: Ssm| Part::Ssm(l, s);
+    vec![
+        (p(Ssm::Qkv), vec![net.conv_dim(), d]),
+        (p(Ssm::Gate), vec![net.value_dim(), d]),
+        (p(Ssm::Beta), vec![net.v_heads, d]),
+        (p(Ssm::Alpha), vec![net.v_heads, d]),
+        (p(Ssm::Conv), vec![net.conv_dim(), net.conv_kernel]),
+        (p(Ssm::Dt), vec![net.v_heads]),
+        (p(Ssm::A), vec![net.v_heads]),
+        (p(Ssm::Norm), vec![net.head_dim]),
+        (p(Ssm::Out), vec![d, net.value_dim()]),
+    ]
 }
 
 /// Multiplies each row of `q` by the attention temperature at its position (each
@@ -1224,6 +1444,33 @@ impl Loader<'_> {
             rows,
             cols,
             bytes,
+        })
+    }
+
+    /// A gated delta-net layer's weights (`delta_parts`).
+    fn delta_layer(
+        &self,
+        cfg: &Config,
+        net: &delta_net::DeltaNet,
+        l: usize,
+    ) -> Result<DeltaLayer, ModelError> {
+        let p = |s: Ssm| Part::Ssm(l, s);
+        let (d, vh) = (cfg.hidden, net.v_heads);
+        Ok(DeltaLayer {
+            proj: self.matrix(
+                d,
+                &[
+                    (p(Ssm::Qkv), net.conv_dim()),
+                    (p(Ssm::Gate), net.value_dim()),
+                    (p(Ssm::Beta), vh),
+                    (p(Ssm::Alpha), vh),
+                ],
+            )?,
+            out: self.matrix(net.value_dim(), &[(p(Ssm::Out), d)])?,
+            conv: self.data(p(Ssm::Conv), &[net.conv_dim(), net.conv_kernel])?,
+            dt_bias: self.data(p(Ssm::Dt), &[vh])?,
+            a: self.data(p(Ssm::A), &[vh])?,
+            norm: self.data(p(Ssm::Norm), &[net.head_dim])?,
         })
     }
 

@@ -20,7 +20,8 @@ use crate::model::block::config::{
     Activation, AttnTemperature, Config, Gating, LongRope, Moe, Rope, RopeLayout, Shape,
     SwigluClamp, Yarn,
 };
-use crate::model::block::transformer::{Part, Transformer};
+use crate::model::block::delta_net::DeltaNet;
+use crate::model::block::transformer::{Part, Ssm, Transformer};
 use crate::model::dev::gguf_write::{
     config_metadata, rope_factor_tensors, stack, tokenizer_from_json, GgufWriter, Meta, Store,
 };
@@ -34,7 +35,7 @@ const LAYERS: usize = 2;
 const VOCAB: usize = 320;
 
 /// The files written: name, and the real model whose shapes it has.
-pub const FILES: [(&str, &str); 11] = [
+pub const FILES: [(&str, &str); 12] = [
     ("llama3-1b", "Llama-3.2-1B-Instruct"),
     ("qwen3-0.6b", "Qwen3-0.6B"),
     ("phi3-mini4", "Phi-4-mini-instruct"),
@@ -48,6 +49,8 @@ pub const FILES: [(&str, &str); 11] = [
     // Issue 45.
     ("qwen3moe-30b-a3b", "Qwen3-30B-A3B"),
     ("gpt-oss-20b-window16", "gpt-oss-20b"),
+    // Issue 44.
+    ("qwen35-0.8b", "Qwen3.5-0.8B"),
 ];
 
 fn base(
@@ -242,6 +245,28 @@ pub fn config(name: &str) -> Option<Config> {
             });
             c
         }
+        // Issue 44. Qwen3.5-0.8B (config.json's text_config): 24 layers cut to 4, one whole
+        // period of three gated delta-net layers and one full-attention layer; 16 key and 16
+        // value heads of 128, a convolution of 4 taps; attention of 8 heads of 256 over 2 KV
+        // heads with an output gate, rope over 64 dimensions at base 10⁷ (sections 11, 11, 10).
+        "qwen35-0.8b" => {
+            let mut c = base("qwen35", 1024, 3584, 8, 2, 256);
+            c.layers = 4;
+            c.rope.theta = 10_000_000.0;
+            c.rope.rotary_dim = 64;
+            c.max_positions = 262_144;
+            c.qk_norm = true;
+            c.attn_gate = true;
+            c.delta_net = Some(DeltaNet {
+                conv_kernel: 4,
+                k_heads: 16,
+                v_heads: 16,
+                head_dim: 128,
+                recurrent: crate::model::family::qwen35::recurrent_every(4, 4),
+                rope_sections: vec![11, 11, 10, 0],
+            });
+            c
+        }
         _ => return None,
     })
 }
@@ -273,6 +298,18 @@ fn ministral3(original: usize) -> Config {
 pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError> {
     let cfg = config(name)
         .ok_or_else(|| crate::model::invalid(dir, format!("no family file {name:?}")))?;
+    write_config(dir, name, &cfg, store)
+}
+
+/// Writes `dir/<name>-<f32|q8_0>.gguf` for `cfg` (any config of a built-in family, e.g. a
+/// tiny one a test needs), with the weights drawn as for the family files, and returns its path.
+pub fn write_config(
+    dir: &Path,
+    name: &str,
+    cfg: &Config,
+    store: Store,
+) -> Result<PathBuf, ModelError> {
+    let cfg = cfg.clone();
     let suffix = match store {
         Store::F32 => "f32",
         Store::F16 => "f16",
@@ -319,6 +356,11 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
                     Part::ExpertGate(..) | Part::ExpertUp(..) if clamped => {
                         5.0 * u * (3.0 / fan_in as f64).sqrt()
                     }
+                    // A decay below 1 (`A = −exp(A_log)` is negative), and small time-step
+                    // biases, as the released weights have. `A` is −exp of an f32 `A_log` (as
+                    // a checkpoint's is), so that `model export-hf` can store it.
+                    Part::Ssm(_, Ssm::A) => -(((0.6 * u) as f32) as f64).exp(),
+                    Part::Ssm(_, Ssm::Dt) => 0.5 * u,
                     _ if gemma_norm => 1.0 + 0.2 * u,
                     _ if vector => 1.0 + 0.2 * u,
                     _ => u * (3.0 / fan_in as f64).sqrt(),
@@ -333,8 +375,12 @@ pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError
         // The embedding stays f32 in the quantised files, as in the mixes llama.cpp writes for
         // small vocabularies; every matrix of the blocks is Q8_0.
         // Biases too (gpt-oss's experts' are matrices, `[experts, n]`): llama.cpp adds them as
-        // f32 only (`ggml_add_id`), as its converter writes them.
-        let s = if name == "token_embd.weight" || name.ends_with(".bias") {
+        // f32 only (`ggml_add_id`), as its converter writes them. The convolution's 4 taps per
+        // row cannot form Q8_0 blocks; llama-quantize keeps it f32.
+        let s = if name == "token_embd.weight"
+            || name.ends_with(".bias")
+            || name.ends_with("ssm_conv1d.weight")
+        {
             Store::F32
         } else {
             store

@@ -42,6 +42,17 @@ impl Meta {
             Value::F32(x) => Meta::F32(x),
             Value::Bool(x) => Meta::Bool(x),
             Value::String(x) => Meta::Str(x),
+            // Qwen3.5's rope sections and recurrent-layer flags (issue 44).
+            Value::Array(items) if items.iter().all(|v| matches!(v, Value::I32(_))) => Meta::I32s(
+                items
+                    .iter()
+                    .filter_map(|v| v.as_i128())
+                    .map(|v| v as i32)
+                    .collect(),
+            ),
+            Value::Array(items) if items.iter().all(|v| matches!(v, Value::Bool(_))) => {
+                Meta::Bools(items.iter().map(|v| *v == Value::Bool(true)).collect())
+            }
             other => unimplemented!("a family's GGUF metadata of type {}", other.type_name()),
         }
     }

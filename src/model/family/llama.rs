@@ -18,7 +18,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::model::block::config::{Config, RopeLayout};
-use crate::model::block::transformer::{Part, RawTensor, TensorDesc, TensorFile};
+use crate::model::block::transformer::{Part, RawTensor, Ssm, TensorDesc, TensorFile};
 use crate::model::family::read::{
     apply_linear, gguf_base_config, refuse_unknown_keys, rope_scaling_type, HfJson,
 };
@@ -184,6 +184,21 @@ pub fn hf_name(part: Part) -> String {
         Part::ExpertGateBias(l, e) => layer(l, &format!("mlp.experts.{e}.gate_proj.bias")),
         Part::ExpertUpBias(l, e) => layer(l, &format!("mlp.experts.{e}.up_proj.bias")),
         Part::ExpertDownBias(l, e) => layer(l, &format!("mlp.experts.{e}.down_proj.bias")),
+        // transformers' gated delta-net (Qwen3-Next, Qwen3.5; see `qwen35`).
+        Part::Ssm(l, s) => layer(
+            l,
+            match s {
+                Ssm::Qkv => "linear_attn.in_proj_qkv.weight",
+                Ssm::Gate => "linear_attn.in_proj_z.weight",
+                Ssm::Beta => "linear_attn.in_proj_b.weight",
+                Ssm::Alpha => "linear_attn.in_proj_a.weight",
+                Ssm::Conv => "linear_attn.conv1d.weight",
+                Ssm::Dt => "linear_attn.dt_bias",
+                Ssm::A => "linear_attn.A_log",
+                Ssm::Norm => "linear_attn.norm.weight",
+                Ssm::Out => "linear_attn.out_proj.weight",
+            },
+        ),
     }
 }
 
@@ -222,6 +237,21 @@ pub fn gguf_name(part: Part) -> String {
         Part::ExpertGateBias(l, e) => blk(l, &format!("ffn_gate_exps.bias[{e}]")),
         Part::ExpertUpBias(l, e) => blk(l, &format!("ffn_up_exps.bias[{e}]")),
         Part::ExpertDownBias(l, e) => blk(l, &format!("ffn_down_exps.bias[{e}]")),
+        // llama.cpp's names of a gated delta-net layer's tensors (`qwen35`).
+        Part::Ssm(l, s) => blk(
+            l,
+            match s {
+                Ssm::Qkv => "attn_qkv.weight",
+                Ssm::Gate => "attn_gate.weight",
+                Ssm::Beta => "ssm_beta.weight",
+                Ssm::Alpha => "ssm_alpha.weight",
+                Ssm::Conv => "ssm_conv1d.weight",
+                Ssm::Dt => "ssm_dt.bias",
+                Ssm::A => "ssm_a",
+                Ssm::Norm => "ssm_norm.weight",
+                Ssm::Out => "ssm_out.weight",
+            },
+        ),
     }
 }
 

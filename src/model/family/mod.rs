@@ -18,6 +18,7 @@ pub mod olmo2;
 pub mod phi3;
 pub mod qwen2;
 pub mod qwen3;
+pub mod qwen35;
 pub mod qwen3moe;
 pub mod read;
 pub mod smollm3;
@@ -85,6 +86,12 @@ pub trait Family: Sync {
         Ok(t)
     }
 
+    /// The shape a Hugging Face checkpoint stores `part` in, given the block's `shape` (Qwen3.5's
+    /// convolution: `[channels, 1, taps]`); the data is the same.
+    fn hf_shape(&self, _part: Part, shape: Vec<usize>) -> Vec<usize> {
+        shape
+    }
+
     /// config.json's family keys for `cfg`, beside the ones every family shares
     /// (`format::hf_export`). The export reads the file back with [`Family::config_from_hf`]
     /// and refuses it unless it gives `cfg` again.
@@ -92,7 +99,7 @@ pub trait Family: Sync {
 
     /// GGUF metadata a writer adds for `cfg` beside the keys `Config` says directly
     /// (`dev::gguf_write::config_metadata`), as convert_hf_to_gguf writes it.
-    /// Scalars only: u32, i32, f32, bool or string.
+    /// Scalars (u32, i32, f32, bool or string), and arrays of i32 or of bool.
     fn gguf_metadata(&self, _cfg: &Config) -> Vec<(String, gguf::Value)> {
         Vec::new()
     }
@@ -115,6 +122,7 @@ pub const FAMILIES: Families = Families(&[
     &mistral3::Mistral3,
     &qwen3moe::Qwen3Moe,
     &gpt_oss::GptOss,
+    &qwen35::Qwen35,
 ]);
 
 impl Families {

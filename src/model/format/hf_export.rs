@@ -152,7 +152,7 @@ fn stored_tensors(cfg: &Config, fam: &dyn Family) -> Vec<(String, Vec<Part>, Vec
                 t.1.push(part);
                 t.2[0] += shape[0];
             }
-            None => out.push((stored.to_string(), vec![part], shape)),
+            None => out.push((stored.to_string(), vec![part], fam.hf_shape(part, shape))),
         }
     }
     out

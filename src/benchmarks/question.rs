@@ -12,7 +12,7 @@
 use super::prompts::{
     label_index, record_of, turn_text, TemplateRecord, Wording, ANSWER_CUE, PLAIN_LABELS, WORDING,
 };
-use super::view::{Block, Counted, ItemView};
+use super::view::{Block, Count, Counted, ItemView};
 use super::{
     members, Answer, Answered, Column, Evaluation, Group, Panel, Prepared, Request, Role, RESAMPLES,
 };
@@ -303,9 +303,9 @@ pub fn accuracy_counted(rows: &[QuestionRow], tags: &[&str]) -> Counted {
         .map(|&key| (key, group_by(rows, &positions, key)))
         .filter(|(_, groups)| !groups.is_empty())
         .collect();
-    let mut groups = vec![vec![Some(positions.clone())]];
+    let mut groups = vec![vec![Some(Count::Rows(positions.clone()))]];
     for values in by_tag.into_values() {
-        groups.extend(values.into_values().map(|p| vec![Some(p)]));
+        groups.extend(values.into_values().map(|p| vec![Some(Count::Rows(p))]));
     }
     Counted(groups)
 }

@@ -103,19 +103,51 @@ pub fn fields(exported: Vec<serde_json::Value>) -> Vec<ItemView> {
 /// The longest text [`fields`] makes a facet of.
 const FACET_CHARS: usize = 40;
 
-/// For each group of a benchmark's evaluation (in its order) and each of its columns, the
-/// positions (in the result's rows) of the items the metric counts — its conditioning set,
-/// whose size is the metric's `n` — or `None` where the column has no metric in that group.
+/// For each group of a benchmark's evaluation (in its order) and each of its columns, what the
+/// metric counts — its conditioning set, whose size is the metric's `n` — or `None` where the
+/// column has no metric in that group.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Counted(pub Vec<Vec<Option<Vec<u32>>>>);
+pub struct Counted(pub Vec<Vec<Option<Count>>>);
+
+/// What one metric's `n` counts, as positions in the result's rows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Count {
+    /// Items, each counted once: `n` is their number.
+    Rows(Vec<u32>),
+    /// Units made of items (RobustLR's families: a metric averaged over families counts
+    /// families), each with the items of it the metric reads: `n` is the number of units.
+    Units {
+        /// What a unit is, singular and plural ("family", "families"), for the report's words.
+        noun: (&'static str, &'static str),
+        units: Vec<Unit>,
+    },
+}
+
+/// One counted unit: its name and the rows of it a metric reads.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Unit {
+    pub name: String,
+    pub rows: Vec<u32>,
+}
+
+impl Count {
+    /// The metric's `n`.
+    pub fn n(&self) -> usize {
+        match self {
+            Count::Rows(rows) => rows.len(),
+            Count::Units { units, .. } => units.len(),
+        }
+    }
+}
 
 impl Counted {
-    /// Groups in which every column has a metric.
+    /// Groups in which every column has a metric over items.
     pub fn every(groups: Vec<Vec<Vec<u32>>>) -> Counted {
         Counted(
             groups
                 .into_iter()
-                .map(|columns| columns.into_iter().map(Some).collect())
+                .map(|columns| columns.into_iter().map(|c| Some(Count::Rows(c))).collect())
                 .collect(),
         )
     }

@@ -9,7 +9,7 @@ use super::Access;
 use crate::benchmarks::{self, Benchmark, Decoding, Models, Prepared};
 use crate::eval::{self, models::Loaded, Engine, ModelRecord, Normalisation, ResultRecord};
 use crate::report::table::{self, Table};
-use crate::report::{self, dataset_card, frames, lm_eval, Entry};
+use crate::report::{self, dataset_card, frames, lm_eval, lm_eval_task, Entry};
 use crate::store::{Id, Store, StoredSet};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -66,6 +66,33 @@ pub enum Command {
     Samples {
         #[command(flatten)]
         select: Selection,
+        /// The output directory.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Overwrite existing files that are not this tool's own previous output.
+        #[arg(long)]
+        force: bool,
+    },
+    /// A set as an lm-evaluation-harness 0.4 task folder: `DIR/<task>.yaml`, its docs
+    /// `DIR/<task>.jsonl` and `DIR/utils.py`, which `lm_eval --include_path DIR --tasks <task>`
+    /// runs with any backend, asking the prompts and continuations deltalogic scores (a later
+    /// turn once per earlier answer) and computing the benchmark's metrics (revision accuracy,
+    /// inertia, over-flip, abstention, per edit type) in the task's aggregation.
+    LmEvalTask {
+        /// The set's name.
+        #[arg(long)]
+        set: String,
+        /// The prompt template [default: the benchmark's first].
+        #[arg(long)]
+        template: Option<String>,
+        /// The model whose chat template renders the prompts (templates written as chat turns
+        /// only).
+        #[arg(long)]
+        model: Option<String>,
+        /// The normalisation the task answers under: `sum`, `per-char` or `byte` (lm-eval's
+        /// `acc`, `acc_norm`, `acc_bytes`).
+        #[arg(long, default_value = "sum")]
+        norm: String,
         /// The output directory.
         #[arg(short, long)]
         output: PathBuf,
@@ -130,6 +157,14 @@ pub fn run(reg: &Store, command: Command) -> Result<()> {
             force,
         } => table(reg, &select, what, format, &output, force),
         Command::Dataset { set, output, force } => dataset(reg, &set, &output, force),
+        Command::LmEvalTask {
+            set,
+            template,
+            model,
+            norm,
+            output,
+            force,
+        } => lm_eval_task(reg, &set, template, model, &norm, &output, force),
     }
 }
 
@@ -228,13 +263,13 @@ fn samples(reg: &Store, select: &Selection, dir: &Path, force: bool) -> Result<(
         if let Some(tokens) = decoded.get(&key) {
             return Ok(tokens.clone());
         }
-        if !engines.contains_key(&model) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = engines.entry(model) {
             let record = reg
                 .get::<ModelRecord>(&model)?
                 .with_context(|| format!("model {} is missing", model.short()))?;
             let engine = eval::models::engine(reg, &record, 1)
                 .with_context(|| format!("model {} ({})", model.short(), record.path))?;
-            engines.insert(model, engine);
+            slot.insert(engine);
         }
         let decoding = Decoding {
             max_tokens: u32::try_from(max_tokens)?,
@@ -338,6 +373,72 @@ fn dataset(reg: &Store, set: &str, dir: &Path, force: bool) -> Result<()> {
     eprintln!(
         "{} items of `{set}` written to {} as a dataset",
         table.len(),
+        dir.display()
+    );
+    Ok(())
+}
+
+/// Prompts written without a model: a template that needs its chat template is refused.
+struct NoModel;
+
+impl benchmarks::ModelInfo for NoModel {
+    fn chat_template(&self) -> Result<String> {
+        bail!("this template renders the model's chat template: name the model with --model")
+    }
+}
+
+fn lm_eval_task(
+    reg: &Store,
+    set: &str,
+    template: Option<String>,
+    model: Option<String>,
+    norm: &str,
+    dir: &Path,
+    force: bool,
+) -> Result<()> {
+    let (set_id, stored, benchmark) = set_named(reg, set)?;
+    let template = template.unwrap_or_else(|| benchmark.templates()[0].to_string());
+    let norm = Normalisation::parse_list(&[norm.to_string()])?;
+    let [norm] = norm[..] else {
+        bail!("--norm takes one normalisation");
+    };
+    let record = model.map(|m| eval::models::resolve(reg, &m)).transpose()?;
+    let subject: &dyn benchmarks::ModelInfo = match &record {
+        Some((_, r)) => r,
+        None => &NoModel,
+    };
+    let judge = record.as_ref().map_or(Id([0; 32]), |(id, _)| *id);
+    let prepared = benchmark.prepare(reg, &stored, &template, &Models { subject, judge })?;
+    let views = benchmark.views(reg, &stored)?;
+    // lm-eval reads the data file from wherever it runs: its path is absolute.
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let name_of = |name: &str| dir.join(format!("{name}.jsonl"));
+    let source = lm_eval_task::Source {
+        benchmark: benchmark.name(),
+        set,
+        set_id,
+        template: &template,
+        prepared: &*prepared,
+        views: &views,
+        norm,
+    };
+    let task = lm_eval_task::folder(&source, &name_of(&lm_eval_task::name(&source)))?;
+    output::write(reg, &name_of(&task.name), task.data.as_bytes(), force)?;
+    output::write(
+        reg,
+        &dir.join(format!("{}.yaml", task.name)),
+        task.yaml.as_bytes(),
+        force,
+    )?;
+    output::write(reg, &dir.join("utils.py"), task.utils.as_bytes(), force)?;
+    eprintln!(
+        "task `{}` ({} docs; metrics {}) written to {}",
+        task.name,
+        task.docs,
+        task.metrics.join(", "),
         dir.display()
     );
     Ok(())

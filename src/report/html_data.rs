@@ -11,7 +11,7 @@
 
 use super::robustness::{self, Conclusion};
 use super::Entry;
-use crate::benchmarks::view::{Counted, ItemView};
+use crate::benchmarks::view::{Count, Counted, ItemView};
 use crate::benchmarks::{Catalogue, Column, Group};
 use crate::eval::{normalise, GenerationRecord, Normalisation, ResultRecord, ScoreRecord};
 use crate::store::{Id, Record, Store, StoredSet};
@@ -153,7 +153,7 @@ pub fn collect(store: &Store, benchmarks: Catalogue, entries: &[Entry]) -> Resul
             }
         };
         let set_id = Id(r.set);
-        if !set_at.contains_key(&set_id) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = set_at.entry(set_id) {
             let set = store
                 .get::<StoredSet>(&set_id)?
                 .with_context(|| format!("result {} names a missing set", rid.short()))?;
@@ -171,7 +171,7 @@ pub fn collect(store: &Store, benchmarks: Catalogue, entries: &[Entry]) -> Resul
                 );
             }
             let position = ids.iter().enumerate().map(|(i, id)| (*id, i as u32));
-            set_at.insert(set_id, (data.sets.len(), position.collect()));
+            slot.insert((data.sets.len(), position.collect()));
             data.sets.push(SetData {
                 name: e.set.clone(),
                 id: set_id.hex(),
@@ -219,7 +219,7 @@ fn result(
             turns.push(match (turn.answer.label(), turn.generation()) {
                 (Some(label), _) => {
                     let keys: Vec<Id> = turn.keys.iter().map(|k| Id(*k)).collect();
-                    if keys.is_empty() || keys.len() % (1 + fillers) != 0 {
+                    if keys.is_empty() || !keys.len().is_multiple_of(1 + fillers) {
                         bail!(
                             "{}: {} score keys are not whole label sets for `{}`",
                             what(),
@@ -253,7 +253,7 @@ fn result(
     }
     let counted = benchmark.counted(store, &answered)?;
     if let Some(c) = &counted {
-        agrees(c, &e.evaluation.groups)
+        agrees(c, &e.evaluation.groups, rows.len())
             .with_context(|| format!("{}'s counted items", benchmark.title()))?;
     }
     Ok(ResultData {
@@ -273,7 +273,7 @@ fn result(
 
 /// Refuses counted items that are not the metrics' conditioning sets in size and shape: a link
 /// must open exactly the items its number counts.
-fn agrees(counted: &Counted, groups: &[Group]) -> Result<()> {
+fn agrees(counted: &Counted, groups: &[Group], rows: usize) -> Result<()> {
     if counted.0.len() != groups.len() {
         bail!(
             "{} groups counted for {} evaluated",
@@ -286,10 +286,33 @@ fn agrees(counted: &Counted, groups: &[Group]) -> Result<()> {
             bail!("group {} {}: {} columns counted", g.by, g.value, c.len());
         }
         for (k, (items, m)) in c.iter().zip(&g.metrics).enumerate() {
-            let (n, counted) = (m.as_ref().map(|m| m.n), items.as_ref().map(Vec::len));
+            let (n, counted) = (m.as_ref().map(|m| m.n), items.as_ref().map(Count::n));
             if n != counted {
                 bail!(
-                    "group {} {}, column {}: n = {n:?} but {counted:?} items counted",
+                    "group {} {}, column {}: n = {n:?} but {counted:?} counted",
+                    g.by,
+                    g.value,
+                    k + 1
+                );
+            }
+            let positions: Vec<u32> = match items {
+                Some(Count::Rows(r)) => r.clone(),
+                Some(Count::Units { units, .. }) => {
+                    if units.iter().any(|u| u.rows.is_empty()) {
+                        bail!(
+                            "group {} {}, column {}: an empty unit",
+                            g.by,
+                            g.value,
+                            k + 1
+                        );
+                    }
+                    units.iter().flat_map(|u| u.rows.iter().copied()).collect()
+                }
+                None => Vec::new(),
+            };
+            if let Some(p) = positions.iter().find(|&&p| p as usize >= rows) {
+                bail!(
+                    "group {} {}, column {}: row {p} of {rows}",
                     g.by,
                     g.value,
                     k + 1

@@ -10,6 +10,7 @@ mod html;
 mod html_data;
 mod json;
 pub mod lm_eval;
+pub mod lm_eval_task;
 mod markdown;
 pub mod robustness;
 mod svg;

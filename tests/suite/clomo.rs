@@ -163,7 +163,9 @@ impl ModelInfo for Chat {
     }
 }
 
-fn run(reg: &Store, template: &str, judge: Option<&str>) -> eval::Outcome {
+/// Runs the set `sample` with the stand-in `subject` under `template`, judged by `judge` (the
+/// subject itself when `None`); the HTML report's test runs it too.
+pub(crate) fn run(reg: &Store, template: &str, judge: Option<&str>) -> eval::Outcome {
     let (set_id, stored) = common::set(reg, "sample");
     let names = ["subject", "judge"];
     eval::run(

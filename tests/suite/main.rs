@@ -32,6 +32,7 @@ mod integrity;
 mod interruptions;
 mod layering;
 mod lm_eval;
+mod lm_eval_task;
 mod model_change;
 mod model_errors;
 mod moe_families;

@@ -45,6 +45,27 @@ out["dataset"] = {
     "features": {k: str(v.dtype) for k, v in ds["test"].features.items()},
     "ids": list(ds["test"]["item_id"]),
 }
+# polars and DuckDB read the same files: rows, types, values, and a join on the shared ids.
+import polars as pl, duckdb
+out["polars"] = {
+    "rows": {w: pl.read_parquet(f"{d}/{w}.parquet").height for w in ["results", "scores", "items"]},
+    "logprob_equal": pl.read_parquet(f"{d}/scores.parquet")["logprob"].to_list() == sc["logprob"].tolist(),
+    "types": {k: str(v) for k, v in pl.read_parquet_schema(f"{d}/scores.parquet").items()},
+}
+db = duckdb.connect()
+q = lambda w: f"read_parquet('{d}/{w}.parquet')"
+out["duckdb"] = {
+    "rows": {w: db.execute(f"select count(*) from {q(w)}").fetchone()[0] for w in ["results", "scores", "items"]},
+    "accuracy": {
+        f"{n}/{t}": float(a)
+        for n, t, a in db.execute(
+            f"select normalisation, turn, avg(correct::double) from {q('results')} group by all"
+        ).fetchall()
+    },
+    "joined": db.execute(
+        f"select count(*) from {q('results')} r join {q('items')} i using (item_id)"
+    ).fetchone()[0],
+}
 print(json.dumps(out))
 "#;
 
@@ -55,9 +76,10 @@ print(json.dumps(out))
 )]
 #[cfg_attr(
     lmeval_missing,
-    ignore = "needs pandas, pyarrow and datasets: python3 -m venv V && V/bin/pip install lm-eval==0.4.13 pyarrow pandas, then DELTALOGIC_LMEVAL=V"
+    ignore = "needs pandas, pyarrow, datasets, polars and duckdb: python3 -m venv V && V/bin/pip install lm-eval==0.4.13 pyarrow pandas datasets polars duckdb, then DELTALOGIC_LMEVAL=V"
 )]
-fn tables_and_the_dataset_folder_load_in_pandas_and_datasets_with_the_stores_values() {
+fn tables_and_the_dataset_folder_load_in_pandas_polars_duckdb_and_datasets_with_the_stores_values()
+{
     let dir = tempfile::tempdir().unwrap();
     let store = scored(dir.path());
     let out = dir.path().join("out");
@@ -102,17 +124,33 @@ fn tables_and_the_dataset_folder_load_in_pandas_and_datasets_with_the_stores_val
     // One label chosen in every scored turn.
     assert_eq!(read["scores"]["chosen_per_turn"], serde_json::json!([1]));
 
+    // polars and DuckDB read the same rows, types and values.
+    for (what, rows) in [("results", 16), ("scores", 48), ("items", 4)] {
+        assert_eq!(read["polars"]["rows"][what], rows, "polars {what}");
+        assert_eq!(read["duckdb"]["rows"][what], rows, "duckdb {what}");
+    }
+    assert_eq!(read["polars"]["logprob_equal"], true);
+    assert_eq!(read["polars"]["types"]["logprob"], "Float64");
+    assert_eq!(read["polars"]["types"]["tokens"], "Int64");
+    assert_eq!(read["polars"]["types"]["chosen"], "Boolean");
+    assert_eq!(
+        read["duckdb"]["joined"], 16,
+        "every result row finds its item"
+    );
+
     // Each turn's accuracy is the report's initial and revision accuracy.
     let report: Value = serde_json::from_slice(&dl(&store, &["--json", "report"]).stdout).unwrap();
     for entry in report["results"].as_array().unwrap() {
         let norm = entry["normalisation"].as_str().unwrap();
         let overall = &entry["metrics"]["overall"];
         for (turn, metric) in [(1, "initial_accuracy"), (2, "revision_accuracy")] {
-            assert_eq!(
-                read["results"]["accuracy"][format!("{norm}/{turn}")],
-                overall[metric]["value"],
-                "{norm} {metric}"
-            );
+            for reader in ["results", "duckdb"] {
+                assert_eq!(
+                    read[reader]["accuracy"][format!("{norm}/{turn}")],
+                    overall[metric]["value"],
+                    "{reader}: {norm} {metric}"
+                );
+            }
         }
         // Every log-likelihood is the stored score's sum, to the bit.
         let rid = entry["result_id"].as_str().unwrap();

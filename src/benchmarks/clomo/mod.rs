@@ -13,6 +13,7 @@ pub mod extract;
 pub mod prompts;
 pub mod ses;
 
+use super::view::Counted;
 use super::{
     members, parse_args, unknown_template, Answer, Answered, Benchmark, Built, Evaluation, Models,
     Panel, Prepared, Request, Role,
@@ -372,5 +373,10 @@ impl Benchmark for Clomo {
             panel: Panel::HEADLINE,
             findings: &[],
         })
+    }
+
+    fn counted(&self, store: &Store, answered: &[Answered]) -> Result<Option<Counted>> {
+        let rows = rows(store, answered)?;
+        Ok(Some(Counted::every(ses::Report::counted(&rows))))
     }
 }

@@ -116,6 +116,24 @@ pub const COLUMNS: [Column; 5] = [
     },
 ];
 
+/// Each column's value on one row, in [`COLUMNS`] order; `None` where the row does not count
+/// (what the metrics average and what the report's counted items are).
+const ENTRIES: [fn(&Row) -> Option<f64>; 5] = [
+    Row::ses,
+    Row::reference,
+    Row::discrimination,
+    |r| Some(flag(r.modified.is_empty())),
+    |r| Some(flag(r.copied)),
+];
+
+fn flag(b: bool) -> f64 {
+    if b {
+        1.0
+    } else {
+        0.0
+    }
+}
+
 /// The metrics of a group of rows, each with a seeded 95% bootstrap interval over items.
 #[derive(Clone, Debug, Serialize)]
 pub struct Metrics {
@@ -139,13 +157,13 @@ impl Metrics {
             let values: Vec<f64> = rows.iter().filter_map(|r| f(r)).collect();
             mean_metric(&values, seed, &format!("clomo {stream} {name}"), RESAMPLES)
         };
-        let flag = |b: bool| Some(if b { 1.0 } else { 0.0 });
+        let [ses, reference, discrimination, empty, copied] = ENTRIES;
         Metrics {
-            ses: metric("ses", &Row::ses),
-            ses_reference: metric("reference", &Row::reference),
-            discrimination: metric("discrimination", &Row::discrimination),
-            empty: metric("empty", &|r| flag(r.modified.is_empty())),
-            copied: metric("copied", &|r| flag(r.copied)),
+            ses: metric("ses", &ses),
+            ses_reference: metric("reference", &reference),
+            discrimination: metric("discrimination", &discrimination),
+            empty: metric("empty", &empty),
+            copied: metric("copied", &copied),
             words: metric("words", &|r| {
                 Some(r.modified.split_whitespace().count() as f64)
             }),
@@ -203,6 +221,29 @@ impl Report {
             overall: Metrics::of(&all, seed, "overall"),
             relations,
         }
+    }
+
+    /// The rows each metric of [`Report::groups`] counts, in its order: overall, then each
+    /// relation with items.
+    pub fn counted(rows: &[Row]) -> Vec<Vec<Vec<u32>>> {
+        let columns = |keep: &dyn Fn(&Row) -> bool| -> Vec<Vec<u32>> {
+            ENTRIES
+                .iter()
+                .map(|value| {
+                    (0..rows.len() as u32)
+                        .filter(|&i| keep(&rows[i as usize]) && value(&rows[i as usize]).is_some())
+                        .collect()
+                })
+                .collect()
+        };
+        std::iter::once(columns(&|_| true))
+            .chain(
+                Relation::ALL
+                    .into_iter()
+                    .filter(|rel| rows.iter().any(|r| r.relation == *rel))
+                    .map(|rel| columns(&|r: &Row| r.relation == rel)),
+            )
+            .collect()
     }
 
     pub fn groups(&self) -> Vec<Group> {

@@ -18,6 +18,7 @@ pub mod template;
 pub use problem::Problem;
 
 use super::prompts::TemplateRecord;
+use super::view::Counted;
 use super::{
     members, parse_args, unknown_template, Answered, Benchmark, Built, Column, Decoding,
     Evaluation, Group, Models, Panel, Prepared, Request, Role, RESAMPLES,
@@ -375,9 +376,6 @@ fn variant(p: &Problem) -> &'static str {
     }
 }
 
-/// The per-hop consistency columns, which the report's figure plots (consistency vs hops).
-const HOP_COLUMNS: [&str; HOPS] = ["hop-1", "hop-2", "hop-3", "hop-4", "hop-5"];
-
 /// The figure plots consistency at hops 1 to 5: its decay with hops.
 const PANEL: Panel = Panel {
     title: None,
@@ -444,16 +442,77 @@ struct Point {
     coverage: Metric,
 }
 
+/// Whether a case counts for the metric of column `column` of [`COLUMNS`], and if so whether it
+/// is right; `None` where the case does not count (what `counted` and the metrics both read).
+fn measure(column: usize, c: &Case) -> Option<bool> {
+    match column {
+        0 => c.final_correct(),
+        l @ 1..=HOPS => c.hop(l),
+        6 => c.strict(3),
+        _ => c.covered(1),
+    }
+}
+
+/// The bootstrap stream of each column's metric within a group's.
+const STREAMS: [&str; 8] = [
+    "final",
+    "hop-1",
+    "hop-2",
+    "hop-3",
+    "hop-4",
+    "hop-5",
+    "strict-3",
+    "coverage-1",
+];
+
 /// The metrics of the cases of one group, in [`COLUMNS`] order.
 fn group_metrics(cases: &[&Case], seed: u64, stream: &str) -> Vec<Metric> {
-    let m = |what: &str, v: Vec<f64>| mean_metric(&v, seed, &format!("{stream}/{what}"), RESAMPLES);
-    let mut out = vec![m("final", metrics::scores(cases, Case::final_correct))];
-    for (l, key) in (1..).zip(HOP_COLUMNS) {
-        out.push(m(key, metrics::scores(cases, |c| c.hop(l))));
+    STREAMS
+        .iter()
+        .enumerate()
+        .map(|(column, what)| {
+            let values = metrics::scores(cases, |c| measure(column, c));
+            mean_metric(&values, seed, &format!("{stream}/{what}"), RESAMPLES)
+        })
+        .collect()
+}
+
+/// Each problem asked at each premise count, grouped by (k, variant), with its row's position.
+type Cases = BTreeMap<(usize, &'static str), Vec<(u32, Case)>>;
+
+fn cases(store: &Store, answered: &[Answered]) -> Result<Cases> {
+    let mut cases = Cases::new();
+    for (at, a) in answered.iter().enumerate() {
+        let Some(p) = store.get::<Problem>(&a.item)? else {
+            bail!(
+                "{}: a result names a missing problem {}",
+                store.path().display(),
+                a.item.short()
+            );
+        };
+        let values = p.values()?;
+        let answer = p.answer_value()?;
+        if a.answers.len() != PREMISE_COUNTS.len() {
+            bail!(
+                "problem {}: {} answers, not {}",
+                a.item.short(),
+                a.answers.len(),
+                PREMISE_COUNTS.len()
+            );
+        }
+        for (k, ans) in PREMISE_COUNTS.iter().zip(&a.answers) {
+            let case = Case {
+                next: values.iter().skip(*k).copied().collect(),
+                answer,
+                got: extract::extract(ans.text()?),
+            };
+            cases
+                .entry((*k, variant(&p)))
+                .or_default()
+                .push((at as u32, case));
+        }
     }
-    out.push(m("strict-3", metrics::scores(cases, |c| c.strict(3))));
-    out.push(m("coverage-1", metrics::scores(cases, |c| c.covered(1))));
-    out
+    Ok(cases)
 }
 
 pub struct Deduce;
@@ -553,34 +612,10 @@ impl Benchmark for Deduce {
     }
 
     fn evaluate(&self, store: &Store, answered: &[Answered], seed: u64) -> Result<Evaluation> {
-        // Cases by (k, variant).
-        let mut cases: BTreeMap<(usize, &'static str), Vec<Case>> = BTreeMap::new();
-        for a in answered {
-            let Some(p) = store.get::<Problem>(&a.item)? else {
-                bail!(
-                    "{}: a result names a missing problem {}",
-                    store.path().display(),
-                    a.item.short()
-                );
-            };
-            let values = p.values()?;
-            let answer = p.answer_value()?;
-            if a.answers.len() != PREMISE_COUNTS.len() {
-                bail!(
-                    "problem {}: {} answers, not {}",
-                    a.item.short(),
-                    a.answers.len(),
-                    PREMISE_COUNTS.len()
-                );
-            }
-            for (k, ans) in PREMISE_COUNTS.iter().zip(&a.answers) {
-                cases.entry((*k, variant(&p))).or_default().push(Case {
-                    next: values.iter().skip(*k).copied().collect(),
-                    answer,
-                    got: extract::extract(ans.text()?),
-                });
-            }
-        }
+        let cases: BTreeMap<_, Vec<Case>> = cases(store, answered)?
+            .into_iter()
+            .map(|(group, cs)| (group, cs.into_iter().map(|(_, c)| c).collect()))
+            .collect();
         let all_k0: Vec<&Case> = cases
             .iter()
             .filter(|((k, _), _)| *k == 0)
@@ -628,5 +663,31 @@ impl Benchmark for Deduce {
             panel: PANEL,
             findings: &[],
         })
+    }
+
+    /// Each metric counts problems asked at one k (one turn each), those its measure applies
+    /// to; a problem is one row, so within a group each is counted once.
+    fn counted(&self, store: &Store, answered: &[Answered]) -> Result<Option<Counted>> {
+        let cases = cases(store, answered)?;
+        let columns = |cs: &[&(u32, Case)]| -> Vec<Vec<u32>> {
+            (0..COLUMNS.len())
+                .map(|column| {
+                    cs.iter()
+                        .filter(|(_, c)| measure(column, c).is_some())
+                        .map(|(at, _)| *at)
+                        .collect()
+                })
+                .collect()
+        };
+        let k0: Vec<&(u32, Case)> = cases
+            .iter()
+            .filter(|((k, _), _)| *k == 0)
+            .flat_map(|(_, v)| v)
+            .collect();
+        let mut groups = vec![columns(&k0)];
+        for cs in cases.values() {
+            groups.push(columns(&cs.iter().collect::<Vec<_>>()));
+        }
+        Ok(Some(Counted::every(groups)))
     }
 }

@@ -8,6 +8,7 @@
 
 use super::{Membership, SetName};
 use crate::benchmarks::question::QuestionRow;
+use crate::benchmarks::view::{Count, Unit};
 use crate::logic::Label;
 use crate::metrics::{mean_metric, Metric};
 use anyhow::{bail, Context, Result};
@@ -169,33 +170,119 @@ fn set_metrics(set: SetName, members: &[&[Scored]], seed: u64, resamples: usize)
     }
 }
 
-/// RobustLR's metrics over the families of a result's rows: rows are grouped by their set and
-/// family ([`Membership`]), base item (position 0) first.
-pub fn from_rows(rows: &[QuestionRow], seed: u64, resamples: usize) -> Result<RobustMetrics> {
-    type Family = Vec<(usize, String, Label, Label)>;
+/// One family of a result's rows: its set, its name and its items, base first, each with its
+/// position in the rows.
+type RowFamily = (SetName, String, Vec<(u32, Scored)>);
+
+/// A result's rows grouped by their set and family ([`Membership`]), base item (position 0)
+/// first, in (set, family) order.
+fn row_families(rows: &[QuestionRow]) -> Result<Vec<RowFamily>> {
+    type Family = Vec<(usize, u32, Scored)>;
     let mut families: BTreeMap<(SetName, String), Family> = BTreeMap::new();
-    for r in rows {
+    for (at, r) in rows.iter().enumerate() {
         let m = Membership::read(|key| r.tag(key))
             .with_context(|| format!("RobustLR question {}", &r.question[..12]))?;
-        families
-            .entry((m.set, m.family))
-            .or_default()
-            .push((m.position, m.group, r.gold, r.pred));
+        families.entry((m.set, m.family)).or_default().push((
+            m.position,
+            at as u32,
+            (m.group, r.gold, r.pred),
+        ));
     }
-    let scored: Vec<(SetName, Vec<Scored>)> = families
+    families
         .into_iter()
         .map(|((set, family), mut items)| {
             items.sort_by_key(|i| i.0);
             if items[0].0 != 0 {
                 bail!("RobustLR family {set} {family}: the result holds no base item");
             }
-            Ok((
-                set,
-                items.into_iter().map(|(_, g, y, p)| (g, y, p)).collect(),
-            ))
+            let items = items.into_iter().map(|(_, at, s)| (at, s)).collect();
+            Ok((set, family, items))
         })
-        .collect::<Result<_>>()?;
+        .collect()
+}
+
+/// RobustLR's metrics over the families of a result's rows: rows are grouped by their set and
+/// family ([`Membership`]), base item (position 0) first.
+pub fn from_rows(rows: &[QuestionRow], seed: u64, resamples: usize) -> Result<RobustMetrics> {
+    let scored: Vec<(SetName, Vec<Scored>)> = row_families(rows)?
+        .into_iter()
+        .map(|(set, _, items)| (set, items.into_iter().map(|(_, s)| s).collect()))
+        .collect();
     Ok(metrics(&scored, seed, resamples))
+}
+
+/// The families each metric of [`super::RobustLr`]'s groups averages over, in their order
+/// (overall; then per set: the set, its groups, its gold labels), each with the items of it the
+/// metric reads: every item for F1, every item of a family with a perturbation for
+/// consistency, the family's items of one group or gold label for those.
+pub fn counted(rows: &[QuestionRow]) -> Result<Vec<Vec<Option<Count>>>> {
+    let families = row_families(rows)?;
+    let count = |members: &[&RowFamily], keep: &dyn Fn(&Scored) -> bool| -> Count {
+        let units = members
+            .iter()
+            .filter_map(|(set, family, items)| {
+                let rows: Vec<u32> = items
+                    .iter()
+                    .filter(|(_, s)| keep(s))
+                    .map(|(at, _)| *at)
+                    .collect();
+                (!rows.is_empty()).then(|| Unit {
+                    name: format!("{set} {family}"),
+                    rows,
+                })
+            })
+            .collect();
+        Count::Units {
+            noun: ("family", "families"),
+            units,
+        }
+    };
+    // Consistency reads the families with a perturbed item, all of their items.
+    fn perturbed<'a>(members: &[&'a RowFamily]) -> Vec<&'a RowFamily> {
+        members
+            .iter()
+            .copied()
+            .filter(|(_, _, items)| items.len() > 1)
+            .collect()
+    }
+    let every: Vec<&RowFamily> = families.iter().collect();
+    let mut groups = vec![vec![
+        Some(count(&every, &|_| true)),
+        Some(count(&perturbed(&every), &|_| true)),
+    ]];
+    // Sets, groups and labels in the order of the evaluation's maps: by name.
+    let mut sets: Vec<SetName> = SetName::ALL
+        .into_iter()
+        .filter(|s| families.iter().any(|f| f.0 == *s))
+        .collect();
+    sets.sort_by_key(|s| s.as_str());
+    for set in sets {
+        let members: Vec<&RowFamily> = families.iter().filter(|f| f.0 == set).collect();
+        groups.push(vec![
+            Some(count(&members, &|_| true)),
+            Some(count(&perturbed(&members), &|_| true)),
+        ]);
+        let names: std::collections::BTreeSet<&str> = members
+            .iter()
+            .flat_map(|(_, _, items)| items.iter().map(|(_, s)| s.0.as_str()))
+            .collect();
+        for g in names {
+            groups.push(vec![Some(count(&members, &|s| s.0 == g)), None]);
+        }
+        let mut labels: Vec<Label> = Label::ALL
+            .into_iter()
+            .filter(|&l| {
+                members
+                    .iter()
+                    .any(|(_, _, items)| items.iter().any(|(_, s)| s.1 == l))
+            })
+            .collect();
+        labels.sort_by_key(|l| l.as_str());
+        for l in labels {
+            groups.push(vec![Some(count(&members, &|s| s.1 == l)), None]);
+        }
+    }
+    Ok(groups)
 }
 
 #[cfg(test)]

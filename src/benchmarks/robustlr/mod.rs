@@ -18,6 +18,7 @@ pub use family::*;
 pub use metrics::{weighted_f1, RobustMetrics, Scored, SetMetrics};
 
 use super::question::{self, store_set, Choice, Question, Stored};
+use super::view::Counted;
 use super::{parse_args, Answered, Benchmark, Built, Column, Evaluation, Group, Panel};
 use crate::datasets::BaseItem;
 use crate::logic::Label;
@@ -277,5 +278,10 @@ impl Benchmark for RobustLr {
             panel: Panel::HEADLINE,
             findings: &[],
         })
+    }
+
+    fn counted(&self, store: &Store, answered: &[Answered]) -> Result<Option<Counted>> {
+        let rows = question::rows(store, answered)?;
+        Ok(Some(Counted(metrics::counted(&rows)?)))
     }
 }

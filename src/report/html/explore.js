@@ -151,10 +151,25 @@ function drawRobustness() {
 
 // ---- the items behind a number -------------------------------------------------------------
 
+// What a number counts: its rows, or units made of rows (a metric averaged over families counts
+// families), each with the rows of it the metric reads; rows listed unit by unit.
+function counted(count) {
+  if (Array.isArray(count)) return { base: count, units: null };
+  const unitOf = new Map();
+  const base = [];
+  for (const u of count.units) {
+    for (const i of u.rows) {
+      if (!unitOf.has(i)) base.push(i);
+      unitOf.set(i, unitOf.has(i) ? `${unitOf.get(i)}, ${u.name}` : u.name);
+    }
+  }
+  return { base, units: { noun: count.noun, n: count.units.length, of: unitOf } };
+}
+
 function openItems(ri, gi, ci) {
   const r = D.results[ri];
-  const base = gi === null ? r.rows.map((_, i) => i) : r.counted[gi][ci];
-  state.explore = { ri, gi, ci, base, facets: {}, answer: "any", revision: "any", nearTie: false, threshold: NEAR_TIE, compare: null, differ: false, shown: PAGE, open: null };
+  const { base, units } = gi === null ? { base: r.rows.map((_, i) => i), units: null } : counted(r.counted[gi][ci]);
+  state.explore = { ri, gi, ci, base, units, unit: "", facets: {}, answer: "any", revision: "any", nearTie: false, threshold: NEAR_TIE, compare: null, differ: false, shown: PAGE, open: null };
   drawExplore();
   document.getElementById("explore").scrollIntoView();
 }
@@ -180,6 +195,7 @@ function selected() {
   const r = D.results[s.ri];
   const other = s.compare === null ? null : D.results[s.compare];
   return s.base.filter((i) => {
+    if (s.units && s.unit !== "" && !s.units.of.get(i).split(", ").includes(s.unit)) return false;
     const f = facts(r, i);
     for (const [k, v] of Object.entries(s.facets)) {
       if (v !== "" && !f.view.facets.some(([fk, fv]) => fk === k && fv === v)) return false;
@@ -208,7 +224,8 @@ function drawExplore() {
   let what = "every item";
   if (s.gi !== null) {
     const g = r.groups[s.gi];
-    what = `${b.columns[s.ci].title}, ${g.by === "overall" ? "overall" : `${g.by} ${g.value}`}: the ${s.base.length} items it counts`;
+    const counts = s.units ? `the ${s.units.n} ${s.units.noun[1]} it counts (${s.base.length} items)` : `the ${s.base.length} items it counts`;
+    what = `${b.columns[s.ci].title}, ${g.by === "overall" ? "overall" : `${g.by} ${g.value}`}: ${counts}`;
   }
   root.replaceChildren(
     el("h2", {}, `Items — ${b.title}`),
@@ -219,6 +236,11 @@ function drawExplore() {
   for (const i of s.base) for (const [k] of set.views[r.at[i]].facets) if (!facetKeys.includes(k)) facetKeys.push(k);
   const filters = el("div", { class: "filters" });
   const redraw = () => { s.shown = PAGE; drawExplore(); };
+  if (s.units) {
+    const names = [...new Set(s.base.flatMap((i) => s.units.of.get(i).split(", ")))];
+    filters.append(el("label", {}, s.units.noun[0], " ", el("select", { "data-filter": "unit", onchange: (ev) => { s.unit = ev.target.value; redraw(); } },
+      el("option", { value: "" }, "all"), names.map((v) => el("option", { value: v, selected: s.unit === v }, v)))));
+  }
   for (const k of facetKeys) {
     const values = [...new Set(s.base.map((i) => (set.views[r.at[i]].facets.find(([fk]) => fk === k) || [])[1]).filter((v) => v !== undefined))].sort();
     filters.append(el("label", {}, k, " ", el("select", { "data-facet": k, onchange: (ev) => { s.facets[k] = ev.target.value; redraw(); } },
@@ -243,7 +265,7 @@ function drawExplore() {
   root.append(el("p", { id: "shown-count", "data-count": rows.length }, `${rows.length} of ${s.base.length} items`));
   const turns = Math.max(0, ...s.base.slice(0, 1).map((i) => scoredTurns(r.rows[i]).length));
   const table = el("table", { class: "items" },
-    el("thead", {}, el("tr", {}, el("th", {}, "#"), el("th", {}, "item"), facetKeys.map((k) => el("th", {}, k)),
+    el("thead", {}, el("tr", {}, el("th", {}, "#"), el("th", {}, "item"), s.units ? el("th", {}, s.units.noun[0]) : [], facetKeys.map((k) => el("th", {}, k)),
       Array.from({ length: turns }, (_, k) => el("th", {}, `answer ${k + 1}`)),
       other ? Array.from({ length: turns }, (_, k) => el("th", {}, `${other.model} ${k + 1}`)) : [],
       el("th", {}, "margin"))));
@@ -253,12 +275,13 @@ function drawExplore() {
     const id = set.items[r.at[i]];
     const answerCells = (fx) => fx.answers.map((a, k) => el("td", { class: fx.right[k] === undefined ? "" : fx.right[k] ? "right" : "wrong" }, a));
     const j = other ? rowOf(other, r.at[i]) : undefined;
-    body.append(el("tr", { class: s.open === i ? "item open" : "item", "data-id": id, onclick: () => { s.open = s.open === i ? null : i; drawExplore(); } },
-      el("td", {}, r.at[i] + 1), el("td", { class: "id" }, short(id)),
+    const unit = s.units ? s.units.of.get(i) : null;
+    body.append(el("tr", { class: s.open === i ? "item open" : "item", "data-id": id, "data-unit": unit, onclick: () => { s.open = s.open === i ? null : i; drawExplore(); } },
+      el("td", {}, r.at[i] + 1), el("td", { class: "id" }, short(id)), s.units ? el("td", {}, unit) : [],
       facetKeys.map((k) => el("td", {}, (f.view.facets.find(([fk]) => fk === k) || ["", ""])[1])),
       answerCells(f), other ? (j === undefined ? el("td", {}, "—") : answerCells(facts(other, j))) : [],
       el("td", { class: "num" }, f.margin === Infinity ? "" : f.margin.toFixed(3))));
-    if (s.open === i) body.append(el("tr", { class: "detail" }, el("td", { colspan: 4 + facetKeys.length + 2 * turns }, detail(r, i, other, j))));
+    if (s.open === i) body.append(el("tr", { class: "detail" }, el("td", { colspan: 4 + (s.units ? 1 : 0) + facetKeys.length + 2 * turns }, detail(r, i, other, j))));
   }
   table.append(body);
   root.append(table);

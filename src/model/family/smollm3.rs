@@ -105,20 +105,6 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
     Ok(cfg)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_fourth_layer_runs_without_rope() {
-        let flags = every(8, NO_ROPE_STEP);
-        assert_eq!(
-            flags,
-            [false, false, false, true, false, false, false, true]
-        );
-    }
-}
-
 pub struct SmolLm3;
 
 impl super::Family for SmolLm3 {
@@ -165,5 +151,19 @@ impl super::Family for SmolLm3 {
         t: crate::model::block::transformer::RawTensor,
     ) -> Result<crate::model::block::transformer::RawTensor, String> {
         super::Family::to_hf(&super::llama::Llama, part, cfg, t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fourth_layer_runs_without_rope() {
+        let flags = every(8, NO_ROPE_STEP);
+        assert_eq!(
+            flags,
+            [false, false, false, true, false, false, false, true]
+        );
     }
 }

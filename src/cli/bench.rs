@@ -21,6 +21,11 @@
 //! beside llama-batched-bench decoding as many sequences together (`-npp 1 -npl`). A step of
 //! several reads the weights once for all of them, so it is a short prefill, and its share is
 //! of the multiply-add peak.
+//!
+//! The generation figures (`--generate` prompts of CLoMo and of DeduCE) are what the runner's
+//! generations cost: greedy decoding after each benchmark prompt through `eval::generate::Lockstep`,
+//! plain and speculative, each prompt alone and all together, with the drafts' acceptance rate
+//! and the tokens taken per pass. Beside them, llama.cpp's plain decode is llama-bench's tg.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -249,14 +254,14 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
     })
 }
 
+/// Prompts with their decodings.
+type Prompts = Vec<(String, Decoding)>;
+
 /// `n` prompts of CLoMo and of DeduCE with their decodings (at most `tokens` each): CLoMo's
 /// test items asking for a rewritten argument, in ChatML (the template of SmolLM2 and Qwen2.5;
 /// the runner renders each model's own), and DeduCE's synthetic chains of 2 to 6 hops with their
 /// first step given, under DeduCE's stop (a blank line).
-fn generation_prompts(
-    n: usize,
-    tokens: usize,
-) -> anyhow::Result<Vec<(&'static str, Vec<(String, Decoding)>)>> {
+fn generation_prompts(n: usize, tokens: usize) -> anyhow::Result<Vec<(&'static str, Prompts)>> {
     if n == 0 {
         return Ok(Vec::new());
     }

@@ -21,6 +21,11 @@
 //! beside llama-batched-bench decoding as many sequences together (`-npp 1 -npl`). A step of
 //! several reads the weights once for all of them, so it is a short prefill, and its share is
 //! of the multiply-add peak.
+//!
+//! The generation figures (`--generate` prompts of CLoMo and of DeduCE) are what the runner's
+//! generations cost: greedy decoding after each benchmark prompt through `eval::generate::Lockstep`,
+//! plain and speculative, each prompt alone and all together, with the drafts' acceptance rate
+//! and the tokens taken per pass. Beside them, llama.cpp's plain decode is llama-bench's tg.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,6 +35,13 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
+use crate::benchmarks::clomo::build::read_split;
+use crate::benchmarks::clomo::prompts::Setting;
+use crate::benchmarks::deduce::{self, synthetic};
+use crate::benchmarks::Decoding;
+use crate::eval::generate::{Drafts, Generated, Lockstep};
+use crate::eval::models::Loaded;
+use crate::eval::{Generation, Prefill as _};
 use crate::model::block::transformer::State;
 use crate::model::numerics::qmatmul;
 use crate::model::scorer::{Backend, Scorer};
@@ -52,6 +64,13 @@ pub struct BenchArgs {
     /// prompt (what the runner's lockstep does with a run's generations).
     #[arg(long, default_value_t = crate::eval::LOCKSTEP, value_parser = super::bounds::count(1, 256))]
     pub parallel: usize,
+    /// Prompts of CLoMo (rewriting, in ChatML) and of DeduCE (a synthetic chain continued) each
+    /// generated greedily with and without speculative decoding (0: none).
+    #[arg(long, default_value_t = 4, value_parser = super::bounds::count(0, 64))]
+    pub generate: usize,
+    /// Tokens at most of each of those generations.
+    #[arg(long, default_value_t = 128, value_parser = super::bounds::count(1, super::bounds::MAX_TOKENS))]
+    pub generate_tokens: usize,
     #[command(flatten)]
     pub compute: super::Compute,
     /// Timed repetitions of each figure after one short warm-up, ours and llama-bench's; the
@@ -115,6 +134,27 @@ struct Measurement {
     decode_bytes: f64,
     /// The streaming read measured around the decode.
     decode_read: Read,
+    /// Generation on the benchmarks' prompts, plain and speculative.
+    generation: Vec<Generating>,
+}
+
+/// Greedy generation on one benchmark's prompts with and without speculative decoding, one
+/// prompt at a time and all of them stepped together.
+#[derive(Serialize, Deserialize)]
+struct Generating {
+    benchmark: String,
+    prompts: usize,
+    /// Tokens generated, all prompts together (the same both ways, checked).
+    tokens: u64,
+    plain_tok_s: f64,
+    speculative_tok_s: f64,
+    /// The same with every prompt in one lockstep.
+    together_plain_tok_s: f64,
+    together_speculative_tok_s: f64,
+    /// Drafted tokens accepted over those drafted, and tokens taken per pass of the model,
+    /// one prompt at a time.
+    acceptance: f64,
+    tokens_per_pass: f64,
 }
 
 fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<Measurement> {
@@ -192,7 +232,14 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
     })?;
     let positions = longest.max(args.decode + 1);
     let cost = scorer.model().weight_cost();
+    let kv_mib = mib((positions * kv_per_position) as u64);
+    let model = Loaded::new(scorer, backend);
+    let generation = generation_prompts(args.generate, args.generate_tokens)?
+        .into_iter()
+        .map(|(benchmark, prompts)| generating(&model, benchmark, &prompts, args))
+        .collect::<anyhow::Result<_>>()?;
     Ok(Measurement {
+        generation,
         macs_per_token: cost.macs_per_token as f64,
         decode_bytes: cost.decode_bytes as f64,
         decode_read,
@@ -201,9 +248,135 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
         parallel_decode_tok_s: (args.parallel * args.decode) as f64 / parallel,
         load_s,
         peak_rss_mib,
-        kv_mib: mib((positions * kv_per_position) as u64),
+        kv_mib,
         parallel_peak_rss_mib: peak_rss_kib()? / 1024.0,
         parallel_kv_mib: mib((args.parallel * (args.decode + 1) * kv_per_position) as u64),
+    })
+}
+
+/// Prompts with their decodings.
+type Prompts = Vec<(String, Decoding)>;
+
+/// `n` prompts of CLoMo and of DeduCE with their decodings (at most `tokens` each): CLoMo's
+/// test items asking for a rewritten argument, in ChatML (the template of SmolLM2 and Qwen2.5;
+/// the runner renders each model's own), and DeduCE's synthetic chains of 2 to 6 hops with their
+/// first step given, under DeduCE's stop (a blank line).
+fn generation_prompts(n: usize, tokens: usize) -> anyhow::Result<Vec<(&'static str, Prompts)>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let home = crate::datasets::home::find(None)?;
+    let data = home.dir.join("clomo/data");
+    let items = read_split(&data, "test").with_context(|| {
+        format!(
+            "reading CLoMo's prompts from {} (--generate 0 skips the generation figures)",
+            data.display()
+        )
+    })?;
+    let max_tokens = tokens as u32;
+    let clomo = items
+        .iter()
+        .step_by(items.len().div_ceil(n).max(1))
+        .take(n)
+        .map(|item| {
+            let text = format!(
+                "<|im_start|>system\n{}<|im_end|>\n<|im_start|>user\n{}<|im_end|>\n\
+                 <|im_start|>assistant\n",
+                item.instruction,
+                item.input(Setting::Zero)
+            );
+            let decoding = Decoding {
+                max_tokens,
+                stop: Vec::new(),
+            };
+            (crate::model::tokenize::markup(&text), decoding)
+        })
+        .collect();
+    let deduce = (0..n)
+        .map(|i| {
+            let p = synthetic::problem(11, 2 + i % 5, i)?;
+            let decoding = Decoding {
+                max_tokens,
+                stop: vec!["\n\n".to_string()],
+            };
+            Ok((deduce::prompt(&p, 1), decoding))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(vec![("clomo", clomo), ("deduce", deduce)])
+}
+
+/// Tokens/s of greedy generation after each prompt, plain and speculative, alone and all
+/// together; the outputs must agree (speculation changes no bit), or this is an error.
+fn generating(
+    model: &Loaded,
+    benchmark: &str,
+    prompts: &[(String, Decoding)],
+    args: &BenchArgs,
+) -> anyhow::Result<Generating> {
+    let started: Vec<(Vec<u32>, State)> = prompts
+        .iter()
+        .map(|(text, _)| {
+            let tokens = model.tokenize(text)?;
+            let state = model.prefill(&model.empty_state(), &tokens)?;
+            Ok((tokens, state))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    // Each way timed best of `reps`; returns the seconds, the outputs and the drafts.
+    let run = |speculate: bool, together: bool| -> anyhow::Result<(f64, Vec<Generated>, Drafts)> {
+        let mut best = (f64::INFINITY, Vec::new(), Drafts::default());
+        for _ in 0..args.reps {
+            let t = Instant::now();
+            let mut outs = Vec::new();
+            let mut drafts = Drafts::default();
+            let groups = match together {
+                true => vec![(0..prompts.len()).collect::<Vec<_>>()],
+                false => (0..prompts.len()).map(|i| vec![i]).collect(),
+            };
+            for group in groups {
+                let mut lockstep = Lockstep::with_speculation(model, speculate);
+                for &i in &group {
+                    let (tokens, state) = &started[i];
+                    lockstep.join_after(i, state.clone(), tokens, &prompts[i].1)?;
+                }
+                while !lockstep.is_empty() {
+                    outs.extend(lockstep.step()?);
+                }
+                let d = lockstep.drafts();
+                drafts.passes += d.passes;
+                drafts.tokens += d.tokens;
+                drafts.drafted += d.drafted;
+                drafts.accepted += d.accepted;
+            }
+            let s = t.elapsed().as_secs_f64();
+            outs.sort_by_key(|(i, _)| *i);
+            if s < best.0 {
+                best = (s, outs.into_iter().map(|(_, g)| g).collect(), drafts);
+            }
+        }
+        Ok(best)
+    };
+    let (plain_s, plain, _) = run(false, false)?;
+    let (spec_s, spec, drafts) = run(true, false)?;
+    let (together_plain_s, together_plain, _) = run(false, true)?;
+    let (together_spec_s, together_spec, _) = run(true, true)?;
+    for outs in [&spec, &together_plain, &together_spec] {
+        if outs != &plain {
+            bail!(
+                "{benchmark}: speculative or stepped-together generations differ from plain ones"
+            );
+        }
+    }
+    let tokens = drafts.tokens;
+    Ok(Generating {
+        benchmark: benchmark.to_string(),
+        prompts: prompts.len(),
+        tokens,
+        plain_tok_s: tokens as f64 / plain_s,
+        speculative_tok_s: tokens as f64 / spec_s,
+        together_plain_tok_s: tokens as f64 / together_plain_s,
+        together_speculative_tok_s: tokens as f64 / together_spec_s,
+        acceptance: drafts.accepted as f64 / drafts.drafted.max(1) as f64,
+        tokens_per_pass: tokens as f64 / drafts.passes.max(1) as f64,
     })
 }
 
@@ -411,6 +584,9 @@ struct Row {
     parallel_peak_rss_mib: f64,
     parallel_kv_mib: f64,
     parallel_rss_over_file_and_kv: f64,
+    /// Generation on the benchmarks' prompts, plain and speculative (llama.cpp's plain decode
+    /// is `decode_tok_s`'s).
+    generation: Vec<Generating>,
 }
 
 #[derive(Serialize)]
@@ -474,6 +650,8 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
                 .args(["--decode", &args.decode.to_string()])
                 .args(["--parallel", &args.parallel.to_string()])
                 .args(["--threads", &args.compute.threads.to_string()])
+                .args(["--generate", &args.generate.to_string()])
+                .args(["--generate-tokens", &args.generate_tokens.to_string()])
                 .args(["--reps", &args.reps.to_string(), "--only", &backend_name])
                 .output()
                 .context("running the benchmark child")?;
@@ -529,6 +707,7 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
                 parallel_kv_mib: m.parallel_kv_mib,
                 parallel_rss_over_file_and_kv: m.parallel_peak_rss_mib
                     / (file_mib + m.parallel_kv_mib),
+                generation: m.generation,
             });
         }
     }
@@ -538,6 +717,55 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
         print_table(&report);
     }
     Ok(())
+}
+
+/// Generation on the benchmarks' prompts: ours plain and speculative, alone and together,
+/// beside llama.cpp's plain decode (llama-bench tg from an empty cache).
+fn print_generation(r: &Report) {
+    if r.rows.iter().all(|row| row.generation.is_empty()) {
+        return;
+    }
+    println!(
+        "generation, greedy, on the benchmarks' prompts (tok/s; spec: speculative decoding; \
+         together: all prompts in one lockstep; llama.cpp: its plain tg{} above)",
+        r.decode_tokens
+    );
+    println!(
+        "{:<36} {:>7} {:>7} {:>7} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>7} {:>9}",
+        "model",
+        "backend",
+        "bench",
+        "tokens",
+        "plain",
+        "spec",
+        "speedup",
+        "tog.plain",
+        "tog.spec",
+        "accept",
+        "tok/pass",
+        "llama.cpp"
+    );
+    for row in &r.rows {
+        for g in &row.generation {
+            println!(
+                "{:<36} {:>7} {:>7} {:>7} {:>9.1} {:>9.1} {:>7.2} {:>9.1} {:>9.1} {:>7.2} {:>7.2} {:>9}",
+                row.model,
+                row.backend,
+                g.benchmark,
+                g.tokens,
+                g.plain_tok_s,
+                g.speculative_tok_s,
+                g.speculative_tok_s / g.plain_tok_s,
+                g.together_plain_tok_s,
+                g.together_speculative_tok_s,
+                g.acceptance,
+                g.tokens_per_pass,
+                row.decode_tok_s
+                    .llama_cpp
+                    .map_or("-".into(), |v| format!("{v:.1}"))
+            );
+        }
+    }
 }
 
 fn print_table(r: &Report) {
@@ -617,6 +845,7 @@ fn print_table(r: &Report) {
             );
         }
     }
+    print_generation(r);
     for note in &r.llama_bench_notes {
         println!("note: {note}");
     }

@@ -112,6 +112,11 @@ pub struct Compute {
     /// Threads for the tensor kernels.
     #[arg(long, default_value = "2", value_parser = bounds::threads())]
     pub threads: usize,
+    /// Decode one token a pass, without drafting tokens from the prompt and verifying them.
+    /// Speculative decoding changes no bit of a generation (its text, log-probs and key), only
+    /// its speed: this flag is there to compare the two.
+    #[arg(long)]
+    pub no_speculate: bool,
 }
 
 impl Command {
@@ -138,6 +143,7 @@ pub fn run(cli: Cli) -> Result<()> {
     });
     if let Some(compute) = cli.command.compute() {
         crate::model::scorer::set_threads(compute.threads)?;
+        crate::eval::generate::set_speculation(!compute.no_speculate);
     }
     // Each arm opens the store as its command declares, and only then: commands on model files
     // or on a cache file alone never touch it.

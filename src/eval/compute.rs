@@ -114,6 +114,8 @@ enum Work {
     },
     Generate {
         req: usize,
+        /// The prompt's tokens, where the generation's drafts are looked up.
+        prompt: Vec<u32>,
     },
 }
 
@@ -121,7 +123,7 @@ impl Work {
     /// The request the work answers.
     fn req(&self) -> usize {
         match self {
-            Work::Score { req, .. } | Work::Generate { req } => *req,
+            Work::Score { req, .. } | Work::Generate { req, .. } => *req,
         }
     }
 }
@@ -178,7 +180,10 @@ fn compute<M: LanguageModel>(
                 job.context = prompt_tokens(model, prompt)
                     .with_context(|| format!("prompt {}", prompt_id.short()))?;
                 job.tags.push(work.len());
-                work.push(Work::Generate { req: *i });
+                work.push(Work::Generate {
+                    req: *i,
+                    prompt: job.context.clone(),
+                });
             }
         }
         jobs.push(job);
@@ -230,7 +235,10 @@ fn compute<M: LanguageModel>(
                         prompt: prompt_id,
                         started: Instant::now(),
                     };
-                    lockstep.join(waiting, state, decoding)?;
+                    let Work::Generate { prompt, .. } = &work[tag] else {
+                        unreachable!("a prompt's state is reached for generation work")
+                    };
+                    lockstep.join_after(waiting, state, prompt, decoding)?;
                     // Full: step until a place is free. The lanes meanwhile wait with at most
                     // one prompt state each (`tree::run`), which bounds memory.
                     while lockstep.len() >= LOCKSTEP {

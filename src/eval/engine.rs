@@ -62,8 +62,9 @@ pub fn regenerate<M: Generation>(
     prompt: &str,
     decoding: &Decoding,
 ) -> Result<generate::Generated> {
-    let state = model.prefill(&model.empty_state(), &prompt_tokens(model, prompt)?)?;
-    generate::greedy(model, &state, decoding)
+    let tokens = prompt_tokens(model, prompt)?;
+    let state = model.prefill(&model.empty_state(), &tokens)?;
+    generate::greedy_after(model, &state, &tokens, decoding)
 }
 
 /// A generation prompt's tokens; an empty one conditions on nothing and is refused.

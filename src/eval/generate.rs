@@ -9,6 +9,7 @@ use super::records::StopReason;
 use crate::benchmarks::Decoding;
 use anyhow::{bail, Context, Result};
 use std::fmt::Display;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What a greedy decoding produced.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,14 +33,46 @@ pub fn check(decoding: &Decoding) -> Result<()> {
     Ok(())
 }
 
+/// Whether generations draft tokens and verify them (speculative decoding). Process-wide, as the
+/// thread count is: it changes how fast a generation comes, never its bits, so it is a compute
+/// setting (`--no-speculate` turns it off to compare).
+static SPECULATE: AtomicBool = AtomicBool::new(true);
+
+/// Turns speculative decoding on or off for the lockstep made after (`Lockstep::new`).
+pub fn set_speculation(on: bool) {
+    SPECULATE.store(on, Ordering::Relaxed);
+}
+
+/// Drafted tokens a generation proposes in one pass, at most: with its chosen token a run of
+/// 9, short of the 16 positions where the KV cache turns to the block layout
+/// (`Transformer::extend_each`).
+pub const MAX_DRAFT: usize = 8;
+
+/// Drafted tokens in one pass of the lockstep, over all its generations. A pass over a few rows
+/// costs about what one row does (it reads the weights once), but 16 rows already make a pass
+/// about 4× one row's time (`compute::LOCKSTEP`'s figures): drafts then cost compute, so a full
+/// lockstep drafts little.
+pub const PASS_DRAFTS: usize = 16;
+
 /// Decodes greedily after `state` (which holds at least one token).
 pub fn greedy<M: Generation>(
     model: &M,
     state: &M::State,
     decoding: &Decoding,
 ) -> Result<Generated> {
+    greedy_after(model, state, &[], decoding)
+}
+
+/// Decodes greedily after `state`, which holds `prompt`'s tokens (or ends with them): drafts
+/// are looked up in them as well as in the generated text.
+pub fn greedy_after<M: Generation>(
+    model: &M,
+    state: &M::State,
+    prompt: &[u32],
+    decoding: &Decoding,
+) -> Result<Generated> {
     let mut alone = Lockstep::new(model);
-    alone.join("the prompt", state.clone(), decoding)?;
+    alone.join_after("the prompt", state.clone(), prompt, decoding)?;
     loop {
         if let Some((_, g)) = alone.step()?.pop() {
             return Ok(g);
@@ -47,33 +80,75 @@ pub fn greedy<M: Generation>(
     }
 }
 
-/// Greedy generations stepped together. Each step runs the LM head once over every live
-/// generation's last row and the blocks once over all their chosen tokens, so an engine that
-/// reads its weights once per product (`Generation::step`) reads them once per step for all of
-/// them: a decode step is bound by reading the weights, so several generations cost little more
-/// than one. A generation's tokens, log-probs and text are those of decoding it alone (the
-/// model's batched calls give the bits of one at a time); it leaves at the step it ends, and
-/// another can join between any two steps.
+/// Greedy generations stepped together. Each step runs the blocks once over every live
+/// generation's tokens and the LM head once over all their rows (`Generation::extend_each`), so
+/// an engine that reads its weights once per product reads them once per step for all of them: a
+/// decode step is bound by reading the weights, so several generations cost little more than one.
+/// A generation's tokens, log-probs and text are those of decoding it alone (the model's batched
+/// calls give the bits of one at a time); it leaves at the step it ends, and another can join
+/// between any two steps.
+///
+/// Speculative decoding (on unless `set_speculation(false)`): a generation's run in a step is the
+/// token it chose last, then up to `MAX_DRAFT` tokens drafted by looking its last few tokens up in
+/// its prompt and its text so far (`Drafter`). The logits after each position are those decoding
+/// one token at a time would compute, so each drafted token that equals the argmax before it is
+/// the token plain decoding chooses there: it is taken, with its log-prob from those logits, and
+/// the first that differs is replaced by the model's own choice. The state keeps the accepted
+/// positions only. Each taken token goes through the same end, stop-string and length checks as
+/// in plain decoding, one at a time, so a generation ends at the same token and text; tokens
+/// verified past its end are dropped.
 pub struct Lockstep<'a, M: Generation, K> {
     model: &'a M,
     ends: Vec<u32>,
+    speculate: bool,
+    drafts: Drafts,
     live: Vec<Live<'a, M::State, K>>,
 }
 
-/// A generation under way: its caller's key, its decoding, the state after its last token and
-/// what it produced so far.
+/// What speculative decoding did over a lockstep's steps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drafts {
+    /// Passes of the model (steps with a generation under way).
+    pub passes: u64,
+    /// Tokens chosen, all generations together.
+    pub tokens: u64,
+    /// Tokens drafted, and those of them accepted.
+    pub drafted: u64,
+    pub accepted: u64,
+}
+
+/// A generation under way: the state after the tokens run so far, and the rest.
 struct Live<'a, S, K> {
+    state: S,
+    going: Going<'a, K>,
+}
+
+/// A generation's bookkeeping: its caller's key, its decoding, the prompt's tokens then the
+/// generated ones (where drafts are looked up), its drafter and what it produced so far. The last
+/// generated token is chosen but not yet run through the model.
+struct Going<'a, K> {
     key: K,
     decoding: &'a Decoding,
-    state: S,
+    context: Vec<u32>,
+    drafter: Drafter,
     out: Generated,
+    ended: bool,
 }
 
 impl<'a, M: Generation, K: Display> Lockstep<'a, M, K> {
+    /// A lockstep that drafts unless speculation was turned off (`set_speculation`).
     pub fn new(model: &'a M) -> Self {
+        Self::with_speculation(model, SPECULATE.load(Ordering::Relaxed))
+    }
+
+    /// A lockstep that drafts or not, whatever the process-wide setting: how `bench` and the
+    /// tests compare the two.
+    pub fn with_speculation(model: &'a M, speculate: bool) -> Self {
         Lockstep {
             model,
             ends: model.end_of_generation(),
+            speculate,
+            drafts: Drafts::default(),
             live: Vec::new(),
         }
     }
@@ -87,87 +162,274 @@ impl<'a, M: Generation, K: Display> Lockstep<'a, M, K> {
         self.live.is_empty()
     }
 
-    /// Starts a generation after `state` (which holds at least one token), known as `key`.
+    /// What speculation did so far.
+    pub fn drafts(&self) -> Drafts {
+        self.drafts
+    }
+
+    /// Starts a generation after `state` (which holds at least one token), known as `key`;
+    /// drafts come from its generated text only.
     pub fn join(&mut self, key: K, state: M::State, decoding: &'a Decoding) -> Result<()> {
+        self.join_after(key, state, &[], decoding)
+    }
+
+    /// Starts a generation after `state`, which holds `prompt`'s tokens (or ends with them);
+    /// drafts come from them and from the generated text.
+    pub fn join_after(
+        &mut self,
+        key: K,
+        state: M::State,
+        prompt: &[u32],
+        decoding: &'a Decoding,
+    ) -> Result<()> {
         check(decoding).with_context(|| format!("generating after {key}"))?;
         self.live.push(Live {
-            key,
-            decoding,
             state,
-            out: Generated {
-                tokens: Vec::new(),
-                logprobs: Vec::new(),
-                text: String::new(),
-                stop: StopReason::MaxTokens,
-                forward_tokens: 0,
+            going: Going {
+                key,
+                decoding,
+                context: prompt.to_vec(),
+                drafter: Drafter::default(),
+                out: Generated {
+                    tokens: Vec::new(),
+                    logprobs: Vec::new(),
+                    text: String::new(),
+                    stop: StopReason::MaxTokens,
+                    forward_tokens: 0,
+                },
+                ended: false,
             },
         });
         Ok(())
     }
 
-    /// One token of every generation under way; returns those that ended with it.
+    /// One pass of the model over every generation under way: each takes at least one token,
+    /// more when its drafted ones are accepted. Returns those that ended.
     pub fn step(&mut self) -> Result<Vec<(K, Generated)>> {
         if self.live.is_empty() {
             return Ok(Vec::new());
         }
-        let states: Vec<&M::State> = self.live.iter().map(|g| &g.state).collect();
-        let logits = self
-            .model
-            .next_logits_each(&states)
-            .with_context(|| self.describe())?;
-        let mut ended = Vec::new();
-        let mut going = Vec::with_capacity(self.live.len());
-        for (mut g, logits) in std::mem::take(&mut self.live).into_iter().zip(logits) {
-            let (token, logprob) =
-                pick(&logits).with_context(|| format!("generating after {}", g.key))?;
-            let out = &mut g.out;
-            out.tokens.push(token);
-            out.logprobs.push(logprob);
-            if self.ends.binary_search(&token).is_ok() {
-                out.stop = StopReason::EndToken;
-                ended.push((g.key, g.out));
-                continue;
+        // Each generation's run: the token it chose last (none before its first), then its draft.
+        let mut budget = if self.speculate { PASS_DRAFTS } else { 0 };
+        let runs: Vec<Vec<u32>> = self
+            .live
+            .iter_mut()
+            .map(|g| {
+                let g = &mut g.going;
+                let Some(&last) = g.out.tokens.last() else {
+                    return Vec::new();
+                };
+                // A pass takes at most the draft and one token more.
+                let left = g.decoding.max_tokens as usize - g.out.tokens.len();
+                let room = MAX_DRAFT.min(budget).min(left - 1);
+                let mut run = vec![last];
+                run.extend(g.drafter.draft(&g.context, room));
+                budget -= run.len() - 1;
+                run
+            })
+            .collect();
+        let (states, goings): (Vec<&M::State>, Vec<&mut Going<K>>) = self
+            .live
+            .iter_mut()
+            .map(|g| (&g.state, &mut g.going))
+            .unzip();
+        let refs: Vec<&[u32]> = runs.iter().map(Vec::as_slice).collect();
+        let (model, ends) = (self.model, &self.ends);
+        let mut goings = goings;
+        let mut failed = None;
+        let mut keep = |i: usize, logits: &[f32]| -> usize {
+            let run = refs[i];
+            match goings[i].take(model, ends, run, logits) {
+                Ok(n) => n,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    run.len()
+                }
             }
-            out.text = self
-                .model
-                .decode(&out.tokens)
-                .with_context(|| format!("generating after {}", g.key))?;
-            if let Some(cut) = g
-                .decoding
-                .stop
-                .iter()
-                .filter_map(|s| out.text.find(s))
-                .min()
-            {
-                out.text.truncate(cut);
-                out.stop = StopReason::StopString;
-                ended.push((g.key, g.out));
-            } else if out.tokens.len() >= g.decoding.max_tokens as usize {
-                ended.push((g.key, g.out));
-            } else {
-                going.push(g);
-            }
+        };
+        let next = model.extend_each(&states, &refs, &mut keep);
+        if let Some(e) = failed {
+            return Err(e);
         }
-        if !going.is_empty() {
-            let states: Vec<&M::State> = going.iter().map(|g| &g.state).collect();
-            let tokens: Vec<u32> = going
-                .iter()
-                .map(|g| g.out.tokens[g.out.tokens.len() - 1])
-                .collect();
-            let next = self.model.step(&states, &tokens);
-            self.live = going;
-            let next = next.with_context(|| self.describe())?;
-            for (g, state) in self.live.iter_mut().zip(next) {
+        let next = next.with_context(|| self.describe())?;
+        self.drafts.passes += 1;
+        let mut ended = Vec::new();
+        for (mut g, (state, run)) in std::mem::take(&mut self.live)
+            .into_iter()
+            .zip(next.into_iter().zip(&runs))
+        {
+            self.drafts.drafted += run.len().saturating_sub(1) as u64;
+            self.drafts.accepted += g.going.drafter.last_accepted as u64;
+            if g.going.ended {
+                let mut out = g.going.out;
+                // As plain decoding counts: every chosen token but the last was run.
+                out.forward_tokens = out.tokens.len() as u64 - 1;
+                self.drafts.tokens += out.tokens.len() as u64;
+                ended.push((g.going.key, out));
+            } else {
                 g.state = state;
-                g.out.forward_tokens += 1;
+                self.live.push(g);
             }
         }
         Ok(ended)
     }
 
     fn describe(&self) -> String {
-        let keys: Vec<String> = self.live.iter().map(|g| g.key.to_string()).collect();
+        let keys: Vec<String> = self.live.iter().map(|g| g.going.key.to_string()).collect();
         format!("generating after {}", keys.join(", "))
+    }
+}
+
+impl<K: Display> Going<'_, K> {
+    /// Takes the tokens the logits after `run` choose (`run`: the token chosen last, then the
+    /// draft); returns how many of `run`'s tokens the state keeps.
+    fn take<M: Generation>(
+        &mut self,
+        model: &M,
+        ends: &[u32],
+        run: &[u32],
+        logits: &[f32],
+    ) -> Result<usize> {
+        let rows = run.len().max(1);
+        let vocab = logits.len() / rows;
+        let (mut accepted, mut used) = (0, 0);
+        for (j, row) in logits.chunks_exact(vocab).enumerate() {
+            let (token, logprob) =
+                pick(row).with_context(|| format!("generating after {}", self.key))?;
+            self.push(model, ends, token, logprob)
+                .with_context(|| format!("generating after {}", self.key))?;
+            used = j + 1;
+            // Row `j` follows `run[..=j]`: the draft for the token it chooses is `run[j + 1]`.
+            let matched = run.get(j + 1) == Some(&token);
+            accepted += usize::from(matched);
+            if self.ended || !matched {
+                break;
+            }
+        }
+        self.drafter.update(run.len().saturating_sub(1), accepted);
+        // The state keeps the run's tokens up to the last row used (none of an empty run).
+        Ok(used.min(run.len()))
+    }
+
+    /// Takes one token as plain decoding does: its end, stop-string and length checks.
+    fn push<M: Generation>(
+        &mut self,
+        model: &M,
+        ends: &[u32],
+        token: u32,
+        logprob: f32,
+    ) -> Result<()> {
+        let out = &mut self.out;
+        out.tokens.push(token);
+        out.logprobs.push(logprob);
+        self.context.push(token);
+        if ends.binary_search(&token).is_ok() {
+            out.stop = StopReason::EndToken;
+            self.ended = true;
+            return Ok(());
+        }
+        out.text = model.decode(&out.tokens)?;
+        if let Some(cut) = self
+            .decoding
+            .stop
+            .iter()
+            .filter_map(|s| out.text.find(s))
+            .min()
+        {
+            out.text.truncate(cut);
+            out.stop = StopReason::StopString;
+            self.ended = true;
+        } else if out.tokens.len() >= self.decoding.max_tokens as usize {
+            self.ended = true;
+        }
+        Ok(())
+    }
+}
+
+/// Prompt-lookup drafting: the tokens that followed the latest earlier occurrence of the last
+/// `n` tokens of the context (`n` from 3 down to 1). What these models write is often copied from
+/// their prompt (a rewritten argument, a calculation carried on), so a draft is often right. It
+/// backs off when its drafts miss: a rejected draft costs a pass more rows, so its drafts start
+/// at [`FIRST_WINDOW`] tokens, double after a pass that took them all (up to [`MAX_DRAFT`]) and
+/// shrink to what was taken plus one after a pass that missed; and after two passes in a row
+/// whose drafts all missed it rests for a number of passes that doubles with each such streak
+/// (up to 64) and resets when a draft is accepted.
+struct Drafter {
+    /// Passes in a row whose drafts were all rejected.
+    misses: u32,
+    /// Passes left before drafting again, and the next rest's length.
+    resting: u32,
+    rest: u32,
+    /// Drafted tokens accepted in the last pass.
+    last_accepted: usize,
+    /// The most tokens the next draft holds.
+    window: usize,
+}
+
+/// The first drafts' length: a generation that copies little from its prompt (a calculation
+/// carried on) pays at most this many rejected rows a pass before the window shrinks.
+const FIRST_WINDOW: usize = 2;
+
+impl Default for Drafter {
+    fn default() -> Drafter {
+        Drafter {
+            misses: 0,
+            resting: 0,
+            rest: 0,
+            last_accepted: 0,
+            window: FIRST_WINDOW,
+        }
+    }
+}
+
+/// The longest n-gram looked up.
+const NGRAM: usize = 3;
+
+impl Drafter {
+    /// Up to `room` drafted tokens after `context`.
+    fn draft(&mut self, context: &[u32], room: usize) -> Vec<u32> {
+        self.last_accepted = 0;
+        if self.resting > 0 {
+            self.resting -= 1;
+            return Vec::new();
+        }
+        let room = room.min(self.window);
+        if room == 0 {
+            return Vec::new();
+        }
+        let len = context.len();
+        for n in (1..=NGRAM.min(len.saturating_sub(1))).rev() {
+            let tail = &context[len - n..];
+            // The latest occurrence before the tail itself.
+            if let Some(at) = (0..len - n).rev().find(|&i| &context[i..i + n] == tail) {
+                let from = at + n;
+                return context[from..len.min(from + room)].to_vec();
+            }
+        }
+        Vec::new()
+    }
+
+    /// A pass's outcome: `accepted` of `drafted` tokens taken.
+    fn update(&mut self, drafted: usize, accepted: usize) {
+        self.last_accepted = accepted;
+        if drafted == 0 {
+            return;
+        }
+        self.window = match accepted == drafted {
+            true => (2 * self.window).min(MAX_DRAFT),
+            false => accepted + 1,
+        };
+        if accepted > 0 {
+            self.misses = 0;
+            self.rest = 0;
+            return;
+        }
+        self.misses += 1;
+        if self.misses >= 2 {
+            self.rest = (self.rest * 2).clamp(4, 64);
+            self.resting = self.rest;
+            self.misses = 0;
+        }
     }
 }
 
@@ -196,19 +458,29 @@ fn pick(logits: &[f32]) -> Result<(u32, f32)> {
 mod tests {
     use super::*;
     use crate::eval::Prefill;
+    use std::collections::BTreeSet;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A model over 8 tokens whose state is the tokens seen; token 0 ends a generation, token t
-    /// reads as the letter `a + t`. It counts its batched calls and the states in them.
-    #[derive(Default)]
+    /// reads as the letter `a + t`. Its logits hash the last `memory` tokens seen: a short memory
+    /// makes its text repeat, so drafts are accepted. It counts its batched calls and their rows.
     struct Letters {
+        memory: usize,
         calls: AtomicUsize,
         rows: AtomicUsize,
     }
 
     impl Letters {
-        fn logits(state: &[u32]) -> Vec<f32> {
-            let h = state
+        fn new(memory: usize) -> Letters {
+            Letters {
+                memory,
+                calls: AtomicUsize::new(0),
+                rows: AtomicUsize::new(0),
+            }
+        }
+
+        fn logits(&self, state: &[u32]) -> Vec<f32> {
+            let h = state[state.len().saturating_sub(self.memory)..]
                 .iter()
                 .fold(17u64, |h, &t| h.wrapping_mul(31).wrapping_add(u64::from(t)));
             (0..8u64).map(|t| ((h + 5 * t) % 13) as f32 / 3.0).collect()
@@ -233,12 +505,31 @@ mod tests {
             Ok(text.bytes().map(|b| u32::from(b - b'a')).collect())
         }
         fn next_logits(&self, state: &Vec<u32>) -> Result<Vec<f32>> {
-            Ok(Self::logits(state))
+            Ok(self.logits(state))
         }
-        fn next_logits_each(&self, states: &[&Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+        fn extend_each(
+            &self,
+            states: &[&Vec<u32>],
+            runs: &[&[u32]],
+            keep: &mut dyn FnMut(usize, &[f32]) -> usize,
+        ) -> Result<Vec<Vec<u32>>> {
             self.calls.fetch_add(1, Ordering::Relaxed);
-            self.rows.fetch_add(states.len(), Ordering::Relaxed);
-            Ok(states.iter().map(|s| Self::logits(s)).collect())
+            let mut out = Vec::new();
+            for (i, (&state, run)) in states.iter().zip(runs).enumerate() {
+                let mut logits = Vec::new();
+                let mut seen = state.clone();
+                if run.is_empty() {
+                    logits.extend(self.logits(&seen));
+                }
+                for &t in run.iter() {
+                    seen.push(t);
+                    logits.extend(self.logits(&seen));
+                }
+                self.rows.fetch_add(logits.len() / 8, Ordering::Relaxed);
+                let n = keep(i, &logits);
+                out.push([state.as_slice(), &run[..n]].concat());
+            }
+            Ok(out)
         }
         fn decode(&self, tokens: &[u32]) -> Result<String> {
             Ok(tokens.iter().map(|&t| char::from(b'a' + t as u8)).collect())
@@ -255,7 +546,7 @@ mod tests {
         let mut stop = StopReason::MaxTokens;
         let mut text = String::new();
         while tokens.len() < decoding.max_tokens as usize {
-            let (t, lp) = pick(&Letters::logits(&seen)).unwrap();
+            let (t, lp) = pick(&model.logits(&seen)).unwrap();
             tokens.push(t);
             logprobs.push(lp);
             if t == 0 {
@@ -280,10 +571,33 @@ mod tests {
         }
     }
 
-    #[test]
-    fn generations_stepped_together_equal_each_alone_and_share_each_step() {
-        let model = Letters::default();
-        let decodings = [
+    /// Twelve generations joining a lockstep two by two between steps, the way the runner adds
+    /// prompts as the tree reaches them, run to their ends: each one's output, the steps taken
+    /// and what speculation did.
+    fn lockstep(model: &Letters, speculate: bool) -> (Vec<(usize, Generated)>, usize, Drafts) {
+        let decodings = decodings();
+        let mut lockstep = Lockstep::with_speculation(model, speculate);
+        let mut ended = Vec::new();
+        let mut steps = 0;
+        for (i, p) in prompts().iter().enumerate() {
+            lockstep
+                .join_after(i, p.clone(), p, &decodings[i % 3])
+                .unwrap();
+            if i % 2 == 1 {
+                ended.extend(lockstep.step().unwrap());
+                steps += 1;
+            }
+        }
+        while !lockstep.is_empty() {
+            ended.extend(lockstep.step().unwrap());
+            steps += 1;
+        }
+        assert!(lockstep.step().unwrap().is_empty());
+        (ended, steps, lockstep.drafts())
+    }
+
+    fn decodings() -> [Decoding; 3] {
+        [
             Decoding {
                 max_tokens: 40,
                 stop: Vec::new(),
@@ -296,44 +610,98 @@ mod tests {
                 max_tokens: 3,
                 stop: Vec::new(),
             },
-        ];
-        let prompts: Vec<Vec<u32>> = (0..12u32).map(|i| vec![i % 8, (i * 3) % 8, 1]).collect();
-        let mut lockstep = Lockstep::new(&model);
-        let mut ended = Vec::new();
-        let mut steps = 0;
-        for (i, p) in prompts.iter().enumerate() {
-            // Joining between steps, the way the runner adds prompts as the tree reaches them.
-            lockstep.join(i, p.clone(), &decodings[i % 3]).unwrap();
-            if i % 2 == 1 {
-                ended.extend(lockstep.step().unwrap());
-                steps += 1;
-            }
-        }
-        while !lockstep.is_empty() {
-            ended.extend(lockstep.step().unwrap());
-            steps += 1;
-        }
-        assert_eq!(ended.len(), prompts.len());
-        let mut stops = std::collections::BTreeSet::new();
-        for (i, g) in &ended {
+        ]
+    }
+
+    fn prompts() -> Vec<Vec<u32>> {
+        (0..12u32).map(|i| vec![i % 8, (i * 3) % 8, 1]).collect()
+    }
+
+    /// Each of `ended` is what plain decoding alone gives; returns the ways they ended.
+    fn each_as_alone(model: &Letters, ended: &[(usize, Generated)]) -> BTreeSet<String> {
+        assert_eq!(ended.len(), prompts().len());
+        let mut stops = BTreeSet::new();
+        for (i, g) in ended {
             assert_eq!(
                 g,
-                &plainly(&model, &prompts[*i], &decodings[i % 3]),
+                &plainly(model, &prompts()[*i], &decodings()[i % 3]),
                 "prompt {i}"
             );
             stops.insert(format!("{:?}", g.stop));
         }
+        stops
+    }
+
+    #[test]
+    fn generations_stepped_together_equal_each_alone_and_share_each_step() {
+        let model = Letters::new(usize::MAX);
+        let (ended, steps, drafts) = lockstep(&model, false);
+        let stops = each_as_alone(&model, &ended);
         assert_eq!(stops.len(), 3, "every way to end is covered: {stops:?}");
-        // One batched call per step, each over every generation then under way.
+        // One batched call per step, each with one row per generation then under way.
         assert_eq!(model.calls.load(Ordering::Relaxed), steps);
         let tokens: usize = ended.iter().map(|(_, g)| g.tokens.len()).sum();
         assert_eq!(model.rows.load(Ordering::Relaxed), tokens);
-        assert!(lockstep.step().unwrap().is_empty());
+        assert_eq!(drafts.drafted, 0);
+        assert_eq!(drafts.tokens, tokens as u64);
+    }
+
+    #[test]
+    fn speculation_takes_several_tokens_a_step_with_the_bits_of_plain_decoding() {
+        let mut stops = BTreeSet::new();
+        for memory in [1, 2, 3, 5, usize::MAX] {
+            let model = Letters::new(memory);
+            let (ended, steps, drafts) = lockstep(&model, true);
+            stops.extend(each_as_alone(&model, &ended));
+            assert_eq!(model.calls.load(Ordering::Relaxed), steps);
+            let plain = Letters::new(memory);
+            let (_, plain_steps, _) = lockstep(&plain, false);
+            assert!(drafts.accepted <= drafts.drafted);
+            if memory == 2 {
+                // A short memory repeats its text: drafts are taken and steps saved.
+                assert!(drafts.accepted > 0, "memory {memory}: {drafts:?}");
+                assert!(
+                    steps < plain_steps,
+                    "memory {memory}: {steps} vs {plain_steps}"
+                );
+            }
+            assert!(
+                steps <= plain_steps,
+                "memory {memory}: {steps} vs {plain_steps}"
+            );
+        }
+        assert_eq!(stops.len(), 3, "every way to end is covered: {stops:?}");
+    }
+
+    #[test]
+    fn drafts_are_what_followed_the_latest_match_of_the_longest_tail() {
+        let mut d = Drafter::default();
+        // The tail "7 2 3" comes nowhere before; "2 3" last came before "5 7 2 3".
+        let context = [1, 2, 3, 4, 9, 2, 3, 5, 7, 2, 3];
+        // The first drafts are short; a pass that takes them all doubles the window.
+        assert_eq!(d.draft(&context, 8), vec![5, 7]);
+        d.update(2, 2);
+        assert_eq!(d.draft(&context, 8), vec![5, 7, 2, 3]);
+        assert_eq!(d.draft(&context, 2), vec![5, 7]);
+        // One that misses shrinks it to what was taken plus one.
+        d.update(4, 1);
+        assert_eq!(d.draft(&context, 8), vec![5, 7]);
+        d.update(2, 2);
+        d.update(4, 4);
+        assert_eq!(d.draft(&[1, 2, 3, 1, 2], 8), vec![3, 1, 2]);
+        assert_eq!(d.draft(&[4, 5, 6], 8), Vec::<u32>::new());
+        // Two passes whose drafts all missed: it rests, then drafts again.
+        d.update(3, 0);
+        d.update(3, 0);
+        let rest = (0..100)
+            .take_while(|_| d.draft(&context, 8).is_empty())
+            .count();
+        assert_eq!(rest, 4);
     }
 
     #[test]
     fn a_decoding_that_cannot_end_is_refused_when_it_joins() {
-        let model = Letters::default();
+        let model = Letters::new(usize::MAX);
         let mut lockstep = Lockstep::new(&model);
         let never = Decoding {
             max_tokens: 0,

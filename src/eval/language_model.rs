@@ -38,20 +38,35 @@ pub trait Generation: Prefill {
     fn tokenize(&self, text: &str) -> Result<Vec<u32>>;
     /// The logits of the token after `state` (which holds at least one token).
     fn next_logits(&self, state: &Self::State) -> Result<Vec<f32>>;
-    /// `next_logits` after each of `states`: what one lockstep step of several generations asks
-    /// (`generate::Lockstep`). One at a time unless the model does better; whatever it does,
-    /// the bits are those of one at a time.
-    fn next_logits_each(&self, states: &[&Self::State]) -> Result<Vec<Vec<f32>>> {
-        states.iter().map(|s| self.next_logits(s)).collect()
-    }
-    /// Each of `states` extended by its one of `tokens` (the other half of a lockstep step), with
-    /// the bits of `prefill` one at a time.
-    fn step(&self, states: &[&Self::State], tokens: &[u32]) -> Result<Vec<Self::State>> {
-        states
-            .iter()
-            .zip(tokens)
-            .map(|(s, t)| self.prefill(s, std::slice::from_ref(t)))
-            .collect()
+    /// Each of `states` extended by its run of `runs` in one pass: what one lockstep step asks
+    /// (`generate::Lockstep`: per generation the token it chose last, then any drafted ones).
+    /// `keep(i, logits)` gets run `i`'s logits after each of its tokens, `[len, vocab]` (an empty
+    /// run: those after its state, one row), and says how many of its tokens the state returned
+    /// for it holds (0 for an empty run). One token at a time unless the model does better;
+    /// whatever it does, the bits are those of `prefill` one token at a time then `next_logits`.
+    fn extend_each(
+        &self,
+        states: &[&Self::State],
+        runs: &[&[u32]],
+        keep: &mut dyn FnMut(usize, &[f32]) -> usize,
+    ) -> Result<Vec<Self::State>> {
+        let mut out = Vec::with_capacity(states.len());
+        for (i, (&state, run)) in states.iter().zip(runs).enumerate() {
+            let (mut each, mut logits) = (Vec::with_capacity(run.len()), Vec::new());
+            if run.is_empty() {
+                logits = self.next_logits(state)?;
+            }
+            for token in run.iter() {
+                let s = self.prefill(each.last().unwrap_or(state), std::slice::from_ref(token))?;
+                logits.extend(self.next_logits(&s)?);
+                each.push(s);
+            }
+            match keep(i, &logits) {
+                0 => out.push(state.clone()),
+                n => out.push(each.swap_remove(n - 1)),
+            }
+        }
+        Ok(out)
     }
     /// The text of generated tokens.
     fn decode(&self, tokens: &[u32]) -> Result<String>;

@@ -501,12 +501,13 @@ impl Generation for Loaded {
         Ok(self.scorer.next_logits(state)?)
     }
 
-    fn next_logits_each(&self, states: &[&State]) -> Result<Vec<Vec<f32>>> {
-        Ok(self.scorer.next_logits_each(states)?)
-    }
-
-    fn step(&self, states: &[&State], tokens: &[u32]) -> Result<Vec<State>> {
-        Ok(self.scorer.step(states, tokens)?)
+    fn extend_each(
+        &self,
+        states: &[&State],
+        runs: &[&[u32]],
+        keep: &mut dyn FnMut(usize, &[f32]) -> usize,
+    ) -> Result<Vec<State>> {
+        Ok(self.scorer.extend_each(states, runs, keep)?)
     }
 
     fn decode(&self, tokens: &[u32]) -> Result<String> {

@@ -221,6 +221,17 @@ impl Scorer {
         self.model.next_logits_each(states)
     }
 
+    /// Each of `states` extended by its run of `runs` in one pass, the LM head over every
+    /// position, each state cut back to the tokens `keep` accepts (`Transformer::extend_each`).
+    pub fn extend_each(
+        &self,
+        states: &[&State],
+        runs: &[&[u32]],
+        keep: &mut dyn FnMut(usize, &[f32]) -> usize,
+    ) -> Result<Vec<State>, ModelError> {
+        self.model.extend_each(states, runs, keep)
+    }
+
     /// Each of `states` extended by its one of `tokens` in one pass, the weights read once for
     /// all of them (the bits of `prefill` one at a time).
     pub fn step(&self, states: &[&State], tokens: &[u32]) -> Result<Vec<State>, ModelError> {

@@ -54,6 +54,7 @@ mod served_safety;
 mod shard;
 mod slurm;
 mod solver_agreement;
+mod speculative;
 mod static_questions;
 mod tables;
 mod tokenizer_golden;

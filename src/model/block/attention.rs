@@ -121,6 +121,27 @@ impl Kv {
         matches!(self.rows, Rows::Short { .. })
     }
 
+    /// The first `n` positions of a short span: a verified run of drafted tokens cut back to
+    /// those accepted, so no rejected position's keys or values reach a later token. `None` for
+    /// a span in the block layout (a run of a block's worth of positions or more).
+    pub fn prefix(&self, n: usize) -> Option<Kv> {
+        match &self.rows {
+            Rows::Short { k, v } if n <= self.len => {
+                let row = self.kv_heads * self.hd;
+                Some(Kv {
+                    len: n,
+                    kv_heads: self.kv_heads,
+                    hd: self.hd,
+                    rows: Rows::Short {
+                        k: k[..n * row].to_vec(),
+                        v: v[..n * row].to_vec(),
+                    },
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Short spans joined into one in the block layout: what `attention` does with a run of them
     /// at each call, done once.
     pub fn join(spans: &[&Kv]) -> Kv {

@@ -739,6 +739,104 @@ impl Transformer {
             .collect())
     }
 
+    /// Each of `states` extended in one pass by its run of `runs` (speculative decoding's
+    /// verification: the token chosen last, then drafted ones), the LM head applied once over
+    /// every run's positions. `keep(i, logits)` gets run `i`'s logits after each of its tokens,
+    /// `[len, vocab]` (an empty run: those after its state, one row), and says how many of its
+    /// tokens the state returned for it holds (0 for an empty run); the keys and values of the
+    /// others are dropped. Every kernel works row by row, so the logits and the states have the
+    /// bits of `prefill` one token at a time then `next_logits`. A run must be shorter than a
+    /// block of positions (`Kv::prefix`). Non-finite logits are left to the caller: those of a
+    /// rejected draft are never used, as plain decoding never computes them.
+    pub fn extend_each(
+        &self,
+        states: &[&State],
+        runs: &[&[u32]],
+        keep: &mut dyn FnMut(usize, &[f32]) -> usize,
+    ) -> Result<Vec<State>, ModelError> {
+        assert_eq!(states.len(), runs.len(), "one run per state");
+        if let Some(long) = runs.iter().find(|r| r.len() >= kernels::LANES) {
+            return Err(ModelError::Scoring(format!(
+                "a run of {} tokens to verify; at most {}",
+                long.len(),
+                kernels::LANES - 1
+            )));
+        }
+        let conts: Vec<Continuation> = states
+            .iter()
+            .zip(runs)
+            .filter(|(_, r)| !r.is_empty())
+            .map(|(&state, &tokens)| Continuation { state, tokens })
+            .collect();
+        let total: usize = runs.iter().map(|r| r.len()).sum();
+        let (chunks, recurrent, hidden) = match total {
+            0 => (Vec::new(), Vec::new(), Vec::new()),
+            t if t > SHORT_RUN => self.run(&conts)?,
+            _ => on_pool(|| self.run(&conts))?,
+        };
+        let d = self.cfg.hidden;
+        let normed = self.final_norm(&hidden);
+        let mut rows = Vec::with_capacity((total + states.len()) * d);
+        let mut at = 0;
+        for (state, run) in states.iter().zip(runs) {
+            if run.is_empty() {
+                rows.extend_from_slice(Self::last(state)?);
+            } else {
+                rows.extend_from_slice(&normed[at * d..(at + run.len()) * d]);
+                at += run.len();
+            }
+        }
+        let logits = on_pool(|| self.logits(&rows));
+        let vocab = self.cfg.vocab_size;
+        let mut chunks = chunks.into_iter().zip(recurrent);
+        let mut out = Vec::with_capacity(states.len());
+        let (mut row, mut at) = (0, 0);
+        for (i, (&state, run)) in states.iter().zip(runs).enumerate() {
+            let n_rows = run.len().max(1);
+            let n = keep(i, &logits[row * vocab..(row + n_rows) * vocab]);
+            row += n_rows;
+            if run.is_empty() {
+                assert_eq!(n, 0, "an empty run keeps no token");
+                out.push(state.clone());
+                continue;
+            }
+            assert!(
+                (1..=run.len()).contains(&n),
+                "a run keeps 1 to all of its tokens"
+            );
+            let (chunk, recurrent) = chunks.next().expect("one chunk per non-empty run");
+            if n < run.len() && !recurrent.is_empty() {
+                // A recurrent layer's state holds no earlier position to cut back to: the kept
+                // tokens are run again from `state`, the same bits (the state at a position is
+                // the same computation however it was reached).
+                out.push(self.prefill_here(state, &run[..n])?);
+                at += run.len();
+                continue;
+            }
+            let chunk = if n == run.len() {
+                chunk
+            } else {
+                let layers = chunk.layers.iter().map(|kv| kv.prefix(n));
+                KvChunk {
+                    layers: layers
+                        .collect::<Option<_>>()
+                        .expect("a run shorter than a block stays short"),
+                }
+            };
+            let mut kept = state.chunks.clone();
+            kept.push(Arc::new(chunk));
+            compact(&mut kept);
+            out.push(State {
+                chunks: kept,
+                len: state.len + n,
+                last: Some(normed[(at + n - 1) * d..(at + n) * d].into()),
+                recurrent,
+            });
+            at += run.len();
+        }
+        Ok(out)
+    }
+
     /// `state` followed by the `n` positions of `chunk` (and `recurrent`, the recurrent layers'
     /// states after them), whose last hidden row ends `hidden`.
     fn extended(

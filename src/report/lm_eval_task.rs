@@ -23,6 +23,7 @@
 //! deltalogic's.
 
 use super::lm_eval::file_safe;
+use crate::benchmarks::deltalogic::metrics::Metrics;
 use crate::benchmarks::view::ItemView;
 use crate::benchmarks::{Answer, Prepared, Request};
 use crate::eval::Normalisation;
@@ -65,16 +66,8 @@ pub struct Source<'a> {
     pub norm: Normalisation,
 }
 
-/// The metrics of a two-turn item, in `benchmarks::deltalogic::metrics::Metrics::KEYS` order,
-/// and of a one-turn item.
-const PAIRED: [&str; 6] = [
-    "initial_accuracy",
-    "revision_accuracy",
-    "revision_gap",
-    "inertia",
-    "over_flip",
-    "abstain",
-];
+/// The metrics of a one-turn item; a two-turn item's are DeltaLogic's paired ones
+/// ([`Metrics::KEYS`]), which `utils.py` computes under the same names.
 const SINGLE: [&str; 1] = ["accuracy"];
 
 /// The task's name (lm-eval's `--tasks`, and the YAML and data files' stem).
@@ -176,7 +169,7 @@ pub fn folder(source: &Source, data_path: &Path) -> Result<TaskFolder> {
     ensure!(docs > 0, "set `{}` has no items", source.set);
 
     let name = name(source);
-    let metrics: &[&str] = if turns == 2 { &PAIRED } else { &SINGLE };
+    let metrics: &[&str] = if turns == 2 { &Metrics::KEYS } else { &SINGLE };
     // Every facet value present, in the views' order of keys and sorted values.
     let mut groups: Vec<(String, String)> = Vec::new();
     for v in views.iter() {

@@ -30,8 +30,14 @@ const MOE_INT8: Int8 = Int8 {
 /// (measured max |Δ log-prob| 1.9e-5, max |Δ logit| 1.9e-5, all 8/8); Q8_0 in the integer mode.
 #[test]
 fn qwen3moe_at_qwen3_30b_a3b_widths_agrees_with_llama_cpp() {
+    let _one = LARGE.lock().unwrap_or_else(|e| e.into_inner());
     agrees("families-moe-llamacpp.json", &MOE_INT8);
 }
+
+/// Held by each test of a multi-GB file: their files are drawn and written in memory
+/// (`common::memory_file`), about 4 GB at the peak for gpt-oss's, so two at once would need
+/// twice that.
+static LARGE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The integer mode on gpt-oss's Q8_0 file: the same bound as Qwen3-MoE's. Measured mean
 /// |Δ log-prob| 0.0013 (max 0.023), mean |Δ logit| 0.0022; best label, argmax, greedy 8/8.
@@ -48,6 +54,7 @@ const GPT_OSS_INT8: Int8 = Int8 {
 /// max |Δ log-prob| 3.4e-5, max |Δ logit| 4.3e-5; best label, argmax and greedy 8/8.
 #[test]
 fn gpt_oss_at_gpt_oss_20b_widths_agrees_with_llama_cpp() {
+    let _one = LARGE.lock().unwrap_or_else(|e| e.into_inner());
     agrees("families-gptoss-llamacpp.json", &GPT_OSS_INT8);
 }
 

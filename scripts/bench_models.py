@@ -15,6 +15,10 @@ first checks that the same rule gives the family file's own shapes. The tokenize
   `<|endoftext|>` at Phi-4-mini's id 199,999. No o200k vocabulary can be fetched here; a
   benchmark needs its size (the embedding and the output matrix), not its entries.
 
+Issue 45 adds the mixtures of experts (`MOE`), made only when named with --only: Qwen3-30B-A3B
+(Q4_K_M) and gpt-oss-20b (llama-quantize's MXFP4_MOE: MXFP4 experts), depth cut so that each
+file stays under 6 GB with its f16 source beside it.
+
 Usage: scripts/bench_models.py [--out DIR] [--deltalogic target/release/deltalogic] [--only NAME]
 Needs llama.cpp built by scripts/llamacpp.sh (llama-quantize) and the `gguf` package in
 .tools/venv (scripts/golden_generation.sh installs it).
@@ -39,6 +43,20 @@ MODELS = {
         "attention.head_count": 32, "attention.head_count_kv": 8,
     }, "qwen2.5"),
     "phi-4-mini": ("phi3-mini4", "phi3", {"block_count": 32}, "o200k-sized"),
+}
+
+# Issue 45: mixtures of experts, depth cut (the widths and expert counts are the family files',
+# already the real ones): name: (family file, architecture, metadata over the family file's,
+# vocabulary, llama-quantize type). Full depth is 48 layers (Qwen3-30B-A3B, 18.6 GB at Q4_K_M)
+# and 24 (gpt-oss-20b, 12.8 GB); each layer is the same work and the same bytes, so a figure per
+# layer scales to full depth but for the embedding and LM head.
+MOE = {
+    "qwen3-30b-a3b": ("qwen3moe-30b-a3b", "qwen3moe", {"block_count": 4}, "qwen2.5", "Q4_K_M"),
+    # Its real window of 128 and llama.cpp's default pattern (even layers local): one local
+    # layer and one full.
+    "gpt-oss-20b": ("gpt-oss-20b-window16", "gpt-oss",
+                    {"block_count": 2, "attention.sliding_window": 128}, "o200k-sized",
+                    "MXFP4_MOE"),
 }
 
 
@@ -134,10 +152,6 @@ def write_f16(name, family_dir, models, path):
     for i in range(short["block_count"]):
         tensors += [(f"blk.{i}.{n}.weight", ne) for n, ne in block]
 
-    w = GGUFWriter(str(path), arch)
-    for k, v, t, s in meta + tok:
-        if k != "general.architecture":
-            w.add_key_value(k, v, t, sub_type=s)
     rng = np.random.default_rng(20261126)
     rope_factors = {t.name: np.array(t.data, dtype=np.float32) for t in template.tensors
                     if t.name.startswith("rope_factors")}
@@ -149,18 +163,73 @@ def write_f16(name, family_dir, models, path):
             return 1.0 + 0.1 * rng.standard_normal(ne[0], dtype=np.float32)
         return 0.02 * rng.standard_normal((ne[1], ne[0]), dtype=np.float32)
 
+    write_gguf(path, arch, meta + tok, tensors, lambda n, ne: len(ne) == 1, data)
+    print(f"{path}: {parameters(tensors) / 1e9:.2f} B parameters, vocabulary {vocab}", flush=True)
+
+
+def write_gguf(path, arch, kv, tensors, f32, data):
+    """Streams a GGUF file: `tensors` (name, ne) whose values `data(name, ne)` gives, stored as
+    f32 where `f32(name, ne)` says so and f16 otherwise."""
+    w = GGUFWriter(str(path), arch)
+    for k, v, t, s in kv:
+        if k != "general.architecture":
+            w.add_key_value(k, v, t, sub_type=s)
     for n, ne in tensors:
-        dtype = np.float32 if len(ne) == 1 else np.float16
-        w.add_tensor_info(n, list(reversed(ne)), np.dtype(dtype), int(np.prod(ne)) * np.dtype(dtype).itemsize)
+        dtype = np.dtype(np.float32 if f32(n, ne) else np.float16)
+        w.add_tensor_info(n, list(reversed(ne)), dtype, int(np.prod(ne)) * dtype.itemsize)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     for n, ne in tensors:
-        a = data(n, ne)
-        w.write_tensor_data(a.astype(np.float32 if len(ne) == 1 else np.float16))
+        w.write_tensor_data(data(n, ne).astype(np.float32 if f32(n, ne) else np.float16))
     w.close()
-    params = sum(int(np.prod(ne)) for _, ne in tensors)
-    print(f"{path}: {params / 1e9:.2f} B parameters, vocabulary {vocab}", flush=True)
+
+
+def parameters(tensors):
+    return sum(int(np.prod(ne)) for _, ne in tensors)
+
+
+def write_moe_f16(name, family_dir, models, path):
+    """A mixture of experts' f16 file: the family file's layer 0 repeated `block_count` times
+    (each with its own random weights), the vocabulary's embedding and LM head."""
+    template_name, arch, sizes, vocab_kind, _ = MOE[name]
+    template = GGUFReader(family_dir / f"{template_name}-f32.gguf")
+    meta = [x for x in fields(template) if not x[0].startswith("tokenizer.")
+            and x[0] != f"{arch}.attention.sliding_window_pattern"]
+    meta = [(k, sizes.get(k[len(arch) + 1:], v), t, s) for k, v, t, s in meta]
+    meta = [(k, f"{name} shapes, {sizes['block_count']} layers, random weights"
+             if k == "general.name" else v, t, s) for k, v, t, s in meta]
+    if vocab_kind == "qwen2.5":
+        tok = qwen_tokenizer(models)
+    else:
+        tok = o200k_sized_tokenizer(201_088)  # gpt-oss-20b's vocabulary size
+    vocab = len(next(v for k, v, _, _ in tok if k == "tokenizer.ggml.tokens"))
+    layer0 = [(t.name[len("blk.0."):], [int(x) for x in t.shape]) for t in template.tensors
+              if t.name.startswith("blk.0.")]
+    tensors = []
+    for t in template.tensors:
+        ne = [int(x) for x in t.shape]
+        if t.name in ("token_embd.weight", "output.weight"):
+            tensors.append((t.name, [ne[0], vocab]))
+        elif not t.name.startswith("blk."):
+            tensors.append((t.name, ne))
+    for i in range(sizes["block_count"]):
+        tensors += [(f"blk.{i}.{n}", ne) for n, ne in layer0]
+
+    rng = np.random.default_rng(20261126)
+
+    # Vectors, biases and sinks in f32 (llama.cpp adds biases in f32 only), matrices in f16.
+    def f32(n, ne):
+        return len(ne) == 1 or n.endswith(".bias") or "sinks" in n
+
+    def data(n, ne):
+        shape = tuple(reversed(ne))
+        if len(ne) == 1 and n.endswith("norm.weight"):
+            return 1.0 + 0.1 * rng.standard_normal(shape, dtype=np.float32)
+        return 0.02 * rng.standard_normal(shape, dtype=np.float32)
+
+    write_gguf(path, arch, meta + tok, tensors, f32, data)
+    print(f"{path}: {parameters(tensors) / 1e9:.2f} B parameters, vocabulary {vocab}", flush=True)
 
 
 def main():
@@ -170,20 +239,26 @@ def main():
     ap.add_argument("--deltalogic", default=str(ROOT / "target/release/deltalogic"))
     ap.add_argument("--llamacpp", type=Path, default=ROOT / ".tools/llama.cpp-build/bin")
     ap.add_argument("--threads", default="2")
-    ap.add_argument("--only", choices=sorted(MODELS))
+    ap.add_argument("--only", choices=sorted(MODELS) + sorted(MOE))
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=a.out) as tmp:
         tmp = Path(tmp)
-        subprocess.run([a.deltalogic, "dev", "family-files", "--out", str(tmp)], check=True,
-                       stdout=subprocess.DEVNULL)
-        for name in MODELS:
-            if a.only and a.only != name:
+        for name in list(MODELS) + list(MOE):
+            if (a.only or name in MOE) and a.only != name:
                 continue
+            moe = name in MOE
+            template, quant = (MOE[name][0], MOE[name][4]) if moe else (MODELS[name][0], "Q4_K_M")
+            # Only the file needed: the mixtures' are 2.5 and 3.3 GB.
+            subprocess.run([a.deltalogic, "dev", "family-files", "--out", str(tmp), "--only",
+                            template], check=True, stdout=subprocess.DEVNULL)
+            for f in tmp.glob(f"{template}-q8_0.gguf"):
+                f.unlink()
             f16 = tmp / f"{name}-f16.gguf"
-            write_f16(name, tmp, a.models, f16)
-            out = a.out / f"{name}-q4_k_m.gguf"
-            subprocess.run([str(a.llamacpp / "llama-quantize"), str(f16), str(out), "Q4_K_M",
+            (write_moe_f16 if moe else write_f16)(name, tmp, a.models, f16)
+            (tmp / f"{template}-f32.gguf").unlink()
+            out = a.out / f"{name}-{quant.lower()}.gguf"
+            subprocess.run([str(a.llamacpp / "llama-quantize"), str(f16), str(out), quant,
                             a.threads], check=True, stdout=subprocess.DEVNULL)
             f16.unlink()
             print(f"{out}: {out.stat().st_size / 2**30:.2f} GiB", flush=True)

@@ -136,6 +136,10 @@ struct Measurement {
     decode_read: Read,
     /// Generation on the benchmarks' prompts, plain and speculative.
     generation: Vec<Generating>,
+    /// A mixture of experts (issue 45): the experts chosen over the whole run and all of them,
+    /// as stored (0 and 0 for a dense model).
+    experts_chosen_mib: f64,
+    experts_mib: f64,
 }
 
 /// Greedy generation on one benchmark's prompts with and without speculative decoding, one
@@ -232,6 +236,7 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
     })?;
     let positions = longest.max(args.decode + 1);
     let cost = scorer.model().weight_cost();
+    let (experts_chosen, experts) = scorer.model().experts_bytes();
     let kv_mib = mib((positions * kv_per_position) as u64);
     let model = Loaded::new(scorer, backend);
     let generation = generation_prompts(args.generate, args.generate_tokens)?
@@ -251,6 +256,8 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
         kv_mib,
         parallel_peak_rss_mib: peak_rss_kib()? / 1024.0,
         parallel_kv_mib: mib((args.parallel * (args.decode + 1) * kv_per_position) as u64),
+        experts_chosen_mib: mib(experts_chosen as u64),
+        experts_mib: mib(experts as u64),
     })
 }
 
@@ -587,6 +594,18 @@ struct Row {
     /// Generation on the benchmarks' prompts, plain and speculative (llama.cpp's plain decode
     /// is `decode_tok_s`'s).
     generation: Vec<Generating>,
+    experts: Option<ExpertMemory>,
+}
+
+/// Issue 45: a mixture of experts needs in memory only the experts tokens chose, besides the
+/// dense weights (the file less its experts) and the KV cache; the target is peak RSS at most
+/// 1.1 times that.
+#[derive(Serialize)]
+struct ExpertMemory {
+    chosen_mib: f64,
+    all_mib: f64,
+    /// Peak RSS (the larger of the two decodes') over dense + chosen experts + KV.
+    rss_over_needed: f64,
 }
 
 #[derive(Serialize)]
@@ -708,6 +727,19 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
                 parallel_rss_over_file_and_kv: m.parallel_peak_rss_mib
                     / (file_mib + m.parallel_kv_mib),
                 generation: m.generation,
+                experts: (m.experts_mib > 0.0).then(|| {
+                    let dense = file_mib - m.experts_mib;
+                    ExpertMemory {
+                        chosen_mib: m.experts_chosen_mib,
+                        all_mib: m.experts_mib,
+                        rss_over_needed: (m.peak_rss_mib
+                            / (dense + m.experts_chosen_mib + m.kv_mib))
+                            .max(
+                                m.parallel_peak_rss_mib
+                                    / (dense + m.experts_chosen_mib + m.parallel_kv_mib),
+                            ),
+                    }
+                }),
             });
         }
     }
@@ -842,6 +874,14 @@ fn print_table(r: &Report) {
             println!(
                 "{:<36} {:>7} {:>10} {:>9} {:>10} {:>9} {:>6} {:>7} {:>11} {memory}",
                 row.model, row.backend, figure, ours, lc, ratio, share, lc_share, read
+            );
+        }
+    }
+    for row in &r.rows {
+        if let Some(e) = &row.experts {
+            println!(
+                "{} {}: experts chosen {:.0} of {:.0} MiB; peak RSS / (dense + chosen + KV) {:.2}",
+                row.model, row.backend, e.chosen_mib, e.all_mib, e.rss_over_needed
             );
         }
     }

@@ -313,3 +313,18 @@ pub fn tiny_llama(to: &std::path::Path) -> std::path::PathBuf {
     .unwrap();
     to.to_path_buf()
 }
+
+/// A file held in memory (`memfd_create`), opened by path through `/proc/self/fd`: the
+/// multi-GB random-weight files the llama.cpp goldens were made from (issue 45) are written,
+/// mapped and dropped without the disk's write-back, which took most of their tests' time.
+/// The memory goes when the returned file and every map of it are dropped.
+pub fn memory_file(name: &str) -> (std::fs::File, std::path::PathBuf) {
+    use std::os::fd::FromRawFd;
+    let c = std::ffi::CString::new(name).unwrap();
+    // SAFETY: `c` is a NUL-terminated string that outlives the call.
+    let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
+    assert!(fd >= 0, "memfd_create: {}", std::io::Error::last_os_error());
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    (file, std::path::PathBuf::from(format!("/proc/self/fd/{fd}")))
+}

@@ -12,11 +12,13 @@
 //! `build_moe_ffn`: the products scaled one by one, then added left to right).
 //!
 //! Where the weights are: an expert's matrices are read from the model file where they lie
-//! (GGUF keeps all experts of a layer in one 3-D tensor; each expert is a range of its bytes),
+//! (GGUF keeps all experts of a layer in one 3-D tensor, each expert a range of its bytes; a
+//! safetensors checkpoint one tensor per expert, each mapped in place),
 //! dequantised a tile at a time in the f32 mode. In the integer mode a quantised expert is
 //! repacked on its first use only (`QMatrix`), so experts no token chose are never copied.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::model::block::config::{Gating, SwigluClamp};
 use crate::model::format::gguf::BlockBytes;
@@ -31,7 +33,7 @@ const MIN_WEIGHT_SUM: f32 = 1.0 / 16_384.0;
 /// One expert's matrix `[rows, cols]`, as its file and the numerics mode hold it.
 pub enum ExpertMatrix {
     /// Rows without an integer kernel (f32, f16, bf16; MXFP4 in the f32 mode) left in the
-    /// mapped file, dequantised a tile at a time.
+    /// mapped file (GGUF or safetensors), dequantised a tile at a time.
     Float {
         ty: GgmlType,
         rows: usize,
@@ -41,8 +43,6 @@ pub enum ExpertMatrix {
     /// Quantised blocks (`qmatmul`: dequantised per tile in the f32 mode, repacked on first
     /// use in the integer mode).
     Quant(QMatrix),
-    /// f32 rows read into memory (a Hugging Face checkpoint's tensor).
-    F32 { cols: usize, data: Vec<f32> },
 }
 
 impl ExpertMatrix {
@@ -50,14 +50,12 @@ impl ExpertMatrix {
         match self {
             ExpertMatrix::Float { rows, .. } => *rows,
             ExpertMatrix::Quant(q) => q.rows(),
-            ExpertMatrix::F32 { cols, data } => data.len() / cols,
         }
     }
 
     /// `x · selfᵀ` for `x: [t, cols]`.
     fn matmul(&self, x: &[f32]) -> Vec<f32> {
         match self {
-            ExpertMatrix::F32 { cols, data } => kernels::matmul_t(x, data, *cols),
             ExpertMatrix::Float {
                 ty,
                 rows,
@@ -86,7 +84,6 @@ impl ExpertMatrix {
                 rows, cols, bytes, ..
             } => (rows * cols, bytes.len()),
             ExpertMatrix::Quant(q) => (q.rows() * q.cols(), q.file_bytes()),
-            ExpertMatrix::F32 { data, .. } => (data.len(), 4 * data.len()),
         }
     }
 }
@@ -98,6 +95,18 @@ pub struct Expert {
     pub down: ExpertMatrix,
     /// gpt-oss: biases added after the gate, up and down products.
     pub biases: Option<[Vec<f32>; 3]>,
+    /// Whether a token has chosen it yet (the memory `deltalogic bench` expects).
+    pub chosen: AtomicBool,
+}
+
+impl Expert {
+    /// Bytes of its three matrices as the file stores them.
+    fn bytes(&self) -> usize {
+        [&self.gate, &self.up, &self.down]
+            .iter()
+            .map(|m| m.cost().1)
+            .sum()
+    }
 }
 
 /// A layer's experts and how many of them each token uses.
@@ -209,6 +218,7 @@ impl Experts {
                 if rows.is_empty() {
                     return Vec::new();
                 }
+                expert.chosen.store(true, Ordering::Relaxed);
                 let mut h = Vec::with_capacity(rows.len() * d);
                 rows.iter()
                     .for_each(|&r| h.extend_from_slice(&x[r * d..][..d]));
@@ -249,11 +259,16 @@ impl Experts {
         let Some(e) = self.experts.first() else {
             return (0, 0);
         };
-        let (macs, bytes) = [&e.gate, &e.up, &e.down]
-            .iter()
-            .map(|m| m.cost())
-            .fold((0, 0), |(m, b), (dm, db)| (m + dm, b + db));
-        (macs * self.used, bytes * self.used)
+        let macs: usize = [&e.gate, &e.up, &e.down].iter().map(|m| m.cost().0).sum();
+        (macs * self.used, e.bytes() * self.used)
+    }
+
+    /// Bytes of the experts any token has chosen so far, and of all of them, as stored.
+    pub fn chosen_bytes(&self) -> (usize, usize) {
+        self.experts.iter().fold((0, 0), |(chosen, all), e| {
+            let b = e.bytes();
+            (chosen + b * usize::from(e.chosen.load(Ordering::Relaxed)), all + b)
+        })
     }
 
     /// The rows of each expert's gate (its width), for checks.

@@ -23,6 +23,7 @@ use crate::model::format::gguf::BlockBytes;
 use crate::model::format::quant::{dequantize, GgmlType};
 use crate::model::numerics::kernels;
 use crate::model::numerics::qmatmul::{self, QMatrix};
+use crate::model::numerics::repack::{self, PackCache};
 use crate::model::ModelError;
 
 /// Runs of at most this many tokens (decode steps, labels) run on the pool (`on_pool`).
@@ -295,6 +296,8 @@ pub struct Transformer {
     inv_freq_local: Option<Vec<f32>>,
     /// Per layer, where its cache lives.
     slots: Vec<Slot>,
+    /// Issue 45: the integer mode's repacked experts, held within a budget.
+    expert_cache: Arc<PackCache>,
 }
 
 /// Keys and values of a run of consecutive positions, for every attention layer.
@@ -377,6 +380,7 @@ impl Transformer {
             file,
             naming,
             integer,
+            experts: Arc::new(PackCache::new(repack::expert_budget())),
         };
         let mut layers = Vec::with_capacity(cfg.layers);
         for l in 0..cfg.layers {
@@ -472,6 +476,7 @@ impl Transformer {
                                     up: loader.expert(Part::ExpertUp(l, e), i, d)?,
                                     down: loader.expert(Part::ExpertDown(l, e), d, i)?,
                                     biases,
+                                    chosen: Default::default(),
                                 })
                             })
                             .collect::<Result<_, ModelError>>()?;
@@ -520,7 +525,25 @@ impl Transformer {
             inv_freq,
             inv_freq_local,
             slots,
+            expert_cache: loader.experts,
         })
+    }
+
+    /// The bytes of repacked experts held now and at most so far (the integer mode, issue 45).
+    pub fn experts_held(&self) -> (usize, usize) {
+        self.expert_cache.held()
+    }
+
+    /// Bytes of the experts tokens have chosen so far and of all experts, as the file stores
+    /// them (issue 45: what memory a mixture should need).
+    pub fn experts_bytes(&self) -> (usize, usize) {
+        self.layers
+            .iter()
+            .filter_map(|l| match &l.mlp {
+                Mlp::Experts { experts, .. } => Some(experts.chosen_bytes()),
+                Mlp::Dense { .. } => None,
+            })
+            .fold((0, 0), |(c, a), (dc, da)| (c + dc, a + da))
     }
 
     /// Every tensor `cfg` needs with its expected shape, in `Part` names.
@@ -1415,6 +1438,8 @@ struct Loader<'a> {
     naming: Naming,
     /// Multiply quantised weights in integers (the integer numerics mode).
     integer: bool,
+    /// Where the experts' repacked forms are held (issue 45).
+    experts: Arc<PackCache>,
 }
 
 impl Loader<'_> {
@@ -1472,15 +1497,18 @@ impl Loader<'_> {
         Ok(out)
     }
 
-    /// Issue 45: one expert's matrix `[rows, cols]`, left in the file's map where it can be
-    /// (`block::moe`): quantised blocks as a `QMatrix`, float rows as they are stored; only a
-    /// file that offers no blocks (a Hugging Face checkpoint) is read into memory.
+    /// Issue 45: one expert's matrix `[rows, cols]`, left in the file's map (`block::moe`):
+    /// quantised blocks as a `QMatrix`, float rows as they are stored. GGUF files and
+    /// safetensors checkpoints serve every tensor as its bytes, and the families' views serve
+    /// each expert as a range of them, so none is copied into memory whole.
     fn expert(&self, part: Part, rows: usize, cols: usize) -> Result<ExpertMatrix, ModelError> {
         let tensor = (self.naming)(part);
         let path = || self.file.path().to_path_buf();
         let Some((shape, ty, bytes)) = self.file.blocks(&tensor)? else {
-            let data = self.data(part, &[rows, cols])?;
-            return Ok(ExpertMatrix::F32 { cols, data });
+            return Err(ModelError::MissingTensor {
+                path: path(),
+                tensor,
+            });
         };
         if shape != [rows, cols] {
             return Err(ModelError::Shape {
@@ -1491,7 +1519,7 @@ impl Loader<'_> {
             });
         }
         if qmatmul::keeps(ty, cols) {
-            let q = QMatrix::new(ty, cols, bytes, self.integer);
+            let q = QMatrix::new(ty, cols, bytes, self.integer).in_cache(&self.experts);
             if let Some((i, v)) = q.first_non_finite() {
                 return Err(ModelError::Invalid {
                     path: path(),

@@ -23,7 +23,8 @@ use crate::model::block::config::{
 use crate::model::block::delta_net::DeltaNet;
 use crate::model::block::transformer::{Part, Ssm, Transformer};
 use crate::model::dev::gguf_write::{
-    config_metadata, rope_factor_tensors, stack, tokenizer_from_json, GgufWriter, Meta, Store,
+    config_metadata, encode, rope_factor_tensors, stack, stored_name, tokenizer_from_json,
+    GgufWriter, Meta, Store,
 };
 use crate::model::family::{llama, FAMILIES};
 use crate::model::ModelError;
@@ -271,6 +272,24 @@ pub fn config(name: &str) -> Option<Config> {
     })
 }
 
+/// How the tensor `stored`, of `rank` dimensions, is stored in a file of `store`. The
+/// embedding stays f32 in the quantised files, as in the mixes llama.cpp writes for small
+/// vocabularies; every matrix of the blocks is Q8_0. Biases too (gpt-oss's experts' are
+/// matrices, `[experts, n]`): llama.cpp adds them as f32 only (`ggml_add_id`), as its converter
+/// writes them. The convolution's 4 taps per row cannot form Q8_0 blocks; llama-quantize keeps
+/// it f32. Vectors are f32, as llama.cpp's converter stores them.
+fn stored_as(stored: &str, rank: usize, store: Store) -> Store {
+    if stored == "token_embd.weight"
+        || stored.ends_with(".bias")
+        || stored.ends_with("ssm_conv1d.weight")
+        || rank < 2
+    {
+        Store::F32
+    } else {
+        store
+    }
+}
+
 /// Ministral 3 3B's shapes with the original window `original`.
 fn ministral3(original: usize) -> Config {
     let mut c = base("mistral3", 3072, 9216, 32, 8, 128);
@@ -309,13 +328,33 @@ pub fn write_config(
     cfg: &Config,
     store: Store,
 ) -> Result<PathBuf, ModelError> {
-    let cfg = cfg.clone();
+    let path = dir.join(file_name(name, store));
+    for w in writers(dir, name, cfg, &[store])? {
+        w.write(&path)?;
+    }
+    Ok(path)
+}
+
+/// The name `write` gives the file `name` stored as `store`.
+pub fn file_name(name: &str, store: Store) -> String {
     let suffix = match store {
         Store::F32 => "f32",
         Store::F16 => "f16",
         Store::Q8_0 => "q8_0",
     };
-    let path = dir.join(format!("{name}-{suffix}.gguf"));
+    format!("{name}-{suffix}.gguf")
+}
+
+/// The files of `write_config`, one per store, built but not written (`GgufWriter::write_into`
+/// streams one, e.g. into memory), the weights drawn once for all of them; `dir` holds a
+/// temporary tokenizer file while they are built.
+pub fn writers(
+    dir: &Path,
+    name: &str,
+    cfg: &Config,
+    stores: &[Store],
+) -> Result<Vec<GgufWriter>, ModelError> {
+    let cfg = cfg.clone();
     let family = FAMILIES
         .by_arch(&cfg.arch)
         .ok_or_else(|| crate::model::invalid(dir, format!("no family {:?}", cfg.arch)))?;
@@ -338,10 +377,13 @@ pub fn write_config(
     let naming = family.gguf_namings()[0];
     let mut rng = Rng::derive(SEED, name);
     let clamped = cfg.moe.as_ref().is_some_and(|m| m.clamped.is_some());
-    let mut stacked: Vec<(String, Vec<usize>, Vec<f32>)> = Vec::new();
+    // Per store, each stored tensor's bytes: a part is encoded as soon as it is drawn, so
+    // that no f32 copy of a multi-GB file is held.
+    let mut stacked: Vec<Vec<(String, Vec<usize>, Vec<u8>)>> = vec![Vec::new(); stores.len()];
     for (part, shape) in Transformer::parts(&cfg) {
         let n: usize = shape.iter().product();
         let fan_in = *shape.last().unwrap_or(&1);
+        let scale = (3.0 / fan_in as f64).sqrt();
         let vector = shape.len() == 1;
         let gemma_norm = cfg.post_norms
             && vector
@@ -353,9 +395,7 @@ pub fn write_config(
                     Part::Embed | Part::LmHead => 0.3 * u,
                     // gpt-oss: gate and up five times as wide, so that a share of them passes
                     // the clamp at 7 on both sides.
-                    Part::ExpertGate(..) | Part::ExpertUp(..) if clamped => {
-                        5.0 * u * (3.0 / fan_in as f64).sqrt()
-                    }
+                    Part::ExpertGate(..) | Part::ExpertUp(..) if clamped => 5.0 * u * scale,
                     // A decay below 1 (`A = −exp(A_log)` is negative), and small time-step
                     // biases, as the released weights have. `A` is −exp of an f32 `A_log` (as
                     // a checkpoint's is), so that `model export-hf` can store it.
@@ -363,31 +403,26 @@ pub fn write_config(
                     Part::Ssm(_, Ssm::Dt) => 0.5 * u,
                     _ if gemma_norm => 1.0 + 0.2 * u,
                     _ if vector => 1.0 + 0.2 * u,
-                    _ => u * (3.0 / fan_in as f64).sqrt(),
+                    _ => u * scale,
                 }) as f32
             })
             .collect();
-        stack(&mut stacked, &naming(part), &shape, data);
+        let name = naming(part);
+        let (stored, expert) = stored_name(&name);
+        for (&store, stacked) in stores.iter().zip(&mut stacked) {
+            let s = stored_as(stored, shape.len() + usize::from(expert), store);
+            stack(stacked, &name, &shape, encode(&data, s));
+        }
     }
-    // Each tensor's f32 data let go of once stored: a file at Qwen3-30B-A3B's widths holds
-    // 2.4 GB of experts per layer.
-    for (name, shape, data) in stacked.drain(..) {
-        // The embedding stays f32 in the quantised files, as in the mixes llama.cpp writes for
-        // small vocabularies; every matrix of the blocks is Q8_0.
-        // Biases too (gpt-oss's experts' are matrices, `[experts, n]`): llama.cpp adds them as
-        // f32 only (`ggml_add_id`), as its converter writes them. The convolution's 4 taps per
-        // row cannot form Q8_0 blocks; llama-quantize keeps it f32.
-        let s = if name == "token_embd.weight"
-            || name.ends_with(".bias")
-            || name.ends_with("ssm_conv1d.weight")
-        {
-            Store::F32
-        } else {
-            store
-        };
-        w.tensor(name.clone(), &shape, &data, s);
+    let mut out = Vec::with_capacity(stores.len());
+    for (&store, stacked) in stores.iter().zip(stacked) {
+        let mut w = w.clone();
+        for (name, shape, bytes) in stacked {
+            let id = stored_as(&name, shape.len(), store).type_id();
+            w.raw_tensor(name, &shape, id, bytes);
+        }
+        rope_factor_tensors(&mut w, &cfg);
+        out.push(w);
     }
-    rope_factor_tensors(&mut w, &cfg);
-    w.write(&path)?;
-    Ok(path)
+    Ok(out)
 }

@@ -67,7 +67,7 @@ pub enum Store {
 }
 
 impl Store {
-    fn type_id(self) -> u32 {
+    pub fn type_id(self) -> u32 {
         match self {
             Store::F32 => 0,
             Store::F16 => 1,
@@ -77,7 +77,7 @@ impl Store {
 }
 
 /// A GGUF file being built.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct GgufWriter {
     kv: Vec<(String, Meta)>,
     /// Name, shape in PyTorch order, type id, bytes.
@@ -101,16 +101,8 @@ impl GgufWriter {
     /// whole 32-value blocks; vectors are always stored as f32, as llama.cpp's converter does.
     pub fn tensor(&mut self, name: impl Into<String>, shape: &[usize], data: &[f32], store: Store) {
         let store = if shape.len() < 2 { Store::F32 } else { store };
-        let bytes = match store {
-            Store::F32 => data.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            Store::F16 => data
-                .iter()
-                .flat_map(|&x| f16::from_f32(x).to_le_bytes())
-                .collect(),
-            Store::Q8_0 => quantize_q8_0(data),
-        };
         self.tensors
-            .push((name.into(), shape.to_vec(), store.type_id(), bytes));
+            .push((name.into(), shape.to_vec(), store.type_id(), encode(data, store)));
     }
 
     /// Adds a tensor of any type id from its raw bytes.
@@ -247,20 +239,58 @@ impl GgufWriter {
 
     /// Writes the file a tensor at a time (no second copy of a multi-GB file in memory).
     pub fn write(&self, path: &Path) -> Result<(), ModelError> {
-        use std::io::Write;
         let io = |source| ModelError::Io {
             path: path.to_path_buf(),
             source,
         };
         let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-        f.write_all(&self.header()).map_err(io)?;
-        for (_, _, _, data) in &self.tensors {
-            f.write_all(data).map_err(io)?;
-            f.write_all(&vec![0u8; data.len().next_multiple_of(32) - data.len()])
-                .map_err(io)?;
-        }
-        f.flush().map_err(io)
+        write_parts(&mut f, &self.header(), self.tensors.iter().map(|t| &t.3[..])).map_err(io)
     }
+
+    /// Writes the file to `out`, letting go of each tensor's bytes once written: a file at
+    /// Qwen3-30B-A3B's widths is 2.5 GB, which need not be in memory twice (held here and in
+    /// `out`, when that is memory too).
+    pub fn write_into(mut self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let header = self.header();
+        let mut tensors = std::mem::take(&mut self.tensors);
+        // Each tensor's bytes are dropped as the iterator moves past them.
+        write_parts(
+            out,
+            &header,
+            tensors.iter_mut().map(|t| std::mem::take(&mut t.3)),
+        )
+    }
+}
+
+/// The header, then each tensor's bytes padded to the 32-byte alignment.
+fn write_parts<B: AsRef<[u8]>>(
+    out: &mut impl std::io::Write,
+    header: &[u8],
+    tensors: impl Iterator<Item = B>,
+) -> std::io::Result<()> {
+    out.write_all(header)?;
+    for data in tensors {
+        let data = data.as_ref();
+        out.write_all(data)?;
+        out.write_all(&vec![0u8; data.len().next_multiple_of(32) - data.len()])?;
+    }
+    out.flush()
+}
+
+/// `data` as `store` stores it (Q8_0: rows of whole 32-value blocks).
+pub fn encode(data: &[f32], store: Store) -> Vec<u8> {
+    // Sized up front: the experts of a layer at Qwen3-30B-A3B's widths are 2.4 GB.
+    let mut out = Vec::with_capacity(data.len() * 4);
+    match store {
+        Store::F32 => data
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Store::F16 => data
+            .iter()
+            .for_each(|&x| out.extend_from_slice(&f16::from_f32(x).to_le_bytes())),
+        Store::Q8_0 => return quantize_q8_0(data),
+    }
+    out
 }
 
 /// Issue 45: ggml's reference MXFP4 quantisation (`quantize_row_mxfp4_ref`), per block of 32:
@@ -509,20 +539,26 @@ pub fn config_metadata(w: &mut GgufWriter, cfg: &Config, family: &dyn Family) {
     }
 }
 
+/// The tensor a naming's `name` is stored in, and whether `name` is one expert of it
+/// (`NAME[0]`) rather than a slot of fused rows (`NAME[q]`) or the whole tensor.
+pub fn stored_name(name: &str) -> (&str, bool) {
+    match name.strip_suffix(']').and_then(|n| n.split_once('[')) {
+        Some((n, slot)) => (n, slot.parse::<usize>().is_ok()),
+        None => (name, false),
+    }
+}
+
 /// Adds the data of the tensor a naming calls `name` to `stacked` (stored name, shape, data):
 /// the slots of a fused matrix (`NAME[q]`, `NAME[gate]`) stack their rows, in the order they
 /// come; experts (`NAME[0]`, `NAME[1]`, ...) stack as a leading dimension, llama.cpp's 3-D
 /// expert tensors (issue 45).
-pub fn stack(
-    stacked: &mut Vec<(String, Vec<usize>, Vec<f32>)>,
+pub fn stack<T>(
+    stacked: &mut Vec<(String, Vec<usize>, Vec<T>)>,
     name: &str,
     shape: &[usize],
-    data: Vec<f32>,
+    data: Vec<T>,
 ) {
-    let (stored, expert) = match name.strip_suffix(']').and_then(|n| n.split_once('[')) {
-        Some((n, slot)) => (n, slot.parse::<usize>().is_ok()),
-        None => (name, false),
-    };
+    let (stored, expert) = stored_name(name);
     match stacked.iter_mut().find(|s| s.0 == stored) {
         Some(s) => {
             s.1[0] += if expert { 1 } else { shape[0] };

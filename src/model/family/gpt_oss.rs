@@ -16,8 +16,9 @@
 //! Not implemented, refused by name: Hugging Face checkpoints (their experts are fused with gate
 //! and up interleaved, and MXFP4-packed), `model export-hf`, a separate `rope.freq_base_swa`
 //! (llama.cpp reads it; the real files have none), any other `gpt-oss.` key, a
-//! tied LM head (llama.cpp requires `output.weight`), and tensor types without a kernel (MXFP4:
-//! `GgmlType` has none yet, so the real gpt-oss-20b file is refused at its first expert tensor).
+//! tied LM head (llama.cpp requires `output.weight`), and in the integer mode MXFP4 experts (no
+//! integer MXFP4 product yet: the f32 mode dequantises them, and the integer mode refuses the
+//! real gpt-oss-20b file at its first expert tensor).
 //! The `o200k_harmony` tokenizer is llama.cpp's `gpt-4o` pre-tokenizer over an o200k vocabulary
 //! (read like Phi-4-mini's); the harmony chat format is not implemented.
 

@@ -1,17 +1,19 @@
 //! Hugging Face model directories: `config.json`, `tokenizer.json` and the weights in
 //! `model.safetensors` or shards listed by `model.safetensors.index.json`; f32, f16 or bf16,
-//! widened to f32 as each tensor is read.
+//! widened to f32 as each tensor is read, or (a mixture's experts) left in the mapped file.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use half::{bf16, f16};
 use memmap2::Mmap;
 use safetensors::tensor::{Dtype, Metadata};
 use safetensors::SafeTensors;
 
-use crate::model::block::transformer::{RawTensor, TensorDesc, TensorFile};
+use crate::model::block::transformer::{Blocks, RawTensor, TensorDesc, TensorFile};
+use crate::model::format::gguf::BlockBytes;
+use crate::model::format::quant::{dequantize, GgmlType};
 use crate::model::{invalid, ModelError};
 
 const SINGLE: &str = "model.safetensors";
@@ -20,7 +22,8 @@ const INDEX: &str = "model.safetensors.index.json";
 /// One memory-mapped safetensors file with its parsed header.
 struct Shard {
     path: PathBuf,
-    map: Mmap,
+    /// Shared with the expert matrices read where they lie (`BlockBytes`, issue 45).
+    map: Arc<Mmap>,
     header_len: usize,
     meta: Metadata,
 }
@@ -41,61 +44,60 @@ impl Shard {
             .map_err(|e| invalid(&path, format!("not a valid safetensors file: {e}")))?;
         Ok(Shard {
             path,
-            map,
+            map: Arc::new(map),
             header_len,
             meta,
         })
+    }
+
+    /// The stored type of `name` as the engine names it, or an error naming an unsupported one.
+    fn float_type(&self, name: &str, dtype: Dtype) -> Result<GgmlType, ModelError> {
+        match dtype {
+            Dtype::F32 => Ok(GgmlType::F32),
+            Dtype::F16 => Ok(GgmlType::F16),
+            Dtype::BF16 => Ok(GgmlType::Bf16),
+            other => Err(ModelError::UnsupportedType {
+                path: self.path.clone(),
+                tensor: name.to_string(),
+                ty: format!("{other:?}"),
+            }),
+        }
     }
 
     fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
         let Some(info) = self.meta.info(name) else {
             return Ok(None);
         };
-        if !matches!(info.dtype, Dtype::F32 | Dtype::F16 | Dtype::BF16) {
-            return Err(ModelError::UnsupportedType {
-                path: self.path.clone(),
-                tensor: name.to_string(),
-                ty: format!("{:?}", info.dtype),
-            });
-        }
+        self.float_type(name, info.dtype)?;
         Ok(Some(TensorDesc {
             shape: info.shape.clone(),
             ty: format!("{:?}", info.dtype),
         }))
     }
 
-    fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
+    /// `name`'s bytes where they lie in the map.
+    fn blocks(&self, name: &str) -> Result<Option<Blocks>, ModelError> {
         let Some(info) = self.meta.info(name) else {
             return Ok(None);
         };
+        let ty = self.float_type(name, info.dtype)?;
         let (start, end) = info.data_offsets;
         // `read_metadata` checked that the offsets tile the data section exactly.
-        let bytes = &self.map[8 + self.header_len + start..8 + self.header_len + end];
-        let data: Vec<f32> = match info.dtype {
-            Dtype::F32 => bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-            Dtype::F16 => bytes
-                .chunks_exact(2)
-                .map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            Dtype::BF16 => bytes
-                .chunks_exact(2)
-                .map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            other => {
-                return Err(ModelError::UnsupportedType {
-                    path: self.path.clone(),
-                    tensor: name.to_string(),
-                    ty: format!("{other:?}"),
-                })
-            }
+        let data = 8 + self.header_len;
+        let bytes = BlockBytes::Mapped {
+            map: Arc::clone(&self.map),
+            range: data + start..data + end,
         };
-        Ok(Some(RawTensor {
-            shape: info.shape.clone(),
-            data,
-        }))
+        Ok(Some((info.shape.clone(), ty, bytes)))
+    }
+
+    fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
+        let Some((shape, ty, bytes)) = self.blocks(name)? else {
+            return Ok(None);
+        };
+        let mut data = vec![0f32; shape.iter().product()];
+        dequantize(ty, &bytes, &mut data);
+        Ok(Some(RawTensor { shape, data }))
     }
 }
 
@@ -168,29 +170,39 @@ impl Weights {
     }
 }
 
+impl Weights {
+    /// `get` on the shard holding `name`, `Ok(None)` when the checkpoint has no such tensor; a
+    /// shard the index names for it must hold it.
+    fn lookup<T>(
+        &self,
+        name: &str,
+        get: impl Fn(&Shard) -> Result<Option<T>, ModelError>,
+    ) -> Result<Option<T>, ModelError> {
+        let shard = match &self.index {
+            None => &self.shards[0],
+            Some(index) => match index.get(name) {
+                None => return Ok(None),
+                Some(&i) => &self.shards[i],
+            },
+        };
+        let found = get(shard)?;
+        if found.is_none() && self.index.is_some() {
+            return Err(invalid(
+                &shard.path,
+                format!("{INDEX} lists tensor {name} here but the file lacks it"),
+            ));
+        }
+        Ok(found)
+    }
+}
+
 impl TensorFile for Weights {
     fn path(&self) -> &Path {
         &self.path
     }
 
     fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
-        match &self.index {
-            None => self.shards[0].describe(name),
-            Some(index) => match index.get(name) {
-                None => Ok(None),
-                Some(&i) => {
-                    let shard = &self.shards[i];
-                    let d = shard.describe(name)?;
-                    if d.is_none() {
-                        return Err(invalid(
-                            &shard.path,
-                            format!("{INDEX} lists tensor {name} here but the file lacks it"),
-                        ));
-                    }
-                    Ok(d)
-                }
-            },
-        }
+        self.lookup(name, |s| s.describe(name))
     }
 
     /// Every tensor, less the rotary buffers (`rotary_emb.inv_freq`) older checkpoints saved,
@@ -206,23 +218,13 @@ impl TensorFile for Weights {
     }
 
     fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
-        match &self.index {
-            None => self.shards[0].tensor(name),
-            Some(index) => match index.get(name) {
-                None => Ok(None),
-                Some(&i) => {
-                    let shard = &self.shards[i];
-                    let t = shard.tensor(name)?;
-                    if t.is_none() {
-                        return Err(invalid(
-                            &shard.path,
-                            format!("{INDEX} lists tensor {name} here but the file lacks it"),
-                        ));
-                    }
-                    Ok(t)
-                }
-            },
-        }
+        self.lookup(name, |s| s.tensor(name))
+    }
+
+    /// Issue 45: a tensor left in the mapped file (f32, f16 or bf16 rows), so that a mixture
+    /// of experts' matrices are read where they lie, as from GGUF, instead of copied.
+    fn blocks(&self, name: &str) -> Result<Option<Blocks>, ModelError> {
+        self.lookup(name, |s| s.blocks(name))
     }
 }
 
@@ -239,4 +241,39 @@ pub(crate) fn pretty(v: &serde_json::Value) -> Vec<u8> {
     let mut s = serde_json::to_string_pretty(v).expect("JSON values serialise");
     s.push('\n');
     s.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use safetensors::tensor::TensorView;
+
+    use super::*;
+
+    /// Issue 45: every float tensor is served as its stored bytes where they lie in the map
+    /// (so that a mixture's experts are not copied), and read as those bytes widened to f32.
+    #[test]
+    fn tensors_are_served_in_place_and_widened_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw: Vec<(&str, Dtype, Vec<u8>)> = vec![
+            ("a", Dtype::F32, [1.5f32, -2.0].iter().flat_map(|x| x.to_le_bytes()).collect()),
+            ("b", Dtype::F16, vec![0x00, 0x3c, 0x00, 0xc0]),
+            ("c", Dtype::BF16, vec![0x80, 0x3f, 0x40, 0x40]),
+        ];
+        let views: Vec<(String, TensorView)> = raw
+            .iter()
+            .map(|(n, t, b)| (n.to_string(), TensorView::new(*t, vec![2], b).unwrap()))
+            .collect();
+        let bytes = safetensors::serialize(views, None).unwrap();
+        write(&dir.path().join(SINGLE), &bytes).unwrap();
+        let w = Weights::open(dir.path()).unwrap();
+        let expected = [[1.5, -2.0], [1.0, -2.0], [1.0, 3.0]];
+        for ((name, _, stored), want) in raw.iter().zip(expected) {
+            let (shape, _, b) = w.blocks(name).unwrap().unwrap();
+            assert_eq!(shape, [2]);
+            assert!(matches!(b, BlockBytes::Mapped { .. }), "{name}");
+            assert_eq!(&b[..], &stored[..], "{name}");
+            assert_eq!(w.tensor(name).unwrap().unwrap().data, want, "{name}");
+        }
+        assert!(w.blocks("missing").unwrap().is_none());
+    }
 }

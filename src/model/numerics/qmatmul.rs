@@ -20,7 +20,7 @@
 //! operations.
 
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use half::f16;
 use rayon::prelude::*;
@@ -56,7 +56,7 @@ pub struct QMatrix {
     /// Multiply in integers (else as f32, a tile of rows dequantised at a time).
     integer: bool,
     bytes: BlockBytes,
-    packed: OnceLock<repack::Packed>,
+    packed: repack::Packing,
 }
 
 impl QMatrix {
@@ -71,8 +71,15 @@ impl QMatrix {
             rows: bytes.len() / row_bytes,
             integer,
             bytes,
-            packed: OnceLock::new(),
+            packed: repack::Packing::kept(),
         }
+    }
+
+    /// Issue 45: its repacked form held in `cache`, within that cache's budget (a mixture's
+    /// experts), instead of for the matrix's life.
+    pub(crate) fn in_cache(mut self, cache: &Arc<repack::PackCache>) -> QMatrix {
+        self.packed = repack::Packing::cached(cache);
+        self
     }
 
     pub fn rows(&self) -> usize {
@@ -133,14 +140,12 @@ impl QMatrix {
         self.cols / self.layout.ty.block_len() * self.layout.ty.block_bytes()
     }
 
-    fn packed(&self) -> &[u8] {
-        self.packed
-            .get_or_init(|| {
-                repack::pack(&self.layout, self.cols, self.rows, &self.bytes, |read| {
-                    self.bytes.release(read)
-                })
+    fn packed(&self) -> repack::PackedRef<'_> {
+        self.packed.get(|| {
+            repack::pack(&self.layout, self.cols, self.rows, &self.bytes, |read| {
+                self.bytes.release(read)
             })
-            .bytes()
+        })
     }
 }
 

@@ -26,6 +26,8 @@
 //! with an odd number of blocks that share header lines, the unused half of its last unit.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rayon::prelude::*;
 
@@ -296,6 +298,163 @@ fn huge_pages<T>(memory: &mut [T]) {
             };
         }
     }
+}
+
+/// Where a matrix's repacked form is kept: for the matrix's life (the dense weights), or in a
+/// [`PackCache`] that may let it go (a mixture's experts, issue 45).
+pub enum Packing {
+    Kept(OnceLock<Packed>),
+    Cached {
+        cache: Arc<PackCache>,
+        slot: Arc<Slot>,
+    },
+}
+
+/// A matrix's place in a [`PackCache`]: its packed form while held, and when it was last used.
+#[derive(Default)]
+pub struct Slot {
+    packed: Mutex<Option<Arc<Packed>>>,
+    last: AtomicU64,
+}
+
+/// A packed form as `Packing::get` hands it out: borrowed, or shared with the cache (which may
+/// let go of its copy meanwhile; this one lives until dropped).
+pub enum PackedRef<'a> {
+    Kept(&'a Packed),
+    Cached(Arc<Packed>),
+}
+
+impl std::ops::Deref for PackedRef<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            PackedRef::Kept(p) => p.bytes(),
+            PackedRef::Cached(p) => p.bytes(),
+        }
+    }
+}
+
+impl Packing {
+    pub fn kept() -> Packing {
+        Packing::Kept(OnceLock::new())
+    }
+
+    pub fn cached(cache: &Arc<PackCache>) -> Packing {
+        Packing::Cached {
+            cache: Arc::clone(cache),
+            slot: Arc::default(),
+        }
+    }
+
+    /// The packed form, made by `pack` when not held. Repacking is deterministic, so a form let
+    /// go of and made again has the same bytes: the budget changes speed, never a bit.
+    pub fn get(&self, pack: impl FnOnce() -> Packed) -> PackedRef<'_> {
+        match self {
+            Packing::Kept(once) => PackedRef::Kept(once.get_or_init(pack)),
+            Packing::Cached { cache, slot } => PackedRef::Cached(cache.get(slot, pack)),
+        }
+    }
+}
+
+/// Issue 45: repacked matrices held within a byte budget, the least recently used let go of
+/// first. A mixture's experts are repacked on their first use (the file's pages handed back
+/// after): without a bound the heap would grow to every expert any token chose, over a long
+/// run the whole file, which may not fit in memory. Past the budget an expert is repacked
+/// again from the mapped file when next chosen (slower, never different).
+pub struct PackCache {
+    limit: usize,
+    clock: AtomicU64,
+    held: Mutex<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    bytes: usize,
+    /// The largest `bytes` has been.
+    peak: usize,
+    slots: Vec<Arc<Slot>>,
+}
+
+impl PackCache {
+    /// A cache of at most `limit` bytes (one matrix larger than that is still held while it is
+    /// the last one used).
+    pub fn new(limit: usize) -> PackCache {
+        PackCache {
+            limit,
+            clock: AtomicU64::new(0),
+            held: Mutex::default(),
+        }
+    }
+
+    /// The bytes held now and the most ever held.
+    pub fn held(&self) -> (usize, usize) {
+        let held = self.held.lock().expect("no panic while held");
+        (held.bytes, held.peak)
+    }
+
+    fn get(&self, slot: &Arc<Slot>, pack: impl FnOnce() -> Packed) -> Arc<Packed> {
+        slot.last
+            .store(self.clock.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        if let Some(p) = slot.packed.lock().expect("no panic while held").as_ref() {
+            return Arc::clone(p);
+        }
+        // Packed outside the locks: other matrices' products go on meanwhile.
+        let fresh = Arc::new(pack());
+        // Lock order: the cache, then a slot (the fast path above takes a slot alone).
+        let mut held = self.held.lock().expect("no panic while held");
+        {
+            let mut mine = slot.packed.lock().expect("no panic while held");
+            if let Some(p) = mine.as_ref() {
+                // Another thread packed it first.
+                return Arc::clone(p);
+            }
+            *mine = Some(Arc::clone(&fresh));
+        }
+        held.bytes += fresh.bytes().len();
+        held.slots.push(Arc::clone(slot));
+        while held.bytes > self.limit {
+            let victim = held
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !Arc::ptr_eq(s, slot))
+                .min_by_key(|(_, s)| s.last.load(Ordering::Relaxed))
+                .map(|(i, _)| i);
+            let Some(i) = victim else { break };
+            let victim = held.slots.swap_remove(i);
+            let gone = victim.packed.lock().expect("no panic while held").take();
+            held.bytes -= gone.map_or(0, |p| p.bytes().len());
+        }
+        held.peak = held.peak.max(held.bytes);
+        fresh
+    }
+}
+
+/// The budget of the experts' `PackCache` for models loaded from now on, in bytes (0: the
+/// default, half the memory available when the model is loaded).
+static EXPERT_BUDGET: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the experts' repack budget for models loaded from now on (`None`: the default).
+pub fn set_expert_budget(bytes: Option<usize>) {
+    EXPERT_BUDGET.store(bytes.unwrap_or(0), Ordering::Relaxed);
+}
+
+/// The experts' repack budget: as set, or half of `MemAvailable` (the rest is for the dense
+/// weights, the KV cache and the page cache the experts are repacked from); without
+/// `/proc/meminfo`, unbounded.
+pub fn expert_budget() -> usize {
+    match EXPERT_BUDGET.load(Ordering::Relaxed) {
+        0 => available_memory().map_or(usize::MAX, |b| b / 2),
+        b => b,
+    }
+}
+
+fn available_memory() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Panels repacked between two calls of `pack`'s `done` (1,024 rows).

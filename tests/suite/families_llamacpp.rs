@@ -297,3 +297,12 @@ pub(super) fn agrees(name: &str, int8: &Int8) {
 fn qwen35_agrees_with_llama_cpp() {
     agrees("families-hybrid-llamacpp.json", &INT8);
 }
+
+/// Gemma 4 (issue 43): a random-weight file at Gemma 4 E2B's widths, 4 layers (a local and a
+/// global layer with keys and values of their own, then one of each attending with theirs),
+/// per-layer inputs, its window cut to 16; goldens from `scripts/llamacpp_families.py --only
+/// gemma4-e2b-window16 --greedy`.
+#[test]
+fn gemma4_agrees_with_llama_cpp() {
+    agrees("families-gemma4-llamacpp.json", &INT8);
+}

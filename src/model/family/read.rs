@@ -425,6 +425,24 @@ pub fn gguf_config_with(g: &Gguf, arch: &str, reads_itself: &[&str]) -> Result<C
     })
 }
 
+/// The local layers' rope from `{arch}.rope.freq_base_swa`, as llama.cpp's
+/// `get_rope_freq_base` applies it: the global rope (its scaling too) at that base, when the file
+/// gives one that differs.
+pub fn gguf_local_base(g: &Gguf, arch: &str, cfg: &mut Config) -> Result<(), ModelError> {
+    let key = format!("{arch}.rope.freq_base_swa");
+    if g.get(&key).is_none() {
+        return Ok(());
+    }
+    let base = g.get_f32(&key)?;
+    if base != cfg.rope.theta {
+        cfg.rope_local = Some(Rope {
+            theta: base,
+            ..cfg.rope.clone()
+        });
+    }
+    Ok(())
+}
+
 /// A count llama.cpp reads with `get_key_or_arr`: one number, or one per layer (`layers` of
 /// them, as llama.cpp requires).
 fn per_layer(g: &Gguf, key: &str, layers: usize) -> Result<Vec<usize>, ModelError> {

@@ -209,6 +209,17 @@ fn what_llama_cpp_reads_for_gemma4_and_is_not_implemented_is_refused() {
     let mut w = base();
     w.kv("gemma4.expert_feed_forward_length", Meta::U32(32));
     refused(d, "ff-exp.gguf", &w, "gemma4.expert_feed_forward_length");
+    // llama.cpp's gemma4 reads a missing final soft-cap as 30 (not none), and 0 as none.
+    let capped = |w: &GgufWriter, name: &str| {
+        let path = d.join(name);
+        w.write(&path).unwrap();
+        inspect(&path).family.unwrap().final_softcap
+    };
+    let mut w = base();
+    w.remove_kv("gemma4.final_logit_softcapping");
+    assert_eq!(capped(&w, "cap-missing.gguf"), Some(30.0));
+    w.kv("gemma4.final_logit_softcapping", Meta::F32(0.0));
+    assert_eq!(capped(&w, "cap-zero.gguf"), None);
     // A shared layer's own k and v, which llama.cpp loads and never uses, are read past.
     let mut w = base();
     w.tensor(

@@ -1,5 +1,5 @@
 //! One architecture-neutral description of a decoder-only transformer. The per-architecture files
-//! (llama, qwen2, qwen3, phi3, gemma2, gemma3) fill it in from config.json or GGUF metadata; the
+//! (`family/`) fill it in from config.json or GGUF metadata; the
 //! shared block in `transformer` reads nothing else.
 
 use std::path::Path;

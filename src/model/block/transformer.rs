@@ -5,11 +5,14 @@
 //! over a KV cache that forks for free (chunks are reference-counted), optionally soft-capped and
 //! windowed, SwiGLU or GeGLU MLP or a mixture of experts (`moe`, issue 45; with gpt-oss's
 //! attention sinks and output bias), optional post-norms, final norm, and an LM head (optionally
-//! soft-capped) applied only to the rows that are scored.
+//! soft-capped) applied only to the rows that are scored. Issue 43 (Gemma 4): head sizes and MLP
+//! widths per layer, layers that attend with an earlier layer's keys and values (their own
+//! projections q only), v normed, per-layer token embeddings gated into each layer's residual,
+//! and a scalar on each layer's output.
 //!
 //! Architectures differ only in their `Config` and in how their files name and pack the weights
-//! (see `llama`, `phi3`, `gemma2`, `gemma3`, `smollm3`, `olmo2`, `mistral3`): they hand this
-//! module tensors under the canonical names of [`Part`].
+//! (see `llama`, `phi3`, `gemma2`, `gemma3`, `smollm3`, `olmo2`, `mistral3`, `gemma4`): they hand
+//! this module tensors under the canonical names of [`Part`].
 
 use std::path::Path;
 
@@ -770,6 +773,14 @@ impl Transformer {
                 costs
             })
             .fold((0, 0), |(m, b), (dm, db)| (m + dm, b + db));
+        // Gemma 4: every token's embedding projected to its per-layer inputs.
+        let (macs, bytes) = match &self.per_layer {
+            Some(p) => {
+                let (m, b) = p.proj.cost();
+                (macs + m, bytes + b)
+            }
+            None => (macs, bytes),
+        };
         WeightCost {
             macs_per_token: macs,
             decode_bytes: bytes + self.head().cost().1,

@@ -29,16 +29,16 @@
 //! layers, bidirectional attention, and the multimodal checkpoints
 //! (`Gemma4ForConditionalGeneration`: convert them to GGUF, whose `gemma4` text file this reads).
 //! A shared layer's own k and v weights, which llama.cpp and transformers load and never use,
-//! are read past ([`SharedKvUnread`]).
+//! are read past (`shared_kv_unread`).
 
 use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
 use crate::model::block::config::{Activation, Config, Rope};
-use crate::model::block::transformer::{Naming, Part, RawTensor, TensorDesc, TensorFile};
+use crate::model::block::transformer::{Naming, Part, TensorFile};
 use crate::model::family::gemma2::{self, hf_local_layers};
-use crate::model::family::read::{gguf_base_config, refuse_unknown_keys, HfJson};
+use crate::model::family::read::{gguf_base_config, refuse_unknown_keys, HfJson, Unread};
 use crate::model::family::{llama, Family};
 use crate::model::format::gguf::{Gguf, Value as Meta};
 use crate::model::{invalid, ModelError};
@@ -155,7 +155,10 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
     let key = |k: &str| format!("gemma4.{k}");
     let opt_u32 = |k: &str| g.get(&key(k)).map(|_| g.get_u32(&key(k))).transpose();
     let opt_f32 = |k: &str| g.get(&key(k)).map(|_| g.get_f32(&key(k))).transpose();
-    cfg.final_softcap = opt_f32("final_logit_softcapping")?.filter(|c| *c != 0.0);
+    // llama.cpp's gemma4 keeps its default of 30 when the key is missing (gemma3 sets 0); 0
+    // means none.
+    cfg.final_softcap =
+        Some(opt_f32("final_logit_softcapping")?.unwrap_or(30.0)).filter(|c| *c != 0.0);
     cfg.sliding_window = Some(g.get_u32(&key("attention.sliding_window"))? as usize);
     // llama.cpp reads the pattern with `get_arr`: a list of flags, one per layer.
     cfg.local_layers = match g.get(&key("attention.sliding_window_pattern")) {
@@ -378,49 +381,22 @@ fn hf_ropes(json: &HfJson, cfg: &Config, local_hd: usize) -> Result<(Rope, Rope)
     ))
 }
 
-/// A file with the k and v weights of shared-KV layers left out of its names: llama.cpp and
-/// transformers load them and never use them, so they are not reported as unread.
-pub struct SharedKvUnread<'a> {
-    inner: &'a dyn TensorFile,
-    unused: Vec<String>,
-}
-
-impl<'a> SharedKvUnread<'a> {
-    fn new(inner: &'a dyn TensorFile, cfg: &Config, naming: Naming) -> Self {
-        let unused = (0..cfg.layers)
-            .filter(|&l| cfg.kv_source_at(l).is_some())
-            .flat_map(|l| [Part::K(l), Part::V(l), Part::KNorm(l)])
-            .map(naming)
-            .collect();
-        SharedKvUnread { inner, unused }
-    }
-}
-
-impl TensorFile for SharedKvUnread<'_> {
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-
-    fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
-        self.inner.tensor(name)
-    }
-
-    fn blocks(
-        &self,
-        name: &str,
-    ) -> Result<Option<crate::model::block::transformer::Blocks>, ModelError> {
-        self.inner.blocks(name)
-    }
-
-    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
-        self.inner.describe(name)
-    }
-
-    fn names(&self) -> Vec<String> {
-        let mut names = self.inner.names();
-        names.retain(|n| !self.unused.contains(n));
-        names
-    }
+/// The names of the k and v weights of shared-KV layers, which llama.cpp and transformers load
+/// and never use: read past ([`Unread`]), not refused as unread.
+fn shared_kv_unread<'a>(
+    file: &'a dyn TensorFile,
+    cfg: &Config,
+    naming: Naming,
+) -> Box<dyn TensorFile + 'a> {
+    let unused: Vec<String> = (0..cfg.layers)
+        .filter(|&l| cfg.kv_source_at(l).is_some())
+        .flat_map(|l| [Part::K(l), Part::V(l), Part::KNorm(l)])
+        .map(naming)
+        .collect();
+    Box::new(Unread {
+        inner: file,
+        unread: Box::new(move |n| unused.iter().any(|u| u == n)),
+    })
 }
 
 pub struct Gemma4;
@@ -459,11 +435,11 @@ impl Family for Gemma4 {
     }
 
     fn gguf_view<'a>(&self, file: &'a dyn TensorFile, cfg: &Config) -> Box<dyn TensorFile + 'a> {
-        Box::new(SharedKvUnread::new(file, cfg, gemma2::gguf_name))
+        shared_kv_unread(file, cfg, gemma2::gguf_name)
     }
 
     fn hf_view<'a>(&self, file: &'a dyn TensorFile, cfg: &Config) -> Box<dyn TensorFile + 'a> {
-        Box::new(SharedKvUnread::new(file, cfg, gemma2::hf_name))
+        shared_kv_unread(file, cfg, gemma2::hf_name)
     }
 
     fn hf_config(&self, cfg: &Config, json: &mut Map<String, Value>) {
@@ -522,21 +498,29 @@ impl Family for Gemma4 {
         let key = |k: &str| format!("gemma4.{k}");
         let local = cfg.rope_local.as_ref().unwrap_or(&cfg.rope);
         let local_hd = cfg.head_dim_local.unwrap_or(cfg.head_dim) as u32;
-        vec![
-            (key("attention.key_length_swa"), Meta::U32(local_hd)),
-            (key("attention.value_length_swa"), Meta::U32(local_hd)),
-            (
-                key("rope.dimension_count_swa"),
-                Meta::U32(local.rotary_dim as u32),
-            ),
-            (
-                key("attention.shared_kv_layers"),
-                Meta::U32(cfg.kv_source.iter().filter(|s| s.is_some()).count() as u32),
-            ),
-            (
-                key("embedding_length_per_layer_input"),
-                Meta::U32(cfg.per_layer_input.unwrap_or(0) as u32),
-            ),
-        ]
+        // No soft-cap is a 0: llama.cpp reads a missing key as 30.
+        let softcap = match cfg.final_softcap {
+            None => vec![(key("final_logit_softcapping"), Meta::F32(0.0))],
+            Some(_) => Vec::new(),
+        };
+        softcap
+            .into_iter()
+            .chain([
+                (key("attention.key_length_swa"), Meta::U32(local_hd)),
+                (key("attention.value_length_swa"), Meta::U32(local_hd)),
+                (
+                    key("rope.dimension_count_swa"),
+                    Meta::U32(local.rotary_dim as u32),
+                ),
+                (
+                    key("attention.shared_kv_layers"),
+                    Meta::U32(cfg.kv_source.iter().filter(|s| s.is_some()).count() as u32),
+                ),
+                (
+                    key("embedding_length_per_layer_input"),
+                    Meta::U32(cfg.per_layer_input.unwrap_or(0) as u32),
+                ),
+            ])
+            .collect()
     }
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use crate::model::block::config::{Config, Rope, Shape};
+use crate::model::block::transformer::{Blocks, RawTensor, TensorDesc, TensorFile};
 use crate::model::format::gguf::Gguf;
 use crate::model::{invalid, ModelError};
 
@@ -494,5 +495,37 @@ pub fn linear_scaling_json(cfg: &Config, json: &mut Map<String, Value>) {
                 json!({"rope_type": "linear", "factor": f64::from(factor)}),
             );
         }
+    }
+}
+
+/// A file with some tensors left out of its names: ones a family's loaders never read (Qwen3.5's
+/// MTP draft layers, Gemma 4's shared layers' own k and v), so that the check for unread tensors
+/// passes them by. Everything else is the file's.
+pub struct Unread<'a> {
+    pub inner: &'a dyn TensorFile,
+    pub unread: Box<dyn Fn(&str) -> bool + 'a>,
+}
+
+impl TensorFile for Unread<'_> {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
+        self.inner.tensor(name)
+    }
+
+    fn blocks(&self, name: &str) -> Result<Option<Blocks>, ModelError> {
+        self.inner.blocks(name)
+    }
+
+    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
+        self.inner.describe(name)
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut names = self.inner.names();
+        names.retain(|n| !(self.unread)(n));
+        names
     }
 }

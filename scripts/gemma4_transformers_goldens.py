@@ -7,7 +7,8 @@ Gemma, its CPU GELU being read from an f16 table.
 The f32 file `gemma4-e2b-window16-f32.gguf` is written by `deltalogic dev family-files`, exported
 with `deltalogic model export-hf` (whose config.json and tensor names are transformers'), and
 loaded by transformers' own `Gemma4ForCausalLM` in f32 with eager attention. The contexts and
-labels are scripts/llamacpp_families.py's, so the golden has the llama.cpp golden's layout.
+labels are read from the llama.cpp golden (families-gemma4-llamacpp.json, beside --out), and the
+golden has its layout.
 
 Runs under a Python with torch and transformers (the vLLM CPU venv):
     .tools/vllm-venv/bin/python scripts/gemma4_transformers_goldens.py \
@@ -50,18 +51,10 @@ model.eval()
 
 
 def cases():
-    """scripts/llamacpp_families.py's contexts and labels."""
-    state = 12345
-    def draw():
-        nonlocal state
-        state = (state * 1103515245 + 12345) % (1 << 31)
-        return state % 320
-    out = []
-    for c in range(8):
-        ctx = [draw() for _ in range(9 + 4 * c)]
-        labels = [[draw() for _ in range(1 + (c + j) % 3)] for j in range(3)]
-        out.append((ctx, labels))
-    return out
+    """The llama.cpp golden's contexts and labels (scripts/llamacpp_families.py's)."""
+    path = os.path.join(os.path.dirname(a.out), "families-gemma4-llamacpp.json")
+    golden = json.load(open(path))["files"][0]["cases"]
+    return [(c["context"], [l["tokens"] for l in c["labels"]]) for c in golden]
 
 
 @torch.no_grad()

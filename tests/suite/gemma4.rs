@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use deltalogic::model::block::config::{Activation, Config, Rope, Shape};
-use deltalogic::model::dev::family_files::write_config;
+use deltalogic::model::block::config::Config;
+use deltalogic::model::dev::family_files::{config, write_config};
 use deltalogic::model::dev::gguf_write::{hf_to_gguf, GgufWriter, Meta, Store};
 use deltalogic::model::family::gemma4;
 use deltalogic::model::format::gguf::Gguf;
@@ -15,48 +15,26 @@ use deltalogic::model::scorer::{self, Backend, Scorer};
 
 use super::families::{bits, refused, scores};
 
-/// E2B's block at a tiny width: a local and a global layer with keys and values of their own,
-/// then one of each attending with theirs, twice as wide in their MLPs; heads of 16 (local) and
-/// 32 (global, 4 of 16 pairs turning), per-layer inputs of 8, a window of 8 (the tests' 20
-/// tokens cross it).
+/// The E2B-shaped family file's config (`family_files`: a local and a global layer with keys
+/// and values of their own, then one of each attending with theirs, twice as wide in their
+/// MLPs) at a tiny width: heads of 16 (local) and 32 (global, 4 of 16 pairs turning), per-layer
+/// inputs of 8, a window of 8 (the tests' 20 tokens cross it).
 fn tiny() -> Config {
-    let shape = Shape {
-        vocab_size: 320,
-        hidden: 64,
-        intermediate: 96,
-        layers: 4,
-        heads: 4,
-        kv_heads: 2,
-        head_dim: 32,
-        norm_eps: 1e-6,
-        rope_theta: 1_000_000.0,
-        max_positions: 512,
-    };
-    let mut c = Config::plain("gemma4", shape);
-    c.tied_embeddings = true;
-    c.activation = Activation::GeluTanh;
+    let mut c = config("gemma4-e2b-window16").unwrap();
+    (c.hidden, c.intermediate, c.heads, c.kv_heads) = (64, 96, 4, 2);
     c.embed_scale = Some(8.0);
-    c.post_norms = true;
-    c.qk_norm = true;
-    c.v_norm = true;
-    c.attn_scale = 1.0;
-    c.final_softcap = Some(30.0);
+    c.max_positions = 512;
+    c.head_dim = 32;
+    c.rope.rotary_dim = 32;
     c.rope.freq_factors = Some(gemma4::proportional(32, 4));
     c.rope.scaling = Some("proportional, 4 of 16 pairs turning".into());
     c.head_dim_local = Some(16);
-    c.rope_local = Some(Rope {
-        theta: 10_000.0,
-        rotary_dim: 16,
-        freq_factors: None,
-        scaling: None,
-        ..c.rope.clone()
-    });
+    if let Some(local) = &mut c.rope_local {
+        local.rotary_dim = 16;
+    }
     c.sliding_window = Some(8);
-    c.local_layers = vec![true, false, true, false];
-    c.kv_source = vec![None, None, Some(0), Some(1)];
     c.layer_intermediate = vec![96, 96, 192, 192];
     c.per_layer_input = Some(8);
-    c.layer_scale = true;
     c
 }
 

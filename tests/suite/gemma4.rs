@@ -38,6 +38,9 @@ fn tiny() -> Config {
     c
 }
 
+/// An edit of a file or of a config.json.
+type Edit<T> = dyn Fn(&mut T);
+
 fn tiny_gguf(dir: &Path) -> PathBuf {
     write_config(dir, "gemma4-tiny", &tiny(), Store::F32).unwrap()
 }
@@ -104,7 +107,7 @@ fn gemma4_features_each_change_the_scores() {
     let d = dir.path();
     let want = bits(&scores(&tiny_gguf(d)).0);
     let g = Gguf::open(tiny_gguf(d)).unwrap();
-    let variants: [(&str, &dyn Fn(&mut GgufWriter)); 3] = [
+    let variants: [(&str, &Edit<GgufWriter>); 3] = [
         // Every pair of the global layers turning.
         ("rope_freqs", &|w| {
             w.remove_tensor("rope_freqs.weight");
@@ -219,7 +222,7 @@ fn what_transformers_reads_for_gemma4_and_is_not_implemented_is_refused() {
     hf_export::export(&tiny_gguf(d), &hf).unwrap();
     let config = hf.join("config.json");
     let text = std::fs::read_to_string(&config).unwrap();
-    let edits: [(&str, &dyn Fn(&mut serde_json::Value)); 6] = [
+    let edits: [(&str, &Edit<serde_json::Value>); 6] = [
         ("mixture-of-experts", &|j| {
             j["enable_moe_block"] = true.into()
         }),

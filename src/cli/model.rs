@@ -180,6 +180,22 @@ pub fn inspect(path: &Path, backend: Option<Backend>, json: bool) -> Result<()> 
                     e.storage
                 ));
             }
+            // Gemma 4.
+            if let Some(hd) = f.local_head_dim {
+                block.push(format!("local layers' heads {hd} wide"));
+            }
+            if f.shared_kv_layers > 0 {
+                block.push(format!(
+                    "{} layers attend with earlier layers' keys and values",
+                    f.shared_kv_layers
+                ));
+            }
+            if let Some(i) = f.widest_intermediate {
+                block.push(format!("MLP widths per layer up to {i}"));
+            }
+            if let Some(p) = f.per_layer_input {
+                block.push(format!("per-layer token embeddings of {p} per layer"));
+            }
             if !block.is_empty() {
                 println!("block: {}", block.join("; "));
             }

@@ -67,6 +67,13 @@ pub struct Family {
     pub attn_temperature: Option<String>,
     /// Issue 45: the mixture of experts, when the MLPs are one.
     pub experts: Option<ExpertsInfo>,
+    /// Issue 43 (Gemma 4): the local layers' head size when it differs from `head_dim`, the
+    /// layers that attend with an earlier layer's keys and values, the widest MLP when widths
+    /// differ, and the per-layer token embeddings' width per layer.
+    pub local_head_dim: Option<usize>,
+    pub shared_kv_layers: usize,
+    pub widest_intermediate: Option<usize>,
+    pub per_layer_input: Option<usize>,
 }
 
 /// Issue 45: a mixture-of-experts model's experts.
@@ -133,6 +140,10 @@ fn family(cfg: &Config) -> Family {
             active_parameters: cfg.active_parameter_count(),
             storage: BTreeMap::new(),
         }),
+        local_head_dim: cfg.head_dim_local,
+        shared_kv_layers: cfg.kv_source.iter().filter(|s| s.is_some()).count(),
+        widest_intermediate: cfg.layer_intermediate.iter().copied().max(),
+        per_layer_input: cfg.per_layer_input,
     }
 }
 

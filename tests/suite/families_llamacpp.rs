@@ -174,7 +174,16 @@ fn name_and_store(file: &str) -> (&str, Store) {
     (name, store)
 }
 
-fn check(entry: &File, w: GgufWriter, int8: &Int8) {
+/// The f32 bounds on max |Δ log-prob| and max |Δ logit|, by family file name.
+fn f32_bounds(name: &str) -> (f32, f32) {
+    if name.starts_with("gemma") {
+        (GEMMA_F32_MAX_DIFF, GEMMA_F32_MAX_LOGIT_DIFF)
+    } else {
+        (F32_MAX_DIFF, F32_MAX_LOGIT_DIFF)
+    }
+}
+
+fn check(entry: &File, w: GgufWriter, int8: &Int8, f32_bounds: Option<(f32, f32)>) {
     let (name, store) = name_and_store(&entry.file);
     // In memory and hashed as it is written: the Qwen3-MoE and gpt-oss files (issue 45) are
     // 2.5 and 3.3 GB.
@@ -241,17 +250,9 @@ fn check(entry: &File, w: GgufWriter, int8: &Int8) {
         entry.file
     );
     if store == Store::F32 {
-        let bound = if name.starts_with("gemma") {
-            GEMMA_F32_MAX_DIFF
-        } else {
-            F32_MAX_DIFF
-        };
+        let (bound, logit_bound) = f32_bounds.unwrap_or(self::f32_bounds(name));
         assert!(max <= bound, "{}: max |dlogprob| {max}", entry.file);
-        let bound = if name.starts_with("gemma") {
-            GEMMA_F32_MAX_LOGIT_DIFF
-        } else {
-            F32_MAX_LOGIT_DIFF
-        };
+        let bound = logit_bound;
         assert!(
             next.max <= bound,
             "{}: max |dlogit| {}",
@@ -299,6 +300,12 @@ fn smollm3_olmo2_and_mistral3_agree_with_llama_cpp() {
 
 /// Every file of the golden `name` (in `fixtures/golden`) against our engine.
 pub(super) fn agrees(name: &str, int8: &Int8) {
+    agrees_within(name, int8, None);
+}
+
+/// [`agrees`], the f32 files held to `f32_bounds` (max |Δ log-prob|, max |Δ logit|) rather
+/// than their family's.
+fn agrees_within(name: &str, int8: &Int8, f32_bounds: Option<(f32, f32)>) {
     set_threads(2).unwrap();
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/golden")
@@ -322,7 +329,7 @@ pub(super) fn agrees(name: &str, int8: &Int8) {
             made.extend(files.iter().map(|f| f.file.clone()).zip(writers));
             made.remove(&entry.file).unwrap()
         });
-        if let Err(e) = std::panic::catch_unwind(|| check(entry, w, int8)) {
+        if let Err(e) = std::panic::catch_unwind(|| check(entry, w, int8, f32_bounds)) {
             failures.push(format!("{}: {:?}", entry.file, e.downcast_ref::<String>()));
         }
     }
@@ -337,4 +344,33 @@ pub(super) fn agrees(name: &str, int8: &Int8) {
 #[test]
 fn qwen35_agrees_with_llama_cpp() {
     agrees("families-hybrid-llamacpp.json", &INT8);
+}
+
+/// Gemma 4 (issue 43): a random-weight file at Gemma 4 E2B's widths, 4 layers (a local and a
+/// global layer with keys and values of their own, then one of each attending with theirs),
+/// per-layer inputs, its window cut to 16; goldens from `scripts/llamacpp_families.py --only
+/// gemma4-e2b-window16 --greedy`. Measured: f32 max |Δ log-prob| 2.12e-3 (mean 6.9e-4), max
+/// |Δ logit| 3.49e-3, argmax and greedy 8/8; Q8_0 mean 0.031 (logits 0.034), greedy 8/8.
+/// The f32 gap is llama.cpp's f16 GELU table, here in two GELUs per layer (the GeGLU and the
+/// per-layer input gate): transformers in f32 on the same weights is as far from llama.cpp
+/// (2.11e-3, 3.48e-3) and within `GEMMA4_TRANSFORMERS` of ours
+/// (`gemma4_agrees_with_transformers_in_f32`), so the f32 bound here is what was measured.
+#[test]
+fn gemma4_agrees_with_llama_cpp() {
+    agrees_within("families-gemma4-llamacpp.json", &INT8, Some((2.5e-3, 4e-3)));
+}
+
+/// The issue's f32 target, against transformers (`scripts/gemma4_transformers_goldens.py`:
+/// transformers' `Gemma4ForCausalLM` in f32 on the `model export-hf` directory of the same
+/// file). Measured: max |Δ log-prob| 2.1e-5 (mean 5.6e-6), max |Δ logit| 4.2e-5, argmax and
+/// greedy 8/8: the issue's 1e-3 with room.
+const GEMMA4_TRANSFORMERS: (f32, f32) = (F32_MAX_DIFF, F32_MAX_LOGIT_DIFF);
+
+#[test]
+fn gemma4_agrees_with_transformers_in_f32() {
+    agrees_within(
+        "families-gemma4-transformers.json",
+        &INT8,
+        Some(GEMMA4_TRANSFORMERS),
+    );
 }

@@ -21,6 +21,7 @@ mod fake_server;
 mod families;
 mod families_llamacpp;
 mod folio_check;
+mod gemma4;
 mod generation;
 mod generation_golden;
 mod gguf_errors;

@@ -255,7 +255,7 @@ fn unimplemented_moe_families_are_refused_by_name() {
     let d = dir.path();
     let (_, gguf) = both(d, "qwen3moe");
     let g = Gguf::open(&gguf).unwrap();
-    for arch in ["qwen35moe", "qwen2moe", "olmoe", "granitemoe", "gemma4"] {
+    for arch in ["qwen35moe", "qwen2moe", "olmoe", "granitemoe"] {
         let mut w = GgufWriter::from_gguf(&g).unwrap();
         w.kv("general.architecture", Meta::Str(arch.into()));
         refused(d, "other.gguf", &w, &format!("architecture {arch:?}"));
@@ -319,4 +319,55 @@ fn mxfp4_experts_score_as_their_values_in_f32_and_are_refused_in_the_integer_mod
         e.contains("blk.0.ffn_gate_exps.weight") && e.contains("Mxfp4") && e.contains("f32 mode"),
         "{e}"
     );
+}
+
+/// gpt-oss's local layers rotate at `rope.freq_base_swa` when the file gives one (llama.cpp's
+/// `get_rope_freq_base` in `openai-moe.cpp`, with the global rope's YaRN scaling): a tiny
+/// gpt-oss file (one local and one global layer) scores differently at another local base, the
+/// same at the global base, and the same when no layer is local.
+#[test]
+fn gpt_oss_local_layers_rotate_at_their_own_base() {
+    use deltalogic::model::dev::family_files::{config, write_config};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut cfg = config("gpt-oss-20b-window16").unwrap();
+    cfg.hidden = 64;
+    cfg.intermediate = 64;
+    cfg.heads = 4;
+    cfg.kv_heads = 2;
+    cfg.head_dim = 16;
+    cfg.rope.rotary_dim = 16;
+    cfg.layers = 2;
+    cfg.local_layers = vec![true, false];
+    if let Some(m) = &mut cfg.moe {
+        (m.experts, m.experts_used, m.expert_intermediate) = (4, 2, 32);
+    }
+    let g = Gguf::open(write_config(d, "gpt-oss-tiny", &cfg, Store::F32).unwrap()).unwrap();
+    let run = |name: &str, edit: &dyn Fn(&mut GgufWriter)| {
+        let mut w = GgufWriter::from_gguf(&g).unwrap();
+        edit(&mut w);
+        let path = d.join(name);
+        w.write(&path).unwrap();
+        bits(&scores(&path).0)
+    };
+    let plain = run("plain.gguf", &|_| {});
+    let base = |b: f32| {
+        move |w: &mut GgufWriter| {
+            w.kv("gpt-oss.rope.freq_base_swa", Meta::F32(b));
+        }
+    };
+    assert_ne!(run("local.gguf", &base(10_000.0)), plain);
+    assert_eq!(run("same.gguf", &base(150_000.0)), plain);
+    let global = |w: &mut GgufWriter| {
+        w.kv(
+            "gpt-oss.attention.sliding_window_pattern",
+            Meta::Bools(vec![false, false]),
+        );
+    };
+    let all_global = run("global.gguf", &global);
+    let both = |w: &mut GgufWriter| {
+        global(w);
+        base(10_000.0)(w);
+    };
+    assert_eq!(run("global-local-base.gguf", &both), all_global);
 }

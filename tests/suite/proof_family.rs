@@ -237,6 +237,12 @@ const ELSEWHERE: &[(&str, &str, &str)] = &[
          special tokens",
     ),
     (
+        "src/model/tokenize/mod.rs",
+        "gemma4",
+        "tokenizer.ggml.model's name of Gemma 4's vocabulary (and llama.cpp's pre-tokenizer of \
+         that name)",
+    ),
+    (
         "src/model/dev/family_files.rs",
         "*",
         "the real models whose shapes the golden files take, as data",

@@ -195,24 +195,6 @@ fn gemma_4_takes_a_run_of_newlines_that_is_a_token_whole() {
     assert!(ids[1..].iter().all(|&i| i == id("\n")), "{ids:?}");
 }
 
-/// Gemma 4's tokenizer is read, but its model is not implemented yet (per-layer embeddings,
-/// shared-KV layers, two head sizes): a `gemma4` file is refused by its architecture's name.
-#[test]
-#[cfg_attr(
-    models_missing,
-    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
-)]
-fn gemma_4_model_is_refused_by_name() {
-    let path = crate::common::fetched_model("ggml-vocab-gemma-4.gguf");
-    let e = deltalogic::model::scorer::check(&path)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains(&path.display().to_string()) && e.contains("unknown architecture \"gemma4\""),
-        "{e}"
-    );
-}
-
 /// With control tokens read (`encode`, `llama-tokenize`'s default): Phi-3's files drop the
 /// whitespace after a special token, except after `<s>` and `<unk>`, and a text run after one
 /// gets the space prefix; Llama 2's do neither; unknown-type tokens (`<unk>`, `[PAD32011]`) are

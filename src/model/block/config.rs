@@ -1,5 +1,5 @@
 //! One architecture-neutral description of a decoder-only transformer. The per-architecture files
-//! (llama, qwen2, qwen3, phi3, gemma2, gemma3) fill it in from config.json or GGUF metadata; the
+//! (`family/`) fill it in from config.json or GGUF metadata; the
 //! shared block in `transformer` reads nothing else.
 
 use std::path::Path;
@@ -222,6 +222,23 @@ pub struct Config {
     /// The q projection holds, per head, q then a gate of the same size: attention's output is
     /// multiplied by `sigmoid(gate)` before the output projection.
     pub attn_gate: bool,
+    // Issue 43 (Gemma 4):
+    /// The head size of local layers when it differs from `head_dim`, which is then the global
+    /// layers' (Gemma 4: 256 beside 512). Their rotary dims are `rope_local`'s.
+    pub head_dim_local: Option<usize>,
+    /// Each layer's MLP width where the layers differ (Gemma 4's double-wide MLP on its shared-KV
+    /// layers); empty: `intermediate` on every layer.
+    pub layer_intermediate: Vec<usize>,
+    /// Per layer, the earlier layer whose keys and values it attends with instead of computing
+    /// its own (Gemma 4's shared-KV layers: q only); empty: every layer its own.
+    pub kv_source: Vec<Option<usize>>,
+    /// v RMS-normed per head, without a weight, before it is cached (Gemma 4).
+    pub v_norm: bool,
+    /// Per-layer token embeddings of this width per layer, gated into each layer's residual
+    /// after its MLP (Gemma 4's `per_layer_token_embd`; `Transformer::per_layer_inputs`).
+    pub per_layer_input: Option<usize>,
+    /// A learnt scalar multiplying each layer's output (Gemma 4's `layer_output_scale`).
+    pub layer_scale: bool,
 }
 
 /// Issue 45: a mixture-of-experts MLP. A router `[experts, hidden]` scores the experts, a
@@ -321,7 +338,42 @@ impl Config {
             o_bias: false,
             delta_net: None,
             attn_gate: false,
+            head_dim_local: None,
+            layer_intermediate: Vec::new(),
+            kv_source: Vec::new(),
+            v_norm: false,
+            per_layer_input: None,
+            layer_scale: false,
         }
+    }
+
+    /// Layer `l`'s head size (`head_dim_local` on a local layer).
+    pub fn head_dim_at(&self, l: usize) -> usize {
+        match (self.head_dim_local, self.local_layers.get(l)) {
+            (Some(hd), Some(true)) => hd,
+            _ => self.head_dim,
+        }
+    }
+
+    /// Layer `l`'s rope: `rope_local` on a local layer that has one.
+    pub fn rope_at(&self, l: usize) -> &Rope {
+        match (&self.rope_local, self.local_layers.get(l)) {
+            (Some(r), Some(true)) => r,
+            _ => &self.rope,
+        }
+    }
+
+    /// Layer `l`'s MLP width.
+    pub fn intermediate_at(&self, l: usize) -> usize {
+        self.layer_intermediate
+            .get(l)
+            .copied()
+            .unwrap_or(self.intermediate)
+    }
+
+    /// The earlier layer whose keys and values layer `l` attends with, if not its own.
+    pub fn kv_source_at(&self, l: usize) -> Option<usize> {
+        self.kv_source.get(l).copied().flatten()
     }
 
     /// Checks the relations the transformer relies on, so a bad file fails here by name.
@@ -346,9 +398,11 @@ impl Config {
                 self.heads, self.kv_heads
             ));
         }
-        for r in std::iter::once(&self.rope).chain(&self.rope_local) {
-            validate_rope(path, r, self.head_dim)?;
+        validate_rope(path, &self.rope, self.head_dim)?;
+        if let Some(r) = &self.rope_local {
+            validate_rope(path, r, self.head_dim_local.unwrap_or(self.head_dim))?;
         }
+        self.validate_per_layer(path)?;
         if !(self.attn_scale > 0.0 && self.attn_scale.is_finite()) {
             return bad(format!(
                 "attention scale {} is not a positive number",
@@ -412,6 +466,50 @@ impl Config {
         }
         Ok(())
     }
+    /// Issue 43: the per-layer sizes and shared keys and values (Gemma 4).
+    fn validate_per_layer(&self, path: &Path) -> Result<(), ModelError> {
+        let bad = |what: String| Err(invalid(path, what));
+        if self.head_dim_local == Some(0) {
+            return bad("local head dim is 0".into());
+        }
+        if self.head_dim_local.is_some() && self.rope_local.is_none() {
+            return bad("a local head dim without a local rope".into());
+        }
+        for (name, n) in [
+            ("MLP widths", self.layer_intermediate.len()),
+            ("shared-KV sources", self.kv_source.len()),
+        ] {
+            if n != 0 && n != self.layers {
+                return bad(format!("{n} {name} for {} layers", self.layers));
+            }
+        }
+        if self.layer_intermediate.contains(&0) {
+            return bad("an MLP width is 0".into());
+        }
+        for (l, s) in self.kv_source.iter().enumerate() {
+            let Some(s) = *s else { continue };
+            let local = |l: usize| self.local_layers.get(l).copied().unwrap_or(false);
+            if s >= l || self.kv_source_at(s).is_some() || local(s) != local(l) {
+                return bad(format!(
+                    "layer {l} attends with layer {s}'s keys and values: needs an earlier layer                      of its own kind with keys and values of its own"
+                ));
+            }
+            if self
+                .delta_net
+                .as_ref()
+                .is_some_and(|n| n.is_recurrent(s) || n.is_recurrent(l))
+            {
+                return bad(format!(
+                    "shared keys and values on recurrent layer {l} or {s}"
+                ));
+            }
+        }
+        if self.per_layer_input == Some(0) {
+            return bad("per-layer input width is 0".into());
+        }
+        Ok(())
+    }
+
     /// The f32 parameter count, for the memory target (every expert counted).
     pub fn parameter_count(&self) -> usize {
         self.parameters(false)
@@ -424,17 +522,30 @@ impl Config {
     }
 
     fn parameters(&self, active: bool) -> usize {
-        let (d, hd) = (self.hidden, self.head_dim);
+        let d = self.hidden;
         let gate = if self.attn_gate { 2 } else { 1 };
-        let attn = d * self.heads * hd * (1 + gate) + d * self.kv_heads * hd * 2;
-        let mlp = match &self.moe {
-            None => 3 * d * self.intermediate,
+        let attn = |l: usize| {
+            let hd = self.head_dim_at(l);
+            let kv = match self.kv_source_at(l) {
+                Some(_) => 0,
+                None => d * self.kv_heads * hd * 2,
+            };
+            d * self.heads * hd * (1 + gate) + kv
+        };
+        let mlp = |l: usize| match &self.moe {
+            None => 3 * d * self.intermediate_at(l),
             Some(m) => {
                 let n = if active { m.experts_used } else { m.experts };
                 m.experts * d + n * 3 * d * m.expert_intermediate
             }
         };
         let embed = self.vocab_size * d * if self.tied_embeddings { 1 } else { 2 };
+        // Gemma 4's per-layer embeddings: the table, its projection and norm, and per layer a
+        // gate, a projection back and a norm.
+        let per_layer = self.per_layer_input.map_or(0, |p| {
+            let all = self.layers * p;
+            self.vocab_size * all + d * all + p + self.layers * (2 * d * p + d)
+        });
         let mixers: usize = (0..self.layers)
             .map(|l| match &self.delta_net {
                 Some(n) if n.is_recurrent(l) => {
@@ -444,10 +555,11 @@ impl Config {
                         + 2 * n.v_heads
                         + n.head_dim
                 }
-                _ => attn,
+                _ => attn(l),
             })
             .sum();
-        mixers + self.layers * (mlp + 2 * d) + embed + d
+        let mlps: usize = (0..self.layers).map(mlp).sum();
+        mixers + mlps + self.layers * 2 * d + embed + d + per_layer
     }
 
     /// The longest sequence this model may score: longrope models are capped at their original

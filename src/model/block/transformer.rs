@@ -5,11 +5,14 @@
 //! over a KV cache that forks for free (chunks are reference-counted), optionally soft-capped and
 //! windowed, SwiGLU or GeGLU MLP or a mixture of experts (`moe`, issue 45; with gpt-oss's
 //! attention sinks and output bias), optional post-norms, final norm, and an LM head (optionally
-//! soft-capped) applied only to the rows that are scored.
+//! soft-capped) applied only to the rows that are scored. Issue 43 (Gemma 4): head sizes and MLP
+//! widths per layer, layers that attend with an earlier layer's keys and values (their own
+//! projections q only), v normed, per-layer token embeddings gated into each layer's residual,
+//! and a scalar on each layer's output.
 //!
 //! Architectures differ only in their `Config` and in how their files name and pack the weights
-//! (see `llama`, `phi3`, `gemma2`, `gemma3`, `smollm3`, `olmo2`, `mistral3`): they hand this
-//! module tensors under the canonical names of [`Part`].
+//! (see `llama`, `phi3`, `gemma2`, `gemma3`, `smollm3`, `olmo2`, `mistral3`, `gemma4`): they hand
+//! this module tensors under the canonical names of [`Part`].
 
 use std::path::Path;
 
@@ -125,6 +128,17 @@ pub enum Part {
     ExpertDownBias(usize, usize),
     /// A gated delta-net layer's weights (Qwen3.5, `delta_net`).
     Ssm(usize, Ssm),
+    /// Gemma 4's per-layer token embeddings (`Config::per_layer_input`, width `p`): the table
+    /// `[vocab, layers · p]`, the projection of the embedded token `[layers · p, d]` and its
+    /// norm `[p]`; per layer the gate `[p, d]`, the projection back `[d, p]` and its norm `[d]`.
+    PerLayerEmbed,
+    PerLayerModelProj,
+    PerLayerProjNorm,
+    PerLayerGate(usize),
+    PerLayerProj(usize),
+    PerLayerPostNorm(usize),
+    /// Gemma 4's scalar on a layer's output, `[1]` (`Config::layer_scale`).
+    LayerScale(usize),
 }
 
 /// The weights of a gated delta-net layer (`Config::delta_net`), in llama.cpp's terms.
@@ -241,6 +255,26 @@ struct Layer {
     mlp: Mlp,
     /// A gated delta-net layer's weights; then `wqkv` and `wo` hold nothing.
     delta: Option<DeltaLayer>,
+    /// Gemma 4 (`Config::per_layer_input`, `Config::layer_scale`).
+    per_layer: Option<LayerInput>,
+    scale: Option<f32>,
+}
+
+/// A layer's share of Gemma 4's per-layer embeddings: `x += norm(proj(gelu(gate · x) ⊙ input))`
+/// after the MLP, `input` being the layer's slice of `PerLayerInputs`.
+struct LayerInput {
+    gate: Matrix,
+    proj: Matrix,
+    post_norm: Vec<f32>,
+}
+
+/// Gemma 4's per-layer inputs of a token: its row of the table times √p, plus the normed
+/// projection of its (scaled) embedding times 1/√d, the sum times 1/√2, as llama.cpp's
+/// `project_per_layer_inputs` and transformers' compute them.
+struct PerLayerInputs {
+    embed: Matrix,
+    proj: Matrix,
+    norm: Vec<f32>,
 }
 
 enum Mlp {
@@ -294,10 +328,11 @@ pub struct Transformer {
     inv_freq: Vec<f32>,
     /// Local layers' frequencies when their rope differs (`Config::rope_local`).
     inv_freq_local: Option<Vec<f32>>,
-    /// Per layer, where its cache lives.
+    /// Per layer, where its cache lives (a shared-KV layer's: its source's).
     slots: Vec<Slot>,
     /// Issue 45: the integer mode's repacked experts, held within a budget.
     expert_cache: Arc<PackCache>,
+    per_layer: Option<PerLayerInputs>,
 }
 
 /// Keys and values of a run of consecutive positions, for every attention layer.
@@ -374,8 +409,7 @@ impl Transformer {
         integer: bool,
     ) -> Result<Transformer, ModelError> {
         Self::check(&cfg, file, naming, extra)?;
-        let (d, hd) = (cfg.hidden, cfg.head_dim);
-        let (q_rows, kv_rows) = (cfg.heads * hd, cfg.kv_heads * hd);
+        let d = cfg.hidden;
         let loader = Loader {
             file,
             naming,
@@ -389,6 +423,10 @@ impl Transformer {
                 _ => None,
             };
             let attention = delta.is_none();
+            let hd = cfg.head_dim_at(l);
+            let (q_rows, kv_rows) = (cfg.heads * hd, cfg.kv_heads * hd);
+            // A shared-KV layer projects q only.
+            let own_kv = cfg.kv_source_at(l).is_none();
             let bqkv = if cfg.qkv_bias && attention {
                 let mut b = loader.data(Part::QBias(l), &[q_rows])?;
                 b.extend(loader.data(Part::KBias(l), &[kv_rows])?);
@@ -398,10 +436,13 @@ impl Transformer {
                 None
             };
             let (q_norm, k_norm) = if cfg.qk_norm && attention {
-                let (q, k) = qk_norm_sizes(&cfg);
+                let (q, k) = qk_norm_sizes(&cfg, l);
                 (
                     Some(loader.data(Part::QNorm(l), &[q])?),
-                    Some(loader.data(Part::KNorm(l), &[k])?),
+                    match own_kv {
+                        true => Some(loader.data(Part::KNorm(l), &[k])?),
+                        false => None,
+                    },
                 )
             } else {
                 (None, None)
@@ -410,16 +451,14 @@ impl Transformer {
                 true => loader.data(part, &[d]).map(Some),
                 false => Ok(None),
             };
+            let qkv_parts = [
+                (Part::Q(l), q_proj_rows(&cfg, l)),
+                (Part::K(l), kv_rows),
+                (Part::V(l), kv_rows),
+            ];
             let (wqkv, wo) = match attention {
                 true => (
-                    loader.matrix(
-                        d,
-                        &[
-                            (Part::Q(l), q_proj_rows(&cfg)),
-                            (Part::K(l), kv_rows),
-                            (Part::V(l), kv_rows),
-                        ],
-                    )?,
+                    loader.matrix(d, &qkv_parts[..if own_kv { 3 } else { 1 }])?,
                     loader.matrix(q_rows, &[(Part::O(l), d)])?,
                 ),
                 false => (loader.matrix(d, &[])?, loader.matrix(q_rows, &[])?),
@@ -449,16 +488,13 @@ impl Transformer {
                     false => None,
                 },
                 mlp: match &cfg.moe {
-                    None => Mlp::Dense {
-                        gate_up: loader.matrix(
-                            d,
-                            &[
-                                (Part::Gate(l), cfg.intermediate),
-                                (Part::Up(l), cfg.intermediate),
-                            ],
-                        )?,
-                        down: loader.matrix(cfg.intermediate, &[(Part::Down(l), d)])?,
-                    },
+                    None => {
+                        let i = cfg.intermediate_at(l);
+                        Mlp::Dense {
+                            gate_up: loader.matrix(d, &[(Part::Gate(l), i), (Part::Up(l), i)])?,
+                            down: loader.matrix(i, &[(Part::Down(l), d)])?,
+                        }
+                    }
                     Some(m) => {
                         let i = m.expert_intermediate;
                         let experts = (0..m.experts)
@@ -497,8 +533,31 @@ impl Transformer {
                     }
                 },
                 delta,
+                per_layer: match cfg.per_layer_input {
+                    Some(p) => Some(LayerInput {
+                        gate: loader.matrix(d, &[(Part::PerLayerGate(l), p)])?,
+                        proj: loader.matrix(p, &[(Part::PerLayerProj(l), d)])?,
+                        post_norm: loader.data(Part::PerLayerPostNorm(l), &[d])?,
+                    }),
+                    None => None,
+                },
+                scale: match cfg.layer_scale {
+                    true => Some(loader.data(Part::LayerScale(l), &[1])?[0]),
+                    false => None,
+                },
             });
         }
+        let per_layer = match cfg.per_layer_input {
+            Some(p) => {
+                let all = cfg.layers * p;
+                Some(PerLayerInputs {
+                    embed: loader.matrix(all, &[(Part::PerLayerEmbed, cfg.vocab_size)])?,
+                    proj: loader.matrix(d, &[(Part::PerLayerModelProj, all)])?,
+                    norm: loader.data(Part::PerLayerProjNorm, &[p])?,
+                })
+            }
+            None => None,
+        };
         let embed = loader.matrix(d, &[(Part::Embed, cfg.vocab_size)])?;
         let lm_head = if cfg.tied_embeddings {
             None
@@ -509,13 +568,16 @@ impl Transformer {
         let inv_freq = cfg.rope.inv_freq();
         let inv_freq_local = cfg.rope_local.as_ref().map(Rope::inv_freq);
         let mut counts = (0, 0);
-        let slots = layers
-            .iter()
-            .map(|layer| match layer.delta {
-                Some(_) => (Slot::Recurrent(counts.1), counts.1 += 1).0,
-                None => (Slot::Kv(counts.0), counts.0 += 1).0,
-            })
-            .collect();
+        let mut slots: Vec<Slot> = Vec::with_capacity(layers.len());
+        for (l, layer) in layers.iter().enumerate() {
+            let slot = match (&layer.delta, cfg.kv_source_at(l)) {
+                (Some(_), _) => (Slot::Recurrent(counts.1), counts.1 += 1).0,
+                // `Config::validate`: the source is an earlier attention layer.
+                (None, Some(source)) => slots[source],
+                (None, None) => (Slot::Kv(counts.0), counts.0 += 1).0,
+            };
+            slots.push(slot);
+        }
         Ok(Transformer {
             cfg,
             embed,
@@ -526,6 +588,7 @@ impl Transformer {
             inv_freq_local,
             slots,
             expert_cache: loader.experts,
+            per_layer,
         })
     }
 
@@ -548,8 +611,7 @@ impl Transformer {
 
     /// Every tensor `cfg` needs with its expected shape, in `Part` names.
     pub fn parts(cfg: &Config) -> Vec<(Part, Vec<usize>)> {
-        let (d, hd, i) = (cfg.hidden, cfg.head_dim, cfg.intermediate);
-        let (q_rows, kv_rows) = (cfg.heads * hd, cfg.kv_heads * hd);
+        let d = cfg.hidden;
         let mut out = vec![
             (Part::Embed, vec![cfg.vocab_size, d]),
             (Part::FinalNorm, vec![d]),
@@ -560,17 +622,24 @@ impl Transformer {
         // The order is the family files' (and their random draws'): it must not move.
         let pre_norm = |part: Part| cfg.pre_norms.then(|| (part, vec![d]));
         for l in 0..cfg.layers {
+            let (hd, i) = (cfg.head_dim_at(l), cfg.intermediate_at(l));
+            let (q_rows, kv_rows) = (cfg.heads * hd, cfg.kv_heads * hd);
+            let own_kv = cfg.kv_source_at(l).is_none();
             out.extend(pre_norm(Part::AttnNorm(l)));
             // Issue 44: a gated delta-net layer in place of attention.
             let recurrent = cfg.delta_net.as_ref().filter(|n| n.is_recurrent(l));
             match recurrent {
                 Some(net) => out.extend(delta_parts(net, d, l)),
-                None => out.extend([
-                    (Part::Q(l), vec![q_proj_rows(cfg), d]),
-                    (Part::K(l), vec![kv_rows, d]),
-                    (Part::V(l), vec![kv_rows, d]),
-                    (Part::O(l), vec![d, q_rows]),
-                ]),
+                None => {
+                    out.push((Part::Q(l), vec![q_proj_rows(cfg, l), d]));
+                    if own_kv {
+                        out.extend([
+                            (Part::K(l), vec![kv_rows, d]),
+                            (Part::V(l), vec![kv_rows, d]),
+                        ]);
+                    }
+                    out.push((Part::O(l), vec![d, q_rows]));
+                }
             }
             out.extend(pre_norm(Part::MlpNorm(l)));
             match &cfg.moe {
@@ -609,8 +678,11 @@ impl Transformer {
                 ]);
             }
             if cfg.qk_norm && recurrent.is_none() {
-                let (q, k) = qk_norm_sizes(cfg);
-                out.extend([(Part::QNorm(l), vec![q]), (Part::KNorm(l), vec![k])]);
+                let (q, k) = qk_norm_sizes(cfg, l);
+                out.push((Part::QNorm(l), vec![q]));
+                if own_kv {
+                    out.push((Part::KNorm(l), vec![k]));
+                }
             }
             if cfg.post_norms {
                 out.extend([
@@ -618,6 +690,23 @@ impl Transformer {
                     (Part::PostMlpNorm(l), vec![d]),
                 ]);
             }
+            if let Some(p) = cfg.per_layer_input {
+                out.extend([
+                    (Part::PerLayerGate(l), vec![p, d]),
+                    (Part::PerLayerProj(l), vec![d, p]),
+                    (Part::PerLayerPostNorm(l), vec![d]),
+                ]);
+            }
+            if cfg.layer_scale {
+                out.push((Part::LayerScale(l), vec![1]));
+            }
+        }
+        if let Some(p) = cfg.per_layer_input {
+            out.extend([
+                (Part::PerLayerEmbed, vec![cfg.vocab_size, cfg.layers * p]),
+                (Part::PerLayerModelProj, vec![cfg.layers * p, d]),
+                (Part::PerLayerProjNorm, vec![p]),
+            ]);
         }
         out
     }
@@ -701,9 +790,20 @@ impl Transformer {
                 if let Some(d) = &l.delta {
                     costs.extend([d.proj.cost(), d.out.cost()]);
                 }
+                if let Some(p) = &l.per_layer {
+                    costs.extend([p.gate.cost(), p.proj.cost()]);
+                }
                 costs
             })
             .fold((0, 0), |(m, b), (dm, db)| (m + dm, b + db));
+        // Gemma 4: every token's embedding projected to its per-layer inputs.
+        let (macs, bytes) = match &self.per_layer {
+            Some(p) => {
+                let (m, b) = p.proj.cost();
+                (macs + m, bytes + b)
+            }
+            None => (macs, bytes),
+        };
         WeightCost {
             macs_per_token: macs,
             decode_bytes: bytes + self.head().cost().1,
@@ -1025,6 +1125,7 @@ impl Transformer {
         if let Some(s) = self.cfg.embed_scale {
             x.iter_mut().for_each(|v| *v *= s);
         }
+        let per_layer = self.per_layer_inputs(runs, &x);
         let (cos, sin) = self.rope_tables(&self.inv_freq, self.cfg.rope.scale(), runs);
         let local = self.inv_freq_local.as_ref().map(|f| {
             let scale = self.cfg.rope_local.as_ref().map_or(1.0, Rope::scale);
@@ -1042,7 +1143,17 @@ impl Transformer {
                 (Some((c, s)), true) => (c.as_slice(), s.as_slice()),
                 _ => (cos.as_slice(), sin.as_slice()),
             };
-            match self.block(layer, runs, l, &mut x, cos, sin) {
+            let input = per_layer.as_ref().zip(self.cfg.per_layer_input);
+            let input = input.map(|(all, p)| layer_slice(all, l, self.cfg.layers, p));
+            match self.block(
+                layer,
+                runs,
+                l,
+                &mut x,
+                (cos, sin),
+                &chunks,
+                input.as_deref(),
+            ) {
                 Kept::Kv(kvs) => {
                     for (chunk, kv) in chunks.iter_mut().zip(kvs) {
                         chunk.layers.push(kv);
@@ -1058,6 +1169,31 @@ impl Transformer {
         Ok((chunks, recurrent, x))
     }
 
+    /// Gemma 4's per-layer inputs of `runs`' tokens, `[t, layers, p]`, from their scaled
+    /// embeddings `x` (`PerLayerInputs`).
+    fn per_layer_inputs(&self, runs: &[Continuation], x: &[f32]) -> Option<Vec<f32>> {
+        let w = self.per_layer.as_ref()?;
+        let p = w.norm.len();
+        let d = self.cfg.hidden;
+        // llama.cpp's and transformers' constants, rounded to f32 once.
+        let (row_scale, proj_scale) = ((p as f32).sqrt(), 1.0 / (d as f32).sqrt());
+        let input_scale = 1.0 / 2f32.sqrt();
+        let mut proj = w.proj.matmul(x);
+        proj.iter_mut().for_each(|v| *v *= proj_scale);
+        let mut out = kernels::rms_norm(&proj, &w.norm, self.cfg.norm_eps);
+        let all = self.cfg.layers * p;
+        for (row, &tok) in out
+            .chunks_exact_mut(all)
+            .zip(runs.iter().flat_map(|r| r.tokens))
+        {
+            let table = w.embed.row(tok as usize);
+            for (o, e) in row.iter_mut().zip(table) {
+                *o = (*o + e * row_scale) * input_scale;
+            }
+        }
+        Some(out)
+    }
+
     /// Whether layer `l` attends within the sliding window.
     fn is_local(&self, l: usize) -> bool {
         self.cfg.local_layers.get(l).copied().unwrap_or(false)
@@ -1066,19 +1202,21 @@ impl Transformer {
     /// One decoder block over `x: [t, d]` (the continuations' tokens in order) in place;
     /// returns what each continuation keeps for later positions. Only attention (and a
     /// recurrent layer) looks across rows, each continuation's over its own past.
+    #[allow(clippy::too_many_arguments)]
     fn block(
         &self,
         w: &Layer,
         runs: &[Continuation],
         layer: usize,
         x: &mut [f32],
-        cos: &[f32],
-        sin: &[f32],
+        rope: (&[f32], &[f32]),
+        this_run: &[KvChunk],
+        per_layer_input: Option<&[f32]>,
     ) -> Kept {
         let c = &self.cfg;
         let (mut out, kept) = match &w.delta {
             Some(delta) => self.delta_net(w, delta, runs, layer, x),
-            None => self.self_attention(w, runs, layer, x, cos, sin),
+            None => self.self_attention(w, runs, layer, x, rope, this_run),
         };
         if let Some(norm) = &w.post_attn_norm {
             out = kernels::rms_norm(&out, norm, c.norm_eps);
@@ -1088,7 +1226,7 @@ impl Transformer {
         // The MLP, whose activations are the widest, a bounded number of rows at a time: every
         // step is row by row, so the bits are those of one pass, and long prompts do not hold
         // `t × 2I` floats at once.
-        let i = c.intermediate;
+        let i = c.intermediate_at(layer);
         for x in x.chunks_mut(MLP_ROWS * c.hidden) {
             let normed;
             let h: &[f32] = match &w.mlp_norm {
@@ -1123,6 +1261,16 @@ impl Transformer {
                 out = kernels::rms_norm(&out, norm, c.norm_eps);
             }
             x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
+        }
+        if let (Some(p), Some(input)) = (&w.per_layer, per_layer_input) {
+            let gate = p.gate.matmul(x);
+            let mut act = vec![0f32; gate.len()];
+            gelu_tanh_mul(&gate, input, &mut act);
+            let out = kernels::rms_norm(&p.proj.matmul(&act), &p.post_norm, c.norm_eps);
+            x.iter_mut().zip(&out).for_each(|(x, o)| *x += o);
+        }
+        if let Some(s) = w.scale {
+            x.iter_mut().for_each(|v| *v *= s);
         }
         kept
     }
@@ -1177,19 +1325,23 @@ impl Transformer {
 
     /// Grouped-query self-attention over `x`: its output `[t, d]` (after the output projection,
     /// before any post-norm and the residual), and each continuation's keys and values.
+    /// A shared-KV layer (`Config::kv_source`) projects q only and attends with its source's
+    /// keys and values: the past's, and this run's from `this_run`.
     fn self_attention(
         &self,
         w: &Layer,
         runs: &[Continuation],
         layer: usize,
         x: &[f32],
-        cos: &[f32],
-        sin: &[f32],
+        (cos, sin): (&[f32], &[f32]),
+        this_run: &[KvChunk],
     ) -> (Vec<f32>, Kept) {
         let c = &self.cfg;
-        let (hd, h, kvh) = (c.head_dim, c.heads, c.kv_heads);
-        let (q_cols, kv_cols) = (h * hd, kvh * hd);
-        let q_width = q_proj_rows(c);
+        let (hd, h, kvh) = (c.head_dim_at(layer), c.heads, c.kv_heads);
+        let q_cols = h * hd;
+        let shared = c.kv_source_at(layer).is_some();
+        let kv_cols = if shared { 0 } else { kvh * hd };
+        let q_width = q_proj_rows(c, layer);
 
         let mut qkv = match &w.attn_norm {
             Some(norm) => w.wqkv.matmul(&kernels::rms_norm(x, norm, c.norm_eps)),
@@ -1224,13 +1376,20 @@ impl Transformer {
             q = only_q;
             gate
         });
-        if let (Some(qn), Some(kn)) = (&w.q_norm, &w.k_norm) {
+        if let Some(qn) = &w.q_norm {
             q = kernels::rms_norm(&q, qn, c.norm_eps);
+        }
+        if let Some(kn) = &w.k_norm {
             k = kernels::rms_norm(&k, kn, c.norm_eps);
         }
+        let v = match c.v_norm {
+            true => kernels::rms_norm(&v, &vec![1.0; hd], c.norm_eps),
+            false => v,
+        };
         if !self.cfg.no_rope_layers.get(layer).copied().unwrap_or(false) {
-            self.rope(&mut q, cos, sin);
-            self.rope(&mut k, cos, sin);
+            let rd = c.rope_at(layer).rotary_dim;
+            self.rope(&mut q, hd, rd, cos, sin);
+            self.rope(&mut k, hd, rd, cos, sin);
         }
         if let Some(t) = &c.attn_temperature {
             temperature(t, &mut q, runs);
@@ -1240,15 +1399,26 @@ impl Transformer {
         // continuation) keeps the whole buffers without a copy; likewise its attention output.
         let (mut k, mut v) = (k, v);
         let mut kvs: Vec<Kv> = Vec::with_capacity(runs.len());
-        let mut row = k.len() / kv_cols;
-        for r in runs.iter().rev() {
+        let mut row = q.len() / q_cols;
+        for r in runs.iter().rev().filter(|_| !shared) {
             row -= r.tokens.len();
             let (rk, rv) = (k.split_off(row * kv_cols), v.split_off(row * kv_cols));
             kvs.push(Kv::new(rk, rv, kvh, hd));
         }
         kvs.reverse();
+        if shared {
+            row = 0;
+        }
+        let source = match self.slots[layer] {
+            Slot::Kv(s) => s,
+            Slot::Recurrent(_) => unreachable!("layer {layer} attends"),
+        };
         let mut attn: Vec<f32> = Vec::new();
-        for (r, kv) in runs.iter().zip(&kvs) {
+        for (i, r) in runs.iter().enumerate() {
+            let kv = match shared {
+                true => &this_run[i].layers[source],
+                false => &kvs[i],
+            };
             let q = &q[row * q_cols..][..r.tokens.len() * q_cols];
             let out = self.attention(&r.state.chunks, w, layer, q, kv, r.state.len);
             match attn.is_empty() {
@@ -1290,7 +1460,7 @@ impl Transformer {
         let shape = Heads {
             heads: c.heads,
             kv_heads: c.kv_heads,
-            head_dim: c.head_dim,
+            head_dim: c.head_dim_at(layer),
             scale: c.attn_scale,
             softcap: c.attn_softcap,
             window: match self.is_local(layer) {
@@ -1328,12 +1498,12 @@ impl Transformer {
         (cos, sin)
     }
 
-    /// Rotates the leading `rotary_dim` dimensions of each head of `x: [t, heads, hd]` in place.
-    fn rope(&self, x: &mut [f32], cos: &[f32], sin: &[f32]) {
-        let (hd, rd) = (self.cfg.head_dim, self.cfg.rope.rotary_dim);
+    /// Rotates the leading `rd` dimensions of each head of `x: [t, heads, hd]` in place.
+    fn rope(&self, x: &mut [f32], hd: usize, rd: usize, cos: &[f32], sin: &[f32]) {
         let half = rd / 2;
         let t = cos.len() / half.max(1);
-        if half == 0 || t == 0 {
+        // A shared-KV layer's k is empty.
+        if half == 0 || t == 0 || x.is_empty() {
             return;
         }
         let per_row = x.len() / t;
@@ -1354,19 +1524,28 @@ impl Transformer {
     }
 }
 
-/// The lengths of the q and k norms: a head's, or the whole projection's
+/// The lengths of layer `l`'s q and k norms: a head's, or the whole projection's
 /// (`Config::qk_norm_whole`).
-fn qk_norm_sizes(cfg: &Config) -> (usize, usize) {
+fn qk_norm_sizes(cfg: &Config, l: usize) -> (usize, usize) {
+    let hd = cfg.head_dim_at(l);
     match cfg.qk_norm_whole {
-        true => (cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim),
-        false => (cfg.head_dim, cfg.head_dim),
+        true => (cfg.heads * hd, cfg.kv_heads * hd),
+        false => (hd, hd),
     }
 }
 
-/// Rows of the q projection: the heads' q, and with `Config::attn_gate` each head's gate after
-/// its q (`[heads, 2, head_dim]`, as llama.cpp's qwen35 views it).
-fn q_proj_rows(cfg: &Config) -> usize {
-    let rows = cfg.heads * cfg.head_dim;
+/// Layer `l`'s per-layer inputs `[t, p]`, cut from all layers' `[t, layers, p]`.
+fn layer_slice(all: &[f32], l: usize, layers: usize, p: usize) -> Vec<f32> {
+    all.chunks_exact(layers * p)
+        .flat_map(|row| &row[l * p..][..p])
+        .copied()
+        .collect()
+}
+
+/// Rows of layer `l`'s q projection: the heads' q, and with `Config::attn_gate` each head's
+/// gate after its q (`[heads, 2, head_dim]`, as llama.cpp's qwen35 views it).
+fn q_proj_rows(cfg: &Config, l: usize) -> usize {
+    let rows = cfg.heads * cfg.head_dim_at(l);
     match cfg.attn_gate {
         true => 2 * rows,
         false => rows,

@@ -12,7 +12,7 @@
 //! tokenizers at a size CI can carry (the vocabulary sizes the embedding). Gemma 3's two layers
 //! are one local and one global, so that both of its ropes are checked. Ministral 3 has a second
 //! file with an original window of 16 positions, so that its attention temperature and YaRN ramp
-//! are checked within the contexts' length.
+//! are checked within the contexts' length. Gemma 4 E2B's file has 4 layers (see its entry).
 
 use std::path::{Path, PathBuf};
 
@@ -26,7 +26,7 @@ use crate::model::dev::gguf_write::{
     config_metadata, encode, rope_factor_tensors, stack, stored_name, tokenizer_from_json,
     GgufWriter, Meta, Store,
 };
-use crate::model::family::{llama, FAMILIES};
+use crate::model::family::{gemma4, llama, FAMILIES};
 use crate::model::ModelError;
 use crate::rng::Rng;
 
@@ -36,7 +36,7 @@ const LAYERS: usize = 2;
 const VOCAB: usize = 320;
 
 /// The files written: name, and the real model whose shapes it has.
-pub const FILES: [(&str, &str); 12] = [
+pub const FILES: [(&str, &str); 13] = [
     ("llama3-1b", "Llama-3.2-1B-Instruct"),
     ("qwen3-0.6b", "Qwen3-0.6B"),
     ("phi3-mini4", "Phi-4-mini-instruct"),
@@ -52,6 +52,8 @@ pub const FILES: [(&str, &str); 12] = [
     ("gpt-oss-20b-window16", "gpt-oss-20b"),
     // Issue 44.
     ("qwen35-0.8b", "Qwen3.5-0.8B"),
+    // Issue 43.
+    ("gemma4-e2b-window16", "gemma-4-E2B"),
 ];
 
 fn base(
@@ -266,6 +268,42 @@ pub fn config(name: &str) -> Option<Config> {
                 recurrent: crate::model::family::qwen35::recurrent_every(4, 4),
                 rope_sections: vec![11, 11, 10, 0],
             });
+            c
+        }
+        // Issue 43. Gemma 4 E2B (35 layers, config.json's text_config) cut to 4: a local and a
+        // global layer with keys and values of their own, then one of each attending with
+        // theirs (its last 20 layers share; llama.cpp's layers n − 2 and n − 1), their MLPs
+        // twice as wide as E2B's shared layers' are. Heads of 256 (local, rope base 10⁴) and 512
+        // (global, base 10⁶, a quarter of the pairs turning), one KV head, per-layer inputs of
+        // 256, final soft-cap 30. Its window of 512 is cut to 16, so that the contexts cross it.
+        "gemma4-e2b-window16" => {
+            let mut c = base("gemma4", 1536, 6144, 8, 1, 512);
+            c.layers = 4;
+            c.activation = Activation::GeluTanh;
+            c.embed_scale = Some((1536f32).sqrt());
+            c.post_norms = true;
+            c.qk_norm = true;
+            c.v_norm = true;
+            c.attn_scale = 1.0;
+            c.final_softcap = Some(30.0);
+            c.max_positions = 131_072;
+            c.rope.theta = 1_000_000.0;
+            c.rope.freq_factors = Some(gemma4::proportional(512, 64));
+            c.rope.scaling = Some("proportional, 64 of 256 pairs turning".into());
+            c.head_dim_local = Some(256);
+            c.rope_local = Some(Rope {
+                theta: 10_000.0,
+                rotary_dim: 256,
+                freq_factors: None,
+                scaling: None,
+                ..c.rope.clone()
+            });
+            c.sliding_window = Some(16);
+            c.local_layers = vec![true, false, true, false];
+            c.kv_source = vec![None, None, Some(0), Some(1)];
+            c.layer_intermediate = vec![6144, 6144, 12_288, 12_288];
+            c.per_layer_input = Some(256);
+            c.layer_scale = true;
             c
         }
         _ => return None,

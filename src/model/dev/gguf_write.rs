@@ -435,7 +435,7 @@ pub fn tokenizer_from_json(w: &mut GgufWriter, path: &Path) -> Result<(), ModelE
 }
 
 /// The rope factor tensors llama.cpp's converter writes: phi3's long and short factors, Llama 3's
-/// frequency factors.
+/// and Gemma 4's frequency factors.
 pub fn rope_factor_tensors(w: &mut GgufWriter, cfg: &Config) {
     if let Some(l) = &cfg.rope.longrope {
         let n = l.short_factor.len();
@@ -447,8 +447,14 @@ pub fn rope_factor_tensors(w: &mut GgufWriter, cfg: &Config) {
             Store::F32,
         );
     }
-    if cfg.rope.scaling.as_deref() == Some("llama3") {
-        let f = cfg.rope.freq_factors.as_ref().expect("llama3 sets factors");
+    // Linear scaling's factors are a metadata key; any other's (Llama 3's, Gemma 4's
+    // proportional rope) are this tensor.
+    let linear = cfg
+        .rope
+        .scaling
+        .as_deref()
+        .is_some_and(|s| s.starts_with("linear"));
+    if let (Some(f), false) = (&cfg.rope.freq_factors, linear) {
         w.tensor("rope_freqs.weight", &[f.len()], f, Store::F32);
     }
 }
@@ -461,7 +467,14 @@ pub fn config_metadata(w: &mut GgufWriter, cfg: &Config, family: &dyn Family) {
     w.kv(k("context_length"), Meta::U32(cfg.max_positions as u32));
     w.kv(k("embedding_length"), Meta::U32(cfg.hidden as u32));
     w.kv(k("block_count"), Meta::U32(cfg.layers as u32));
-    w.kv(k("feed_forward_length"), Meta::U32(cfg.intermediate as u32));
+    match cfg.layer_intermediate.is_empty() {
+        true => w.kv(k("feed_forward_length"), Meta::U32(cfg.intermediate as u32)),
+        // Issue 43: one width per layer, as convert_hf_to_gguf writes Gemma 4's.
+        false => w.kv(
+            k("feed_forward_length"),
+            Meta::I32s(cfg.layer_intermediate.iter().map(|&i| i as i32).collect()),
+        ),
+    };
     w.kv(k("attention.head_count"), Meta::U32(cfg.heads as u32));
     w.kv(k("attention.head_count_kv"), Meta::U32(cfg.kv_heads as u32));
     w.kv(k("attention.key_length"), Meta::U32(cfg.head_dim as u32));

@@ -120,13 +120,7 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
     );
     cfg.local_layers = gguf_local_layers(g, "gemma2", cfg.layers, 2)?;
     // The local layers' rope: its own base when the file gives one, else the global one.
-    if let Some(base) = opt_f32("rope.freq_base_swa")? {
-        if base != cfg.rope.theta {
-            let mut local = cfg.rope.clone();
-            local.theta = base;
-            cfg.rope_local = Some(local);
-        }
-    }
+    crate::model::family::read::gguf_local_base(g, "gemma2", &mut cfg)?;
     // llama.cpp always reuses the embedding as the LM head; an `output.weight` would be left
     // unread, which `Transformer::check` refuses by name.
     cfg.tied_embeddings = true;

@@ -5,7 +5,9 @@
 //! - **alternating** sliding-window and full layers: layer `l` is local when `l` is even
 //!   (llama.cpp's default pattern of 2; `attention.sliding_window_pattern` as a count or a list
 //!   of flags, read as Gemma's), window `attention.sliding_window`;
-//! - YaRN rope (read as Mistral 3 reads it), rotate-halves;
+//! - YaRN rope (read as Mistral 3 reads it), rotate-halves; the local layers at
+//!   `rope.freq_base_swa` when the file gives one (llama.cpp's `get_rope_freq_base`, with the
+//!   same YaRN scaling; the released files have none);
 //! - the norm before the experts is `blk.N.post_attention_norm` (its name, not its place);
 //! - a mixture of experts with a biased router: the `expert_used_count` highest scores choose
 //!   (ties to the lower index), the softmax runs over the chosen scores only (llama.cpp's
@@ -14,9 +16,8 @@
 //!   `g · sigmoid(1.702 g) · (u + 1)`.
 //!
 //! Not implemented, refused by name: Hugging Face checkpoints (their experts are fused with gate
-//! and up interleaved, and MXFP4-packed), `model export-hf`, a separate `rope.freq_base_swa`
-//! (llama.cpp reads it; the real files have none), any other `gpt-oss.` key, a
-//! tied LM head (llama.cpp requires `output.weight`), and in the integer mode MXFP4 experts (no
+//! and up interleaved, and MXFP4-packed), `model export-hf`, any other `gpt-oss.` key, a tied LM
+//! head (llama.cpp requires `output.weight`), and in the integer mode MXFP4 experts (no
 //! integer MXFP4 product yet: the f32 mode dequantises them, and the integer mode refuses the
 //! real gpt-oss-20b file at its first expert tensor).
 //! The `o200k_harmony` tokenizer is llama.cpp's `gpt-4o` pre-tokenizer over an o200k vocabulary
@@ -27,7 +28,8 @@ use serde_json::{Map, Value};
 use super::gemma2::gguf_local_layers;
 use super::mistral3::gguf_yarn;
 use super::read::{
-    gguf_config_with, refuse_fused_qkv_and_partial_rope, refuse_unknown_keys, HfJson,
+    gguf_config_with, gguf_local_base, refuse_fused_qkv_and_partial_rope, refuse_unknown_keys,
+    HfJson,
 };
 use super::{llama, qwen3moe, Family};
 use crate::model::block::config::{Config, Gating, Moe, SwigluClamp};
@@ -47,6 +49,7 @@ const OWN_KEYS: &[&str] = &[
     "rope.scaling.yarn_beta_fast",
     "rope.scaling.yarn_beta_slow",
     "rope.scaling.yarn_log_multiplier",
+    "rope.freq_base_swa",
 ];
 
 /// llama.cpp's constants for `LLM_FFN_SWIGLU_OAI_MOE` (`build_moe_ffn`).
@@ -93,6 +96,7 @@ impl Family for GptOss {
         cfg.attn_sinks = true;
         cfg.sliding_window = Some(g.get_u32(&key("attention.sliding_window"))? as usize);
         cfg.local_layers = gguf_local_layers(g, "gpt-oss", cfg.layers, 2)?;
+        gguf_local_base(g, "gpt-oss", &mut cfg)?;
         cfg.moe = Some(Moe {
             experts: g.get_u32(&key("expert_count"))? as usize,
             experts_used: g.get_u32(&key("expert_used_count"))? as usize,

@@ -199,6 +199,14 @@ pub fn hf_name(part: Part) -> String {
                 Ssm::Out => "linear_attn.out_proj.weight",
             },
         ),
+        // transformers' Gemma 4 per-layer embeddings and layer scalar (see `gemma4`).
+        Part::PerLayerEmbed => "model.embed_tokens_per_layer.weight".into(),
+        Part::PerLayerModelProj => "model.per_layer_model_projection.weight".into(),
+        Part::PerLayerProjNorm => "model.per_layer_projection_norm.weight".into(),
+        Part::PerLayerGate(l) => layer(l, "per_layer_input_gate.weight"),
+        Part::PerLayerProj(l) => layer(l, "per_layer_projection.weight"),
+        Part::PerLayerPostNorm(l) => layer(l, "post_per_layer_input_norm.weight"),
+        Part::LayerScale(l) => layer(l, "layer_scalar"),
     }
 }
 
@@ -252,6 +260,14 @@ pub fn gguf_name(part: Part) -> String {
                 Ssm::Out => "ssm_out.weight",
             },
         ),
+        // llama.cpp's names of Gemma 4's per-layer embeddings and layer output scale.
+        Part::PerLayerEmbed => "per_layer_token_embd.weight".into(),
+        Part::PerLayerModelProj => "per_layer_model_proj.weight".into(),
+        Part::PerLayerProjNorm => "per_layer_proj_norm.weight".into(),
+        Part::PerLayerGate(l) => blk(l, "inp_gate.weight"),
+        Part::PerLayerProj(l) => blk(l, "proj.weight"),
+        Part::PerLayerPostNorm(l) => blk(l, "post_norm.weight"),
+        Part::LayerScale(l) => blk(l, "layer_output_scale.weight"),
     }
 }
 

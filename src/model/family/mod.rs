@@ -11,6 +11,7 @@
 
 pub mod gemma2;
 pub mod gemma3;
+pub mod gemma4;
 pub mod gpt_oss;
 pub mod llama;
 pub mod mistral3;
@@ -117,6 +118,7 @@ pub const FAMILIES: Families = Families(&[
     &phi3::Phi3,
     &gemma2::Gemma2,
     &gemma3::Gemma3,
+    &gemma4::Gemma4,
     &smollm3::SmolLm3,
     &olmo2::Olmo2,
     &mistral3::Mistral3,

@@ -35,7 +35,7 @@ use serde_json::json;
 use crate::model::block::config::Config;
 use crate::model::block::delta_net::DeltaNet;
 use crate::model::block::transformer::{Naming, Part, RawTensor, Ssm, TensorDesc, TensorFile};
-use crate::model::family::read::{gguf_base_config, refuse_unknown_keys, HfJson};
+use crate::model::family::read::{gguf_base_config, refuse_unknown_keys, HfJson, Unread};
 use crate::model::family::Family;
 use crate::model::family::{gemma2, llama};
 use crate::model::format::gguf::{self, Gguf, Value};
@@ -79,7 +79,7 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
     let u = |k: &str| g.get_u32(&key(k)).map(|v| v as usize);
     // The MTP draft layers (convert_hf_to_gguf writes them after the model's own and counts
     // them in `block_count`) are not run for scoring, as llama.cpp does not run them in its
-    // main pass: the model is the layers before them (`WithoutDraft`).
+    // main pass: the model is the layers before them (`draft`).
     let all = cfg.layers;
     if g.get(&key("nextn_predict_layers")).is_some() {
         let nextn = u("nextn_predict_layers")?;
@@ -491,47 +491,13 @@ impl TensorFile for FromHf<'_> {
     }
 }
 
-/// A GGUF file without its MTP draft layers' tensors (`blk.N.*` from N = the model's layers),
-/// which scoring does not read (`config_from_gguf`).
-struct WithoutDraft<'a> {
-    inner: &'a dyn TensorFile,
-    layers: usize,
-}
-
-impl WithoutDraft<'_> {
-    fn draft(&self, name: &str) -> bool {
-        name.strip_prefix("blk.")
-            .and_then(|r| r.split_once('.'))
-            .and_then(|(l, _)| l.parse::<usize>().ok())
-            .is_some_and(|l| l >= self.layers)
-    }
-}
-
-impl TensorFile for WithoutDraft<'_> {
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-
-    fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
-        self.inner.tensor(name)
-    }
-
-    fn blocks(
-        &self,
-        name: &str,
-    ) -> Result<Option<crate::model::block::transformer::Blocks>, ModelError> {
-        self.inner.blocks(name)
-    }
-
-    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
-        self.inner.describe(name)
-    }
-
-    fn names(&self) -> Vec<String> {
-        let mut names = self.inner.names();
-        names.retain(|n| !self.draft(n));
-        names
-    }
+/// Whether `name` is one of an MTP draft layer's tensors (`blk.N.*` from N = the model's
+/// `layers`), which scoring does not read (`config_from_gguf`).
+fn draft(name: &str, layers: usize) -> bool {
+    name.strip_prefix("blk.")
+        .and_then(|r| r.split_once('.'))
+        .and_then(|(l, _)| l.parse::<usize>().ok())
+        .is_some_and(|l| l >= layers)
 }
 
 /// A block weight as a Qwen3.5 checkpoint stores it: the inverse of `FromHf`, refused where no
@@ -670,9 +636,10 @@ impl Family for Qwen35 {
     }
 
     fn gguf_view<'a>(&self, file: &'a dyn TensorFile, cfg: &Config) -> Box<dyn TensorFile + 'a> {
-        Box::new(WithoutDraft {
+        let layers = cfg.layers;
+        Box::new(Unread {
             inner: file,
-            layers: cfg.layers,
+            unread: Box::new(move |n| draft(n, layers)),
         })
     }
 

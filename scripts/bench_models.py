@@ -12,8 +12,8 @@ first checks that the same rule gives the family file's own shapes. The tokenize
   models/Qwen2.5-Coder-0.5B-Instruct.gguf with its chat template;
 - phi-4-mini: 200,064 tokens under the gpt-4o pre-tokenizer, as Phi-4-mini's file has: the 256
   byte symbols, the 676 pairs of lowercase letters with their merges, fillers, and
-  `<|endoftext|>` at Phi-4-mini's id 199,999. No o200k vocabulary can be fetched here; a
-  benchmark needs its size (the embedding and the output matrix), not its entries.
+  `<|endoftext|>` at Phi-4-mini's id 199,999. A benchmark needs only the vocabulary's
+  size (the embedding and the output matrix), not its entries.
 
 Issue 45 adds the mixtures of experts (`MOE`), made only when named with --only: Qwen3-30B-A3B
 (Q4_K_M) and gpt-oss-20b (llama-quantize's MXFP4_MOE: MXFP4 experts), depth cut so that each

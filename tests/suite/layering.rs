@@ -526,3 +526,33 @@ fn the_thread_count_is_declared_once_and_passed_down() {
         }
     }
 }
+
+/// `--no-speculate` is declared once (`cli::Speculation`) and the runner, the lockstep and
+/// `regenerate` are given it as a value (`eval::Run::speculate`): no file of `eval/` keeps a
+/// process-wide setting that a command would set and a generation read back.
+#[test]
+fn speculation_is_declared_once_and_passed_down() {
+    let sources = src();
+    let declared: Vec<&String> = sources
+        .iter()
+        .filter(|(_, s)| s.code.contains("no_speculate"))
+        .map(|(file, _)| file)
+        .collect();
+    assert_eq!(
+        declared,
+        ["cli/mod.rs"],
+        "--no-speculate is read in {declared:?}"
+    );
+    for (file, s) in &sources {
+        if s.module.first().map(String::as_str) == Some("eval") {
+            for line in s.code.lines() {
+                let line = line.trim_start();
+                assert!(
+                    !((line.starts_with("static ") || line.starts_with("pub static "))
+                        && line.contains("Atomic")),
+                    "{file} keeps a process-wide setting: {line}"
+                );
+            }
+        }
+    }
+}

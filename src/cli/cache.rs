@@ -139,9 +139,11 @@ impl Recomputer<'_> {
             .with_context(|| format!("the cache file lacks prompt {}", prompt_id.short()))?;
         Ok(Some(match c {
             Computed::Score(s) => Recomputed::Logprobs(m.rescore(&prompt.text, &s.label)?),
-            Computed::Generation(g) => {
-                Recomputed::Generation(m.regenerate(&prompt.text, &g.decoding, SPECULATE_BY_DEFAULT)?)
-            }
+            Computed::Generation(g) => Recomputed::Generation(m.regenerate(
+                &prompt.text,
+                &g.decoding,
+                SPECULATE_BY_DEFAULT,
+            )?),
         }))
     }
 }

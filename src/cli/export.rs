@@ -7,8 +7,8 @@
 use super::output;
 use super::Access;
 use crate::benchmarks::{self, Benchmark, Decoding, Models, Prepared};
-use crate::eval::{self, models::Loaded, Engine, ModelRecord, Normalisation, ResultRecord};
 use crate::eval::generate::SPECULATE_BY_DEFAULT;
+use crate::eval::{self, models::Loaded, Engine, ModelRecord, Normalisation, ResultRecord};
 use crate::report::table::{self, Table};
 use crate::report::{self, dataset_card, frames, lm_eval, lm_eval_task, Entry};
 use crate::store::{Id, Store, StoredSet};

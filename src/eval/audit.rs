@@ -2,8 +2,8 @@
 //! of them.
 
 use super::engine::Engine;
-use super::language_model::LanguageModel;
 use super::generate::SPECULATE_BY_DEFAULT;
+use super::language_model::LanguageModel;
 use super::records::{same_bits, GenerationRecord, PromptRecord, ScoreRecord, StopReason};
 use crate::benchmarks::Decoding;
 use crate::store::{Id, Record, ResultRecord, Store, StoredSet};

@@ -209,7 +209,8 @@ fn a_second_run_generates_nothing_and_gives_the_same_result() {
         assert!(answered.answers[1].label().is_ok());
         // Generated from the prefix tree's state, equal to a generation from the empty state.
         let prompt = reg.get::<PromptRecord>(&Id(g.prompt)).unwrap().unwrap();
-        let again = eval::regenerate(&ByteModel::new("m1"), &prompt.text, &g.decoding, true).unwrap();
+        let again =
+            eval::regenerate(&ByteModel::new("m1"), &prompt.text, &g.decoding, true).unwrap();
         assert_eq!(
             (again.tokens, again.text),
             (g.tokens.clone(), g.text.clone())
@@ -279,7 +280,8 @@ fn stop_strings_cut_exactly_and_max_tokens_bounds() {
     // occurrence, whatever token it was completed in.
     let stop = &free.text[6..9];
     let cut = free.text.find(stop).unwrap();
-    let stopped = eval::regenerate(&m, prompt, &decoding(60, &[stop, "never-there"]), true).unwrap();
+    let stopped =
+        eval::regenerate(&m, prompt, &decoding(60, &[stop, "never-there"]), true).unwrap();
     assert_eq!(stopped.stop, StopReason::StopString);
     assert_eq!(stopped.text, free.text[..cut]);
     assert!(free.tokens.starts_with(&stopped.tokens));

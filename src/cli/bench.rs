@@ -340,7 +340,7 @@ fn generating(
                 false => (0..prompts.len()).map(|i| vec![i]).collect(),
             };
             for group in groups {
-                let mut lockstep = Lockstep::with_speculation(model, speculate);
+                let mut lockstep = Lockstep::new(model, speculate);
                 for &i in &group {
                     let (tokens, state) = &started[i];
                     lockstep.join_after(i, state.clone(), tokens, &prompts[i].1)?;

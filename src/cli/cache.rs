@@ -4,6 +4,7 @@ use super::emit;
 use super::Access;
 use crate::benchmarks;
 use crate::eval::cache::{Computed, Recomputed};
+use crate::eval::generate::SPECULATE_BY_DEFAULT;
 use crate::eval::{self, cache, models, ModelRecord, PromptRecord};
 use crate::store::{Id, Names, Record, Store};
 use anyhow::{bail, Context, Result};
@@ -138,9 +139,11 @@ impl Recomputer<'_> {
             .with_context(|| format!("the cache file lacks prompt {}", prompt_id.short()))?;
         Ok(Some(match c {
             Computed::Score(s) => Recomputed::Logprobs(m.rescore(&prompt.text, &s.label)?),
-            Computed::Generation(g) => {
-                Recomputed::Generation(m.regenerate(&prompt.text, &g.decoding)?)
-            }
+            Computed::Generation(g) => Recomputed::Generation(m.regenerate(
+                &prompt.text,
+                &g.decoding,
+                SPECULATE_BY_DEFAULT,
+            )?),
         }))
     }
 }

@@ -7,6 +7,7 @@
 use super::output;
 use super::Access;
 use crate::benchmarks::{self, Benchmark, Decoding, Models, Prepared};
+use crate::eval::generate::SPECULATE_BY_DEFAULT;
 use crate::eval::{self, models::Loaded, Engine, ModelRecord, Normalisation, ResultRecord};
 use crate::report::table::{self, Table};
 use crate::report::{self, dataset_card, frames, lm_eval, lm_eval_task, Entry};
@@ -275,7 +276,9 @@ fn samples(reg: &Store, select: &Selection, dir: &Path, force: bool) -> Result<(
             max_tokens: u32::try_from(max_tokens)?,
             stop: Vec::new(),
         };
-        let tokens = engines[&model].regenerate(prompt, &decoding)?.tokens;
+        let tokens = engines[&model]
+            .regenerate(prompt, &decoding, SPECULATE_BY_DEFAULT)?
+            .tokens;
         decoded.insert(key, tokens.clone());
         Ok(tokens)
     };

@@ -26,6 +26,8 @@ pub struct GenerateTextArgs {
     pub stop: Vec<String>,
     #[command(flatten)]
     pub compute: super::Compute,
+    #[command(flatten)]
+    pub speculation: super::Speculation,
     /// Numerics [default: int8 for a GGUF file with quantised weights, flex otherwise].
     #[arg(long, value_enum)]
     pub backend: Option<Backend>,
@@ -42,7 +44,7 @@ pub fn generate_text(args: &GenerateTextArgs, json: bool) -> anyhow::Result<()> 
     let started = std::time::Instant::now();
     // The prompt is the user's own template: control-token text in it is read as control tokens.
     let prompt = crate::model::tokenize::markup(&args.prompt);
-    let g = eval::regenerate(&model, &prompt, &decoding)
+    let g = eval::regenerate(&model, &prompt, &decoding, args.speculation.on())
         .with_context(|| format!("generating with {}", args.model.display()))?;
     let seconds = started.elapsed().as_secs_f64();
     let pieces = g

@@ -112,11 +112,25 @@ pub struct Compute {
     /// Threads for the tensor kernels.
     #[arg(long, default_value = "2", value_parser = bounds::threads())]
     pub threads: usize,
+}
+
+/// The flag of every command that generates with our engine (`score`, `run`, `generate-text`),
+/// declared once and passed down as a value (`eval::Run::speculate`). `bench` times generation
+/// both ways and `score-text` generates nothing, so neither takes it.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct Speculation {
     /// Decode one token a pass, without drafting tokens from the prompt and verifying them.
     /// Speculative decoding changes no bit of a generation (its text, log-probs and key), only
     /// its speed: this flag is there to compare the two.
     #[arg(long)]
-    pub no_speculate: bool,
+    no_speculate: bool,
+}
+
+impl Speculation {
+    /// Whether generations draft tokens and verify them.
+    pub fn on(self) -> bool {
+        !self.no_speculate
+    }
 }
 
 impl Command {
@@ -143,7 +157,6 @@ pub fn run(cli: Cli) -> Result<()> {
     });
     if let Some(compute) = cli.command.compute() {
         crate::model::scorer::set_threads(compute.threads)?;
-        crate::eval::generate::set_speculation(!compute.no_speculate);
     }
     // Each arm opens the store as its command declares, and only then: commands on model files
     // or on a cache file alone never touch it.

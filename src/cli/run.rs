@@ -40,7 +40,8 @@ pub fn run(reg: &Store, json: bool, a: RunArgs) -> Result<()> {
         extended: false,
     };
     let built = deltalogic::build(reg, &spec, DEFAULT_SET)?;
-    let args = score::Args::every_normalisation(DEFAULT_MODEL_NAME, DEFAULT_SET, a.compute);
+    let args =
+        score::Args::every_normalisation(DEFAULT_MODEL_NAME, DEFAULT_SET, a.compute, a.speculation);
     let out = score::score(reg, &args, json)?;
     let entries = report::entries(
         reg,

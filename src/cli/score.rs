@@ -2,7 +2,7 @@
 //! the main job, scores through it too).
 
 use super::progress::Bar;
-use super::Compute;
+use super::{Compute, Speculation};
 use crate::benchmarks;
 use crate::eval::{self, models, Normalisation, Outcome, Outcomes};
 use crate::model::scorer::Backend;
@@ -36,6 +36,8 @@ pub struct Args {
     judge: Option<String>,
     #[command(flatten)]
     pub(super) compute: Compute,
+    #[command(flatten)]
+    speculation: Speculation,
     /// Score only part I of N (from 0) of the set, into this store: its scores and generations,
     /// no result. `cache merge` the N part stores, then `score` without --shard writes the
     /// result (see docs/cluster.md).
@@ -66,6 +68,8 @@ pub struct RunArgs {
     pub(super) seed: u64,
     #[command(flatten)]
     pub(super) compute: Compute,
+    #[command(flatten)]
+    pub(super) speculation: Speculation,
     /// Numerics of the default model [default: int8, as for every GGUF file with quantised
     /// weights; flex gives the scores of the exact f32 mode, in about twice the time].
     #[arg(long, value_enum)]
@@ -74,7 +78,12 @@ pub struct RunArgs {
 
 impl Args {
     /// A whole set with its benchmark's default template, under every normalisation.
-    pub(super) fn every_normalisation(model: &str, set: &str, compute: Compute) -> Args {
+    pub(super) fn every_normalisation(
+        model: &str,
+        set: &str,
+        compute: Compute,
+        speculation: Speculation,
+    ) -> Args {
         Args {
             model: model.to_string(),
             set: set.to_string(),
@@ -82,6 +91,7 @@ impl Args {
             norm: vec!["all".to_string()],
             judge: None,
             compute,
+            speculation,
             shard: None,
             concurrency: eval::served::CONCURRENCY,
         }
@@ -146,6 +156,7 @@ pub(super) fn score(reg: &Store, a: &Args, json: bool) -> Result<Scored> {
         norms: Normalisation::parse_list(&a.norm)?,
         shard: a.shard,
         threads: a.compute.threads,
+        speculate: a.speculation.on(),
     };
     let bar = &mut Bar::new(json);
     match run.shard {

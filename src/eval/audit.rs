@@ -2,6 +2,7 @@
 //! of them.
 
 use super::engine::Engine;
+use super::generate::SPECULATE_BY_DEFAULT;
 use super::language_model::LanguageModel;
 use super::records::{same_bits, GenerationRecord, PromptRecord, ScoreRecord, StopReason};
 use crate::benchmarks::Decoding;
@@ -283,7 +284,7 @@ pub fn verify<M: LanguageModel>(
     for i in sample(audit.generations.len(), audit.result, "generations", k) {
         let line = &audit.generations[i];
         let prompt = prompt_text(reg, line.key, line.prompt)?;
-        let g = models[&line.model].regenerate(&prompt, &line.decoding)?;
+        let g = models[&line.model].regenerate(&prompt, &line.decoding, SPECULATE_BY_DEFAULT)?;
         let same_text = g.tokens == line.tokens && g.text == line.text;
         add(line.key, line.model, &line.logprobs, g.logprobs, same_text);
     }

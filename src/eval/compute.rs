@@ -25,6 +25,8 @@ pub(super) struct Computer<'a, M, L: FnMut(Id) -> Result<Engine<M>>> {
     load: L,
     /// The size of the pool our engine's kernels run on (`Run::threads`).
     threads: usize,
+    /// Whether generations draft tokens and verify them (`Run::speculate`).
+    speculate: bool,
 }
 
 impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L> {
@@ -34,6 +36,7 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L>
         reg: &'a Store,
         load: L,
         threads: usize,
+        speculate: bool,
         template: &TemplateRecord,
     ) -> Result<Computer<'a, M, L>> {
         reg.write(|w| {
@@ -45,6 +48,7 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L>
             models: BTreeMap::new(),
             load,
             threads,
+            speculate,
         })
     }
 
@@ -91,6 +95,7 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L>
                     m,
                     model_id,
                     self.threads,
+                    self.speculate,
                     reqs,
                     &slots,
                     report,
@@ -141,6 +146,7 @@ fn compute<M: LanguageModel>(
     model: &M,
     model_id: Id,
     threads: usize,
+    speculate: bool,
     reqs: &[Pending],
     missing: &[(usize, Vec<usize>)],
     report: &mut ScoreReport,
@@ -200,7 +206,7 @@ fn compute<M: LanguageModel>(
         reported_tokens: 0,
         generated_forward: 0,
     };
-    let mut lockstep = generate::Lockstep::new(model);
+    let mut lockstep = generate::Lockstep::new(model, speculate);
     let stats = tree::run(
         model,
         jobs,

@@ -24,10 +24,16 @@ impl<M: LanguageModel> Engine<M> {
         }
     }
 
-    /// A generation computed anew.
-    pub fn regenerate(&self, prompt: &str, decoding: &Decoding) -> Result<generate::Generated> {
+    /// A generation computed anew; our engine drafts tokens and verifies them if `speculate` (a
+    /// server decodes as it does).
+    pub fn regenerate(
+        &self,
+        prompt: &str,
+        decoding: &Decoding,
+        speculate: bool,
+    ) -> Result<generate::Generated> {
         match self {
-            Engine::Local(m) => regenerate(m, prompt, decoding),
+            Engine::Local(m) => regenerate(m, prompt, decoding, speculate),
             Engine::Served(s) => s.regenerate(prompt, decoding),
         }
     }
@@ -56,15 +62,17 @@ pub fn rescore<M: Scoring>(model: &M, prompt: &str, label: &str) -> Result<Vec<f
     model.score_continuation(&state, &labels[0])
 }
 
-/// A generation computed from the empty state: how an audit or a merge checks a stored one.
+/// A generation computed from the empty state, drafting tokens and verifying them if `speculate`:
+/// how an audit or a merge checks a stored one.
 pub fn regenerate<M: Generation>(
     model: &M,
     prompt: &str,
     decoding: &Decoding,
+    speculate: bool,
 ) -> Result<generate::Generated> {
     let tokens = prompt_tokens(model, prompt)?;
     let state = model.prefill(&model.empty_state(), &tokens)?;
-    generate::greedy_after(model, &state, &tokens, decoding)
+    generate::greedy_after(model, &state, &tokens, decoding, speculate)
 }
 
 /// A generation prompt's tokens; an empty one conditions on nothing and is refused.

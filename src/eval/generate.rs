@@ -9,7 +9,6 @@ use super::records::StopReason;
 use crate::benchmarks::Decoding;
 use anyhow::{bail, Context, Result};
 use std::fmt::Display;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What a greedy decoding produced.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,15 +32,11 @@ pub fn check(decoding: &Decoding) -> Result<()> {
     Ok(())
 }
 
-/// Whether generations draft tokens and verify them (speculative decoding). Process-wide, as the
-/// thread count is: it changes how fast a generation comes, never its bits, so it is a compute
-/// setting (`--no-speculate` turns it off to compare).
-static SPECULATE: AtomicBool = AtomicBool::new(true);
-
-/// Turns speculative decoding on or off for the lockstep made after (`Lockstep::new`).
-pub fn set_speculation(on: bool) {
-    SPECULATE.store(on, Ordering::Relaxed);
-}
+/// Whether generations draft tokens and verify them (speculative decoding) where no compute flag
+/// says otherwise: in the commands that recompute a stored generation to check it (audit, cache
+/// checks, export). Speculation changes how fast a generation comes, never its bits; commands that
+/// run the engine take `--no-speculate` (`cli::Compute`) and pass it down as a value.
+pub const SPECULATE_BY_DEFAULT: bool = true;
 
 /// Drafted tokens a generation proposes in one pass, at most: with its chosen token a run of
 /// 9, short of the 16 positions where the KV cache turns to the block layout
@@ -54,24 +49,27 @@ pub const MAX_DRAFT: usize = 8;
 /// lockstep drafts little.
 pub const PASS_DRAFTS: usize = 16;
 
-/// Decodes greedily after `state` (which holds at least one token).
+/// Decodes greedily after `state` (which holds at least one token), drafting tokens and
+/// verifying them if `speculate`.
 pub fn greedy<M: Generation>(
     model: &M,
     state: &M::State,
     decoding: &Decoding,
+    speculate: bool,
 ) -> Result<Generated> {
-    greedy_after(model, state, &[], decoding)
+    greedy_after(model, state, &[], decoding, speculate)
 }
 
 /// Decodes greedily after `state`, which holds `prompt`'s tokens (or ends with them): drafts
-/// are looked up in them as well as in the generated text.
+/// (if `speculate`) are looked up in them as well as in the generated text.
 pub fn greedy_after<M: Generation>(
     model: &M,
     state: &M::State,
     prompt: &[u32],
     decoding: &Decoding,
+    speculate: bool,
 ) -> Result<Generated> {
-    let mut alone = Lockstep::new(model);
+    let mut alone = Lockstep::new(model, speculate);
     alone.join_after("the prompt", state.clone(), prompt, decoding)?;
     loop {
         if let Some((_, g)) = alone.step()?.pop() {
@@ -88,7 +86,7 @@ pub fn greedy_after<M: Generation>(
 /// calls give the bits of one at a time); it leaves at the step it ends, and another can join
 /// between any two steps.
 ///
-/// Speculative decoding (on unless `set_speculation(false)`): a generation's run in a step is the
+/// Speculative decoding (if the lockstep is made with `speculate`): a generation's run in a step is the
 /// token it chose last, then up to `MAX_DRAFT` tokens drafted by looking its last few tokens up in
 /// its prompt and its text so far (`Drafter`). The logits after each position are those decoding
 /// one token at a time would compute, so each drafted token that equals the argmax before it is
@@ -136,14 +134,9 @@ struct Going<'a, K> {
 }
 
 impl<'a, M: Generation, K: Display> Lockstep<'a, M, K> {
-    /// A lockstep that drafts unless speculation was turned off (`set_speculation`).
-    pub fn new(model: &'a M) -> Self {
-        Self::with_speculation(model, SPECULATE.load(Ordering::Relaxed))
-    }
-
-    /// A lockstep that drafts or not, whatever the process-wide setting: how `bench` and the
-    /// tests compare the two.
-    pub fn with_speculation(model: &'a M, speculate: bool) -> Self {
+    /// A lockstep whose generations draft tokens and verify them if `speculate` (the command
+    /// line's `--no-speculate` turns it off), or decode one token a pass.
+    pub fn new(model: &'a M, speculate: bool) -> Self {
         Lockstep {
             model,
             ends: model.end_of_generation(),
@@ -576,7 +569,7 @@ mod tests {
     /// and what speculation did.
     fn lockstep(model: &Letters, speculate: bool) -> (Vec<(usize, Generated)>, usize, Drafts) {
         let decodings = decodings();
-        let mut lockstep = Lockstep::with_speculation(model, speculate);
+        let mut lockstep = Lockstep::new(model, speculate);
         let mut ended = Vec::new();
         let mut steps = 0;
         for (i, p) in prompts().iter().enumerate() {
@@ -702,7 +695,7 @@ mod tests {
     #[test]
     fn a_decoding_that_cannot_end_is_refused_when_it_joins() {
         let model = Letters::new(usize::MAX);
-        let mut lockstep = Lockstep::new(&model);
+        let mut lockstep = Lockstep::new(&model, true);
         let never = Decoding {
             max_tokens: 0,
             stop: Vec::new(),

@@ -70,6 +70,9 @@ pub struct Run<'a> {
     /// sizes it): as many branches of the prefix tree are walked at once. Scores' and
     /// generations' bits do not depend on it.
     pub threads: usize,
+    /// Whether generations draft tokens and verify them (speculative decoding; the command line's
+    /// `--no-speculate` turns it off): their bits do not depend on it, only their speed.
+    pub speculate: bool,
 }
 
 /// Evaluates a set with a model under the run's one normalisation: the benchmark's requests turn
@@ -166,6 +169,7 @@ fn answer<M: LanguageModel>(
         ref norms,
         shard,
         threads,
+        speculate,
     } = *run;
     let (model_id, info) = (models.subject, models.info);
     if norms.is_empty() {
@@ -197,7 +201,7 @@ fn answer<M: LanguageModel>(
         ..Default::default()
     };
     let template = prepared.template();
-    let mut computer = Computer::start(reg, load, threads, &template)?;
+    let mut computer = Computer::start(reg, load, threads, speculate, &template)?;
     let empty_rows: Vec<ResultRow> = items
         .iter()
         .map(|id| ResultRow {

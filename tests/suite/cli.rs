@@ -624,6 +624,7 @@ fn an_unknown_template_is_refused_naming_the_benchmarks_templates() {
             norms: vec![eval::Normalisation::Mean],
             shard: None,
             threads: 2,
+            speculate: true,
         },
         |_| -> anyhow::Result<eval::Engine<crate::common::ByteModel>> {
             panic!("no model is loaded for an unknown template")

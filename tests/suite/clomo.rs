@@ -183,6 +183,7 @@ pub(crate) fn run(reg: &Store, template: &str, judge: Option<&str>) -> eval::Out
             norms: vec![eval::Normalisation::Sum],
             shard: None,
             threads: 2,
+            speculate: true,
         },
         |id| {
             let name = names.into_iter().find(|n| model_id(n) == id).unwrap();

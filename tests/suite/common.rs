@@ -160,6 +160,7 @@ pub fn score_with(
             norms: vec![norm],
             shard: None,
             threads: 2,
+            speculate: true,
         },
         |_| Ok(eval::Engine::Local(ByteModel::new(model))),
         &mut Quiet,

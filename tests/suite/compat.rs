@@ -136,6 +136,7 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
                         norms: vec![norm],
                         shard: None,
                         threads: 2,
+                        speculate: true,
                     },
                     |_| -> anyhow::Result<eval::Engine<ByteModel>> {
                         panic!("nothing may be computed")

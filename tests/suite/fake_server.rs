@@ -351,6 +351,7 @@ fn complete(model: &Consistent, request: &Value, fault: Fault) -> String {
             max_tokens,
             stop: stop.clone(),
         },
+        true,
     )
     .unwrap();
     let piece = |t: &u32| {

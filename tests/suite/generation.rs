@@ -157,6 +157,7 @@ fn run(reg: &Store, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Outcom
             norms: vec![eval::Normalisation::Sum],
             shard: None,
             threads: 2,
+            speculate: true,
         },
         |id| {
             loaded.borrow_mut().push(id);
@@ -208,7 +209,8 @@ fn a_second_run_generates_nothing_and_gives_the_same_result() {
         assert!(answered.answers[1].label().is_ok());
         // Generated from the prefix tree's state, equal to a generation from the empty state.
         let prompt = reg.get::<PromptRecord>(&Id(g.prompt)).unwrap().unwrap();
-        let again = eval::regenerate(&ByteModel::new("m1"), &prompt.text, &g.decoding).unwrap();
+        let again =
+            eval::regenerate(&ByteModel::new("m1"), &prompt.text, &g.decoding, true).unwrap();
         assert_eq!(
             (again.tokens, again.text),
             (g.tokens.clone(), g.text.clone())
@@ -259,6 +261,7 @@ fn judge_requests_go_to_the_judge_and_name_it_in_the_result() {
             norms: vec![eval::Normalisation::Sum],
             shard: None,
             threads: 2,
+            speculate: true,
         },
         |_| Ok(eval::Engine::Local(ByteModel::new("m1"))),
         &mut Quiet,
@@ -271,18 +274,19 @@ fn judge_requests_go_to_the_judge_and_name_it_in_the_result() {
 fn stop_strings_cut_exactly_and_max_tokens_bounds() {
     let m = ByteModel::new("m1");
     let prompt = "Once upon a time";
-    let free = eval::regenerate(&m, prompt, &decoding(60, &[])).unwrap();
+    let free = eval::regenerate(&m, prompt, &decoding(60, &[]), true).unwrap();
     assert!(free.text.len() >= 12, "a long enough text to cut: {free:?}");
     // A stop string taken from the middle of the free text: the text ends just before its first
     // occurrence, whatever token it was completed in.
     let stop = &free.text[6..9];
     let cut = free.text.find(stop).unwrap();
-    let stopped = eval::regenerate(&m, prompt, &decoding(60, &[stop, "never-there"])).unwrap();
+    let stopped =
+        eval::regenerate(&m, prompt, &decoding(60, &[stop, "never-there"]), true).unwrap();
     assert_eq!(stopped.stop, StopReason::StopString);
     assert_eq!(stopped.text, free.text[..cut]);
     assert!(free.tokens.starts_with(&stopped.tokens));
     // The bound: exactly max_tokens tokens unless an end token came first.
-    let short = eval::regenerate(&m, prompt, &decoding(5, &[])).unwrap();
+    let short = eval::regenerate(&m, prompt, &decoding(5, &[]), true).unwrap();
     assert_eq!(short.tokens, free.tokens[..5]);
     assert_eq!(short.stop, StopReason::MaxTokens);
     assert_eq!(
@@ -290,9 +294,9 @@ fn stop_strings_cut_exactly_and_max_tokens_bounds() {
         "the last token chosen is never run"
     );
     // Decodings that cannot work are refused.
-    assert!(eval::regenerate(&m, prompt, &decoding(0, &[])).is_err());
-    assert!(eval::regenerate(&m, prompt, &decoding(5, &[""])).is_err());
-    assert!(eval::regenerate(&m, "", &decoding(5, &[])).is_err());
+    assert!(eval::regenerate(&m, prompt, &decoding(0, &[]), true).is_err());
+    assert!(eval::regenerate(&m, prompt, &decoding(5, &[""]), true).is_err());
+    assert!(eval::regenerate(&m, "", &decoding(5, &[]), true).is_err());
 }
 
 #[test]
@@ -300,7 +304,7 @@ fn an_end_token_ends_the_generation_outside_its_text() {
     // Search prompts for one whose greedy continuation reaches the stand-in's end token (0).
     let m = ByteModel::new("m1");
     let ended = (0..400)
-        .map(|i| eval::regenerate(&m, &format!("prompt {i}"), &decoding(40, &[])).unwrap())
+        .map(|i| eval::regenerate(&m, &format!("prompt {i}"), &decoding(40, &[]), true).unwrap())
         .find(|g| g.stop == StopReason::EndToken)
         .expect("some prompt reaches the end token");
     assert_eq!(ended.tokens.last(), Some(&0));
@@ -359,7 +363,7 @@ fn audits_and_merges_carry_and_check_generations() {
             }
             Computed::Generation(g) => {
                 let p = cache.get::<PromptRecord>(&Id(g.prompt))?.unwrap();
-                Recomputed::Generation(eval::regenerate(&m, &p.text, &g.decoding)?)
+                Recomputed::Generation(eval::regenerate(&m, &p.text, &g.decoding, true)?)
             }
         }))
     };
@@ -405,6 +409,7 @@ fn audits_and_merges_carry_and_check_generations() {
             &ByteModel::new("m1"),
             &p.text,
             &g.decoding,
+            true,
         )?)))
     };
     let err = cache::merge(

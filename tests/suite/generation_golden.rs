@@ -83,7 +83,7 @@ fn generate_all(model: &Loaded, golden: &Golden) -> Vec<(Vec<u32>, Vec<f32>)> {
                 case.prompt
             );
             let state = model.prefill(&model.empty_state(), &tokens).unwrap();
-            let out = greedy(model, &state, &decoding).unwrap();
+            let out = greedy(model, &state, &decoding, true).unwrap();
             (out.tokens, out.logprobs)
         })
         .collect()
@@ -100,7 +100,7 @@ fn check_stepped_together(model: &Loaded, golden: &Golden, alone: &[(Vec<u32>, V
         max_tokens: golden.max_tokens,
         stop: vec![".".to_string()],
     };
-    let mut lockstep = Lockstep::new(model);
+    let mut lockstep = Lockstep::new(model, true);
     let mut ended = Vec::new();
     for (i, case) in golden.cases.iter().enumerate() {
         let tokens = model

@@ -502,26 +502,60 @@ fn an_import_up_the_layers_or_a_loop_is_found() {
     }
 }
 
+/// The files of `src/` whose code (comments left out) holds `needle`.
+fn files_with(sources: &BTreeMap<String, Source>, needle: &str) -> Vec<String> {
+    sources
+        .iter()
+        .filter(|(_, s)| s.code.contains(needle))
+        .map(|(file, _)| file.clone())
+        .collect()
+}
+
+/// The files of `eval/` with their code (comments left out).
+fn eval_files(sources: &BTreeMap<String, Source>) -> impl Iterator<Item = (&String, &str)> {
+    sources
+        .iter()
+        .filter(|(_, s)| s.module.first().map(String::as_str) == Some("eval"))
+        .map(|(file, s)| (file, s.code.as_str()))
+}
+
 /// `--threads` is declared once (`cli::Compute`) and the runner is given the pool's size as a
 /// value (`eval::Run::threads`): no file of `eval/` reads a process-wide thread count back.
 #[test]
 fn the_thread_count_is_declared_once_and_passed_down() {
     let sources = src();
-    let declared: Vec<&String> = sources
-        .iter()
-        .filter(|(_, s)| s.code.contains("bounds::threads()"))
-        .map(|(file, _)| file)
-        .collect();
+    let declared = files_with(&sources, "bounds::threads()");
     assert_eq!(
         declared,
         ["cli/mod.rs"],
         "--threads is declared in {declared:?}"
     );
-    for (file, s) in &sources {
-        if s.module.first().map(String::as_str) == Some("eval") {
+    for (file, code) in eval_files(&sources) {
+        assert!(
+            !code.contains("current_num_threads"),
+            "{file} reads the global pool's size back"
+        );
+    }
+}
+
+/// `--no-speculate` is declared once (`cli::Speculation`) and the runner, the lockstep and
+/// `regenerate` are given it as a value (`eval::Run::speculate`): no file of `eval/` keeps a
+/// process-wide setting that a command would set and a generation read back.
+#[test]
+fn speculation_is_declared_once_and_passed_down() {
+    let sources = src();
+    let declared = files_with(&sources, "no_speculate");
+    assert_eq!(
+        declared,
+        ["cli/mod.rs"],
+        "--no-speculate is read in {declared:?}"
+    );
+    for (file, code) in eval_files(&sources) {
+        for line in code.lines().map(str::trim_start) {
+            let is_static = line.starts_with("static ") || line.starts_with("pub static ");
             assert!(
-                !s.code.contains("current_num_threads"),
-                "{file} reads the global pool's size back"
+                !(is_static && line.contains("Atomic")),
+                "{file} keeps a process-wide setting: {line}"
             );
         }
     }

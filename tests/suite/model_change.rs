@@ -82,6 +82,7 @@ fn a_change_mid_run_stops_scoring(path: &Path, changed: &Path, pristine: &Path) 
             norms: vec![Normalisation::Mean],
             shard: None,
             threads: 2,
+            speculate: true,
         },
         |_| models::Loaded::open(&record).map(eval::Engine::Local),
         &mut progress,

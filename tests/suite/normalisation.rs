@@ -47,6 +47,7 @@ fn run_template(reg: &Store, set: &str, template: &str, norms: &[Normalisation])
             norms: norms.to_vec(),
             shard: None,
             threads: 2,
+            speculate: true,
         },
         |_| Ok(eval::Engine::Local(ByteModel::new("m"))),
         &mut Quiet,

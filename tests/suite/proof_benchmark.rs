@@ -253,6 +253,7 @@ fn score(reg: &Store, parity: &dyn Benchmark) -> eval::Outcomes {
             norms: vec![Normalisation::Mean, Normalisation::Pmi],
             shard: None,
             threads: 2,
+            speculate: true,
         },
         |_| Ok(eval::Engine::Local(ByteModel::new("m"))),
         &mut Quiet,

@@ -144,6 +144,7 @@ fn merged_parts_equal_a_single_run() {
                     norms: vec![Normalisation::Mean],
                     shard: Some(Shard { index, count: N }),
                     threads: 2,
+                    speculate: true,
                 },
                 |_| Ok(eval::Engine::Local(ByteModel::new("m"))),
                 &mut Quiet,

@@ -120,7 +120,7 @@ fn lockstep(
     decodings: &[&Decoding],
     speculate: bool,
 ) -> (Vec<Generated>, Drafts) {
-    let mut step = Lockstep::with_speculation(model, speculate);
+    let mut step = Lockstep::new(model, speculate);
     let mut ended = Vec::new();
     for (i, ((tokens, state), decoding)) in states.iter().zip(decodings).enumerate() {
         step.join_after(i, state.clone(), tokens, decoding).unwrap();
@@ -167,7 +167,7 @@ fn child_generations() {
         if i % 3 != 0 {
             continue;
         }
-        let mut one = Lockstep::with_speculation(&model, true);
+        let mut one = Lockstep::new(&model, true);
         one.join_after(i, state.clone(), tokens, decoding).unwrap();
         let mut got = Vec::new();
         while got.is_empty() {
@@ -185,7 +185,7 @@ fn child_generations() {
         alone.accepted += d.accepted;
         // `greedy_after` (what `regenerate` runs) is that lockstep of one.
         if i == 0 {
-            let g = greedy_after(&model, state, tokens, decoding).unwrap();
+            let g = greedy_after(&model, state, tokens, decoding, true).unwrap();
             assert_eq!(g, got[0].1, "prompt {i}");
         }
     }
@@ -330,7 +330,6 @@ fn qwen() -> PathBuf {
 )]
 fn the_runner_stores_the_same_generation_records_with_and_without_speculation() {
     let records = |speculate: bool| {
-        eval::generate::set_speculation(speculate);
         let dir = tempfile::tempdir().unwrap();
         let reg = Store::open_write(&dir.path().join("s.redb")).unwrap();
         let b = benchmarks::ALL.by_command("deduce").unwrap();
@@ -356,6 +355,7 @@ fn the_runner_stores_the_same_generation_records_with_and_without_speculation() 
                 norms: vec![eval::Normalisation::Mean],
                 shard: None,
                 threads: 2,
+                speculate,
             },
             |_| {
                 let scorer = Scorer::open(&common::smollm2(), Backend::Int8)?;
@@ -376,7 +376,6 @@ fn the_runner_stores_the_same_generation_records_with_and_without_speculation() 
     };
     let speculative = records(true);
     let plain = records(false);
-    eval::generate::set_speculation(true);
     assert!(speculative.len() >= 12, "{} generations", speculative.len());
     assert_eq!(speculative.len(), plain.len());
     for ((ka, a), (kb, b)) in speculative.iter().zip(&plain) {

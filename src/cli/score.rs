@@ -184,6 +184,14 @@ pub(super) fn print(scored: &Scored) {
             r.forward_tokens, r.tree_tokens
         );
     }
+    if r.replayed_tokens > 0 {
+        println!(
+            "{} of them replayed: recurrent states past the snapshot budget (--snapshot-budget) \
+             were run again from the nearest one kept (peak {:.1} MiB kept)",
+            r.replayed_tokens,
+            r.snapshot_peak_bytes as f64 / (1 << 20) as f64
+        );
+    }
     match scored {
         Scored::Whole(o) => println!("result {} (`deltalogic audit` takes it)", o.result.short()),
         Scored::Each(o) => {

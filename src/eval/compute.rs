@@ -256,6 +256,8 @@ fn compute<M: LanguageModel>(
     let report = sink.saver.report();
     report.forward_tokens += stats.forward_tokens + generated;
     report.tree_tokens += stats.tree_tokens + generated;
+    report.replayed_tokens += stats.replayed_tokens;
+    report.snapshot_peak_bytes = report.snapshot_peak_bytes.max(stats.snapshot_peak_bytes);
     sink.saver.finish()?;
     Ok(())
 }

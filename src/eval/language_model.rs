@@ -14,6 +14,13 @@ pub trait Prefill: Sync {
     fn backend(&self) -> &str;
     fn empty_state(&self) -> Self::State;
     fn prefill(&self, state: &Self::State, tokens: &[u32]) -> Result<Self::State>;
+    /// Bytes of `state` that a state continuing from it does not share: a recurrent layer's
+    /// state, which each prefill replaces, unlike attention's keys and values, which it extends.
+    /// What the prefix tree's snapshot budget counts (`tree`); none by default.
+    fn snapshot_bytes(&self, state: &Self::State) -> u64 {
+        let _ = state;
+        0
+    }
     /// Checks that the files the model was loaded from are still those of its fingerprint:
     /// cheaply (their identity on disk) before every commit of its scores, and with `rehash`
     /// (their bytes hashed again) before the last. A model read from no registered file has

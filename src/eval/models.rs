@@ -477,6 +477,10 @@ impl Prefill for Loaded {
         Ok(self.scorer.prefill(state, tokens)?)
     }
 
+    fn snapshot_bytes(&self, state: &State) -> u64 {
+        state.recurrent_bytes() as u64
+    }
+
     fn check_files(&self, rehash: bool) -> Result<()> {
         self.unchanged(rehash)
     }

@@ -123,6 +123,11 @@ pub struct LayerState {
 }
 
 impl LayerState {
+    /// Bytes of its window and matrices.
+    pub fn bytes(&self) -> usize {
+        4 * (self.window.len() + self.matrices.len())
+    }
+
     /// The state before any token: zeros, as llama.cpp clears a sequence's.
     pub fn zero(net: &DeltaNet) -> LayerState {
         LayerState {

@@ -356,6 +356,12 @@ impl State {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// Bytes of the recurrent layers' states (0 before the first token and without recurrent
+    /// layers): what a prefix tree's branch point keeps beside the shared keys and values.
+    pub fn recurrent_bytes(&self) -> usize {
+        self.recurrent.iter().map(|s| s.bytes()).sum()
+    }
 }
 
 impl Transformer {

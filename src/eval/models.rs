@@ -507,7 +507,7 @@ impl Generation for Loaded {
 
     fn extend_each(
         &self,
-        states: &[&State],
+        states: Vec<State>,
         runs: &[&[u32]],
         keep: &mut dyn FnMut(usize, &[f32]) -> usize,
     ) -> Result<Vec<State>> {

@@ -299,6 +299,7 @@ fn snapshots(model: &Loaded, each: u64, args: &BenchArgs) -> anyhow::Result<Snap
         model,
         jobs,
         args.compute.threads,
+        tree::snapshot_budget(),
         |_, _| Ok(((), 0)),
         |_, (), _| Ok(()),
     )?;

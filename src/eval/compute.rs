@@ -205,6 +205,7 @@ fn compute<M: LanguageModel>(
         model,
         jobs,
         threads,
+        tree::snapshot_budget(),
         |tag, state| -> Result<(Reached<M::State>, u64)> {
             let t = Instant::now();
             Ok(match &work[tag] {

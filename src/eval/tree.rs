@@ -67,6 +67,11 @@ pub fn set_snapshot_budget(bytes: u64) {
     SNAPSHOT_BUDGET.store(bytes, Ordering::Relaxed);
 }
 
+/// The process's snapshot budget, in bytes (`set_snapshot_budget`).
+pub fn snapshot_budget() -> u64 {
+    SNAPSHOT_BUDGET.load(Ordering::Relaxed)
+}
+
 /// One context and the caller's tags of the work to run after it.
 pub struct Job {
     pub context: Vec<u32>,
@@ -97,27 +102,10 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 /// `done(tag, output, forward tokens so far)` receives each output on the calling thread, in the
 /// order they finish; at most one output per lane waits for it. The first error (from `work`,
 /// `done` or the model) stops the run and is returned. `threads` is the size of the pool the
-/// model's kernels run on (the command line's `--threads`): as many lanes walk at most. The
-/// recurrent snapshots kept are bounded by the process's budget (`set_snapshot_budget`).
+/// model's kernels run on (the command line's `--threads`): as many lanes walk at most.
+/// `budget`: the bytes of recurrent snapshots kept at most (module docs; the process's is
+/// [`snapshot_budget`]).
 pub fn run<M, T, W, D>(
-    model: &M,
-    jobs: Vec<Job>,
-    threads: usize,
-    work: W,
-    done: D,
-) -> Result<TreeStats>
-where
-    M: Prefill,
-    T: Send,
-    W: Fn(usize, &M::State) -> Result<(T, u64)> + Sync,
-    D: FnMut(usize, T, u64) -> Result<()>,
-{
-    let budget = SNAPSHOT_BUDGET.load(Ordering::Relaxed);
-    run_within(model, jobs, threads, budget, work, done)
-}
-
-/// [`run`] with the recurrent snapshots' byte budget given.
-fn run_within<M, T, W, D>(
     model: &M,
     mut jobs: Vec<Job>,
     threads: usize,
@@ -545,6 +533,7 @@ mod tests {
             &model,
             jobs,
             2,
+            u64::MAX,
             |tag, state: &Vec<u32>| Ok((state.clone(), 1 + (tag % 2) as u64)),
             |tag, state, _| {
                 assert!(seen.insert(tag, state).is_none(), "tag {tag} ran twice");
@@ -587,7 +576,7 @@ mod tests {
                 ..echo(None)
             };
             let mut seen = BTreeMap::new();
-            let stats = run_within(
+            let stats = run(
                 &model,
                 one_tag_each(contexts.clone()),
                 2,
@@ -627,7 +616,15 @@ mod tests {
         let mut contexts = contexts();
         contexts.push(vec![1, 2, 3, 99]);
         let jobs = one_tag_each(contexts);
-        let e = run(&model, jobs, 2, |_, _| Ok(((), 0)), |_, (), _| Ok(())).unwrap_err();
+        let e = run(
+            &model,
+            jobs,
+            2,
+            u64::MAX,
+            |_, _| Ok(((), 0)),
+            |_, (), _| Ok(()),
+        )
+        .unwrap_err();
         assert_eq!(e.to_string(), "token 99 refused");
     }
 
@@ -640,6 +637,7 @@ mod tests {
             &model,
             jobs,
             2,
+            u64::MAX,
             |_, _| Ok(((), 0)),
             |_, (), _| {
                 received += 1;
@@ -657,7 +655,15 @@ mod tests {
     #[test]
     fn no_jobs_compute_nothing() {
         let model = echo(None);
-        let stats = run(&model, vec![], 2, |_, _| Ok(((), 1)), |_, (), _| Ok(())).unwrap();
+        let stats = run(
+            &model,
+            vec![],
+            2,
+            u64::MAX,
+            |_, _| Ok(((), 1)),
+            |_, (), _| Ok(()),
+        )
+        .unwrap();
         assert_eq!(stats, TreeStats::default());
         assert_eq!(model.prefilled.load(Ordering::Relaxed), 0);
     }

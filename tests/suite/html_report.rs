@@ -146,7 +146,7 @@ impl Driver {
 
     fn screenshot(&self, to: &Path) {
         let v = self.call("GET", "/screenshot", None);
-        std::fs::write(to, base64(v.as_str().unwrap())).unwrap();
+        std::fs::write(to, crate::common::base64(v.as_str().unwrap())).unwrap();
     }
 
     /// The console's messages so far at level SEVERE (errors and uncaught exceptions).
@@ -159,29 +159,6 @@ impl Driver {
             .map(|e| e["message"].to_string())
             .collect()
     }
-}
-
-fn base64(text: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => panic!("not base64: {c}"),
-    };
-    let digits: Vec<u8> = text.bytes().filter(|&c| c != b'=').map(value).collect();
-    digits
-        .chunks(4)
-        .flat_map(|q| {
-            let n = q
-                .iter()
-                .enumerate()
-                .fold(0u32, |n, (i, &d)| n | u32::from(d) << (18 - 6 * i));
-            let bytes = n.to_be_bytes();
-            bytes[1..q.len()].to_vec()
-        })
-        .collect()
 }
 
 /// The answer to each (item, turn) under `mean`, recomputed from `audit`'s scores: the label

@@ -217,7 +217,7 @@ fn qwen3_6_vocab_matches_llama_cpp() {
             path.display(),
             i + 1
         );
-        ranks.insert(base64(token), rank);
+        ranks.insert(crate::common::base64(token), rank);
     }
     let alphabet = byte_alphabet();
     let spell = |b: &[u8]| b.iter().map(|&c| alphabet[c as usize]).collect::<String>();
@@ -262,26 +262,6 @@ fn qwen3_6_vocab_matches_llama_cpp() {
     let tok = Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
         .unwrap_or_else(|e| panic!("{e}"));
     compare("qwen3.6-vocab", |text| tok.encode_plain(text));
-}
-
-/// Standard base64 (tiktoken's ranks files).
-fn base64(s: &str) -> Vec<u8> {
-    let digit = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => panic!("{:?} is no base64 digit", c as char),
-    };
-    let digits: Vec<u8> = s.bytes().filter(|&c| c != b'=').map(digit).collect();
-    let bits = digits.iter().fold(Vec::new(), |mut out, &d| {
-        out.extend((0..6).rev().map(|i| (d >> i) & 1));
-        out
-    });
-    bits.chunks_exact(8)
-        .map(|b| b.iter().fold(0, |acc, &bit| (acc << 1) | bit))
-        .collect()
 }
 
 /// GPT-2's byte alphabet (transformers' `bytes_to_unicode`): the printable bytes stand for

@@ -1048,7 +1048,7 @@ impl Transformer {
                 (Some((c, s)), true) => (c.as_slice(), s.as_slice()),
                 _ => (cos.as_slice(), sin.as_slice()),
             };
-            match self.block(layer, runs, owned, l, &mut x, cos, sin) {
+            match self.block(layer, runs, owned, l, &mut x, (cos, sin)) {
                 Kept::Kv(kvs) => {
                     for (chunk, kv) in chunks.iter_mut().zip(kvs) {
                         chunk.layers.push(kv);
@@ -1071,7 +1071,8 @@ impl Transformer {
 
     /// One decoder block over `x: [t, d]` (the continuations' tokens in order) in place;
     /// returns what each continuation keeps for later positions. Only attention (and a
-    /// recurrent layer) looks across rows, each continuation's over its own past.
+    /// recurrent layer) looks across rows, each continuation's over its own past. `rope`: the
+    /// rotation's cosines and sines at the continuations' positions.
     fn block(
         &self,
         w: &Layer,
@@ -1079,8 +1080,7 @@ impl Transformer {
         owned: &mut [Vec<LayerState>],
         layer: usize,
         x: &mut [f32],
-        cos: &[f32],
-        sin: &[f32],
+        (cos, sin): (&[f32], &[f32]),
     ) -> Kept {
         let c = &self.cfg;
         let (mut out, kept) = match &w.delta {

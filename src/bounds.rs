@@ -40,6 +40,10 @@ pub const MAX_REPS: u64 = 1_000;
 /// thousands of OS threads.
 pub const THREADS_PER_CORE: usize = 4;
 
+/// The most MiB `--snapshot-budget` takes (1 TiB): above any memory the recurrent snapshots
+/// could be given.
+pub const MAX_SNAPSHOT_MIB: u64 = 1 << 20;
+
 /// A count in `lo..=hi`; a refusal names the range, whatever was given.
 pub fn count(lo: u64, hi: u64) -> impl TypedValueParser<Value = usize> {
     clap::builder::StringValueParser::new().try_map(move |s: String| {

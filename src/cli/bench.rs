@@ -26,6 +26,10 @@
 //! generations cost: greedy decoding after each benchmark prompt through `eval::generate::Lockstep`,
 //! plain and speculative, each prompt alone and all together, with the drafts' acceptance rate
 //! and the tokens taken per pass. Beside them, llama.cpp's plain decode is llama-bench's tg.
+//!
+//! On a model with recurrent layers (Qwen3.5), the prefix tree's recurrent snapshots: one
+//! snapshot's bytes, and the most kept at once, within `--snapshot-budget`, with the tokens
+//! replayed, when the tree runs the `--generate` prompts of CLoMo and DeduCE.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,6 +45,7 @@ use crate::benchmarks::deduce::{self, synthetic};
 use crate::benchmarks::Decoding;
 use crate::eval::generate::{Drafts, Generated, Lockstep};
 use crate::eval::models::Loaded;
+use crate::eval::tree;
 use crate::eval::{Generation, Prefill as _};
 use crate::model::block::transformer::State;
 use crate::model::numerics::qmatmul;
@@ -140,6 +145,21 @@ struct Measurement {
     /// as stored (0 and 0 for a dense model).
     experts_chosen_mib: f64,
     experts_mib: f64,
+    /// The prefix tree's recurrent snapshots, on a model with recurrent layers.
+    snapshots: Option<Snapshots>,
+}
+
+/// The recurrent snapshots the prefix tree kept running the benchmarks' prompts.
+#[derive(Serialize, Deserialize)]
+struct Snapshots {
+    prompts: usize,
+    /// One state's recurrent layers, MiB.
+    each_mib: f64,
+    /// The most kept at once, and the budget, MiB.
+    peak_mib: f64,
+    budget_mib: f64,
+    tree_tokens: u64,
+    replayed_tokens: u64,
 }
 
 /// Greedy generation on one benchmark's prompts with and without speculative decoding, one
@@ -238,13 +258,19 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
     let cost = scorer.model().weight_cost();
     let (experts_chosen, experts) = scorer.model().experts_bytes();
     let kv_mib = mib((positions * kv_per_position) as u64);
+    let each = start.recurrent_bytes() as u64;
     let model = Loaded::new(scorer, backend);
     let generation = generation_prompts(args.generate, args.generate_tokens)?
         .into_iter()
         .map(|(benchmark, prompts)| generating(&model, benchmark, &prompts, args))
         .collect::<anyhow::Result<_>>()?;
+    let snapshots = match (each, args.generate) {
+        (0, _) | (_, 0) => None,
+        _ => Some(snapshots(&model, each, args)?),
+    };
     Ok(Measurement {
         generation,
+        snapshots,
         macs_per_token: cost.macs_per_token as f64,
         decode_bytes: cost.decode_bytes as f64,
         decode_read,
@@ -258,6 +284,39 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
         parallel_kv_mib: mib((args.parallel * (args.decode + 1) * kv_per_position) as u64),
         experts_chosen_mib: mib(experts_chosen as u64),
         experts_mib: mib(experts as u64),
+    })
+}
+
+/// The prefix tree over the `--generate` prompts of CLoMo and DeduCE (their contexts only, no
+/// work after them), its recurrent snapshots within the process's budget.
+fn snapshots(model: &Loaded, each: u64, args: &BenchArgs) -> anyhow::Result<Snapshots> {
+    let jobs = generation_prompts(args.generate, 1)?
+        .into_iter()
+        .flat_map(|(_, prompts)| prompts)
+        .enumerate()
+        .map(|(i, (text, _))| {
+            Ok(tree::Job {
+                context: model.tokenize(&text)?,
+                tags: vec![i],
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let prompts = jobs.len();
+    let stats = tree::run(
+        model,
+        jobs,
+        args.compute.threads,
+        (args.compute.snapshot_budget as u64) << 20,
+        |_, _| Ok(((), 0)),
+        |_, (), _| Ok(()),
+    )?;
+    Ok(Snapshots {
+        prompts,
+        each_mib: mib(each),
+        peak_mib: mib(stats.snapshot_peak_bytes),
+        budget_mib: args.compute.snapshot_budget as f64,
+        tree_tokens: stats.tree_tokens,
+        replayed_tokens: stats.replayed_tokens,
     })
 }
 
@@ -594,6 +653,7 @@ struct Row {
     /// Generation on the benchmarks' prompts, plain and speculative (llama.cpp's plain decode
     /// is `decode_tok_s`'s).
     generation: Vec<Generating>,
+    snapshots: Option<Snapshots>,
     experts: Option<ExpertMemory>,
 }
 
@@ -669,6 +729,10 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
                 .args(["--decode", &args.decode.to_string()])
                 .args(["--parallel", &args.parallel.to_string()])
                 .args(["--threads", &args.compute.threads.to_string()])
+                .args([
+                    "--snapshot-budget",
+                    &args.compute.snapshot_budget.to_string(),
+                ])
                 .args(["--generate", &args.generate.to_string()])
                 .args(["--generate-tokens", &args.generate_tokens.to_string()])
                 .args(["--reps", &args.reps.to_string(), "--only", &backend_name])
@@ -740,6 +804,7 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
                             ),
                     }
                 }),
+                snapshots: m.snapshots,
             });
         }
     }
@@ -886,6 +951,23 @@ fn print_table(r: &Report) {
         }
     }
     print_generation(r);
+    for row in &r.rows {
+        if let Some(s) = &row.snapshots {
+            println!(
+                "{} {}: prefix tree over {} benchmark prompts ({} distinct tokens): recurrent \
+                 snapshots of {:.1} MiB, at most {:.1} MiB kept (budget {:.0} MiB), {} tokens \
+                 replayed",
+                row.model,
+                row.backend,
+                s.prompts,
+                s.tree_tokens,
+                s.each_mib,
+                s.peak_mib,
+                s.budget_mib,
+                s.replayed_tokens
+            );
+        }
+    }
     for note in &r.llama_bench_notes {
         println!("note: {note}");
     }

@@ -112,6 +112,16 @@ pub struct Compute {
     /// Threads for the tensor kernels.
     #[arg(long, default_value = "2", value_parser = bounds::threads())]
     pub threads: usize,
+    /// MiB the prefix tree may keep of a hybrid model's recurrent states at its branch points
+    /// (0: none). Past it a branch reruns the tokens from the nearest state kept: the same bits,
+    /// more tokens (counted as replayed).
+    #[arg(
+        long,
+        value_name = "MIB",
+        default_value_t = crate::eval::tree::DEFAULT_SNAPSHOT_MIB as usize,
+        value_parser = bounds::count(0, bounds::MAX_SNAPSHOT_MIB)
+    )]
+    pub snapshot_budget: usize,
 }
 
 /// The flag of every command that generates with our engine (`score`, `run`, `generate-text`),

@@ -157,6 +157,7 @@ pub(super) fn score(reg: &Store, a: &Args, json: bool) -> Result<Scored> {
         shard: a.shard,
         threads: a.compute.threads,
         speculate: a.speculation.on(),
+        snapshot_budget: (a.compute.snapshot_budget as u64) << 20,
     };
     let bar = &mut Bar::new(json);
     match run.shard {
@@ -193,6 +194,14 @@ pub(super) fn print(scored: &Scored) {
             "{} tokens through the model for {} distinct tokens of the prompts' prefix tree (the \
              least possible: a prefix shared by labels, steps or episodes runs once)",
             r.forward_tokens, r.tree_tokens
+        );
+    }
+    if r.replayed_tokens > 0 {
+        println!(
+            "{} of them replayed: recurrent states past the snapshot budget (--snapshot-budget) \
+             were run again from the nearest one kept (peak {:.1} MiB kept)",
+            r.replayed_tokens,
+            r.snapshot_peak_bytes as f64 / (1 << 20) as f64
         );
     }
     match scored {

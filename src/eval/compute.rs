@@ -27,6 +27,8 @@ pub(super) struct Computer<'a, M, L: FnMut(Id) -> Result<Engine<M>>> {
     threads: usize,
     /// Whether generations draft tokens and verify them (`Run::speculate`).
     speculate: bool,
+    /// The prefix tree's bytes of recurrent snapshots (`Run::snapshot_budget`).
+    snapshot_budget: u64,
 }
 
 impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L> {
@@ -35,8 +37,7 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L>
     pub(super) fn start(
         reg: &'a Store,
         load: L,
-        threads: usize,
-        speculate: bool,
+        (threads, speculate, snapshot_budget): (usize, bool, u64),
         template: &TemplateRecord,
     ) -> Result<Computer<'a, M, L>> {
         reg.write(|w| {
@@ -49,6 +50,7 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L>
             load,
             threads,
             speculate,
+            snapshot_budget,
         })
     }
 
@@ -94,8 +96,7 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L>
                     self.reg,
                     m,
                     model_id,
-                    self.threads,
-                    self.speculate,
+                    (self.threads, self.speculate, self.snapshot_budget),
                     reqs,
                     &slots,
                     report,
@@ -145,8 +146,7 @@ fn compute<M: LanguageModel>(
     reg: &Store,
     model: &M,
     model_id: Id,
-    threads: usize,
-    speculate: bool,
+    (threads, speculate, snapshot_budget): (usize, bool, u64),
     reqs: &[Pending],
     missing: &[(usize, Vec<usize>)],
     report: &mut ScoreReport,
@@ -211,6 +211,7 @@ fn compute<M: LanguageModel>(
         model,
         jobs,
         threads,
+        snapshot_budget,
         |tag, state| -> Result<(Reached<M::State>, u64)> {
             let t = Instant::now();
             Ok(match &work[tag] {
@@ -262,6 +263,8 @@ fn compute<M: LanguageModel>(
     let report = sink.saver.report();
     report.forward_tokens += stats.forward_tokens + generated;
     report.tree_tokens += stats.tree_tokens + generated;
+    report.replayed_tokens += stats.replayed_tokens;
+    report.snapshot_peak_bytes = report.snapshot_peak_bytes.max(stats.snapshot_peak_bytes);
     sink.saver.finish()?;
     Ok(())
 }

@@ -221,14 +221,14 @@ impl<'a, M: Generation, K: Display> Lockstep<'a, M, K> {
                 run
             })
             .collect();
-        let (states, goings): (Vec<&M::State>, Vec<&mut Going<K>>) = self
-            .live
-            .iter_mut()
-            .map(|g| (&g.state, &mut g.going))
+        // The states are handed to the model (which may advance one no one else holds in
+        // place) and come back extended.
+        let (states, mut goings): (Vec<M::State>, Vec<Going<K>>) = std::mem::take(&mut self.live)
+            .into_iter()
+            .map(|g| (g.state, g.going))
             .unzip();
         let refs: Vec<&[u32]> = runs.iter().map(Vec::as_slice).collect();
         let (model, ends) = (self.model, &self.ends);
-        let mut goings = goings;
         let mut failed = None;
         let mut keep = |i: usize, logits: &[f32]| -> usize {
             let run = refs[i];
@@ -240,37 +240,34 @@ impl<'a, M: Generation, K: Display> Lockstep<'a, M, K> {
                 }
             }
         };
-        let next = model.extend_each(&states, &refs, &mut keep);
+        let next = model.extend_each(states, &refs, &mut keep);
         if let Some(e) = failed {
             return Err(e);
         }
-        let next = next.with_context(|| self.describe())?;
+        let next = next.with_context(|| describe(&goings))?;
         self.drafts.passes += 1;
         let mut ended = Vec::new();
-        for (mut g, (state, run)) in std::mem::take(&mut self.live)
-            .into_iter()
-            .zip(next.into_iter().zip(&runs))
-        {
+        for ((going, state), run) in goings.into_iter().zip(next).zip(&runs) {
             self.drafts.drafted += run.len().saturating_sub(1) as u64;
-            self.drafts.accepted += g.going.drafter.last_accepted as u64;
-            if g.going.ended {
-                let mut out = g.going.out;
+            self.drafts.accepted += going.drafter.last_accepted as u64;
+            if going.ended {
+                let mut out = going.out;
                 // As plain decoding counts: every chosen token but the last was run.
                 out.forward_tokens = out.tokens.len() as u64 - 1;
                 self.drafts.tokens += out.tokens.len() as u64;
-                ended.push((g.going.key, out));
+                ended.push((going.key, out));
             } else {
-                g.state = state;
-                self.live.push(g);
+                self.live.push(Live { state, going });
             }
         }
         Ok(ended)
     }
+}
 
-    fn describe(&self) -> String {
-        let keys: Vec<String> = self.live.iter().map(|g| g.going.key.to_string()).collect();
-        format!("generating after {}", keys.join(", "))
-    }
+/// What a failed step names: the generations under way.
+fn describe<K: Display>(goings: &[Going<K>]) -> String {
+    let keys: Vec<String> = goings.iter().map(|g| g.key.to_string()).collect();
+    format!("generating after {}", keys.join(", "))
 }
 
 impl<K: Display> Going<'_, K> {
@@ -502,13 +499,13 @@ mod tests {
         }
         fn extend_each(
             &self,
-            states: &[&Vec<u32>],
+            states: Vec<Vec<u32>>,
             runs: &[&[u32]],
             keep: &mut dyn FnMut(usize, &[f32]) -> usize,
         ) -> Result<Vec<Vec<u32>>> {
             self.calls.fetch_add(1, Ordering::Relaxed);
             let mut out = Vec::new();
-            for (i, (&state, run)) in states.iter().zip(runs).enumerate() {
+            for (i, (state, run)) in states.into_iter().zip(runs).enumerate() {
                 let mut logits = Vec::new();
                 let mut seen = state.clone();
                 if run.is_empty() {

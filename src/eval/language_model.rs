@@ -14,6 +14,13 @@ pub trait Prefill: Sync {
     fn backend(&self) -> &str;
     fn empty_state(&self) -> Self::State;
     fn prefill(&self, state: &Self::State, tokens: &[u32]) -> Result<Self::State>;
+    /// Bytes of `state` that a state continuing from it does not share: a recurrent layer's
+    /// state, which each prefill replaces, unlike attention's keys and values, which it extends.
+    /// What the prefix tree's snapshot budget counts (`tree`); none by default.
+    fn snapshot_bytes(&self, state: &Self::State) -> u64 {
+        let _ = state;
+        0
+    }
     /// Checks that the files the model was loaded from are still those of its fingerprint:
     /// cheaply (their identity on disk) before every commit of its scores, and with `rehash`
     /// (their bytes hashed again) before the last. A model read from no registered file has
@@ -44,25 +51,26 @@ pub trait Generation: Prefill {
     /// run: those after its state, one row), and says how many of its tokens the state returned
     /// for it holds (0 for an empty run). One token at a time unless the model does better;
     /// whatever it does, the bits are those of `prefill` one token at a time then `next_logits`.
+    /// The states are handed over, so that a model may advance one no one else holds in place.
     fn extend_each(
         &self,
-        states: &[&Self::State],
+        states: Vec<Self::State>,
         runs: &[&[u32]],
         keep: &mut dyn FnMut(usize, &[f32]) -> usize,
     ) -> Result<Vec<Self::State>> {
         let mut out = Vec::with_capacity(states.len());
-        for (i, (&state, run)) in states.iter().zip(runs).enumerate() {
+        for (i, (state, run)) in states.into_iter().zip(runs).enumerate() {
             let (mut each, mut logits) = (Vec::with_capacity(run.len()), Vec::new());
             if run.is_empty() {
-                logits = self.next_logits(state)?;
+                logits = self.next_logits(&state)?;
             }
             for token in run.iter() {
-                let s = self.prefill(each.last().unwrap_or(state), std::slice::from_ref(token))?;
+                let s = self.prefill(each.last().unwrap_or(&state), std::slice::from_ref(token))?;
                 logits.extend(self.next_logits(&s)?);
                 each.push(s);
             }
             match keep(i, &logits) {
-                0 => out.push(state.clone()),
+                0 => out.push(state),
                 n => out.push(each.swap_remove(n - 1)),
             }
         }

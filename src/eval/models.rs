@@ -477,6 +477,10 @@ impl Prefill for Loaded {
         Ok(self.scorer.prefill(state, tokens)?)
     }
 
+    fn snapshot_bytes(&self, state: &State) -> u64 {
+        state.recurrent_bytes() as u64
+    }
+
     fn check_files(&self, rehash: bool) -> Result<()> {
         self.unchanged(rehash)
     }
@@ -503,7 +507,7 @@ impl Generation for Loaded {
 
     fn extend_each(
         &self,
-        states: &[&State],
+        states: Vec<State>,
         runs: &[&[u32]],
         keep: &mut dyn FnMut(usize, &[f32]) -> usize,
     ) -> Result<Vec<State>> {

@@ -73,6 +73,10 @@ pub struct Run<'a> {
     /// Whether generations draft tokens and verify them (speculative decoding; the command line's
     /// `--no-speculate` turns it off): their bits do not depend on it, only their speed.
     pub speculate: bool,
+    /// Bytes the prefix tree may keep of a hybrid model's recurrent states at its branch points
+    /// (the command line's `--snapshot-budget`; `tree::DEFAULT_SNAPSHOT_MIB` MiB by default):
+    /// past it branches replay tokens; their bits do not depend on it.
+    pub snapshot_budget: u64,
 }
 
 /// Evaluates a set with a model under the run's one normalisation: the benchmark's requests turn
@@ -170,6 +174,7 @@ fn answer<M: LanguageModel>(
         shard,
         threads,
         speculate,
+        snapshot_budget,
     } = *run;
     let (model_id, info) = (models.subject, models.info);
     if norms.is_empty() {
@@ -201,7 +206,7 @@ fn answer<M: LanguageModel>(
         ..Default::default()
     };
     let template = prepared.template();
-    let mut computer = Computer::start(reg, load, threads, speculate, &template)?;
+    let mut computer = Computer::start(reg, load, (threads, speculate, snapshot_budget), &template)?;
     let empty_rows: Vec<ResultRow> = items
         .iter()
         .map(|id| ResultRow {

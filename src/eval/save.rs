@@ -36,6 +36,11 @@ pub struct ScoreReport {
     pub cross_checks: u64,
     /// Distinct tokens of the prefix tree of the computed requests: the lower bound.
     pub tree_tokens: u64,
+    /// Of `forward_tokens`, those run again because a hybrid model's recurrent state at a branch
+    /// point was past the snapshot budget (`tree`): `forward_tokens` = `tree_tokens` + these.
+    pub replayed_tokens: u64,
+    /// The most bytes of recurrent snapshots the prefix tree kept at once.
+    pub snapshot_peak_bytes: u64,
     pub seconds: f64,
 }
 

@@ -28,22 +28,35 @@
 //! after the state's last position, behind shared pointers. A branch left on the stack holds a
 //! clone of its branch point's state, so it continues from exactly the recurrent state a straight
 //! run reaches there (the recurrence runs token by token, `model::block::delta_net`: the same bits
-//! however the positions were split), and the forward tokens stay the tree's distinct tokens, with
-//! no replay. Memory: the branches left at one branch point share one snapshot
-//! (`DeltaNet::snapshot_bytes`, 20.2 MB for Qwen3.5-0.8B's 18 recurrent layers), and each lane
-//! walks depth first, so at most (branch points on a lane's path + 1) snapshots per lane are alive,
-//! plus the work's own (a label's, or up to 16 generations' stepped together). Nothing spills or
-//! drops them past a limit.
+//! however the positions were split). The branches left at one branch point share one snapshot
+//! (`DeltaNet::snapshot_bytes`, 20.2 MB for Qwen3.5-0.8B's 18 recurrent layers).
+//!
+//! Those snapshots are bounded by a byte budget ([`run`]'s `budget`: `Run::snapshot_budget`,
+//! the command line's `--snapshot-budget`, [`DEFAULT_SNAPSHOT_MIB`] by default). A snapshot is kept while the ones kept and still held
+//! (by a branch on the stack or as a lane's nearest kept ancestor) fit in it. Past it, a branch
+//! point's snapshot is not kept: its branches hold the lane's nearest kept ancestor (the state
+//! its current branch started from, or the empty state) and first run again the tokens from
+//! there to the branch point, through the same prefill, so the same bits; those tokens are
+//! counted as replayed (`TreeStats::replayed_tokens`, part of the forward tokens). Lanes walk
+//! depth first, so the snapshots not kept are the deepest of a full budget: those shared by the
+//! fewest jobs, whose replay is the shortest from a kept ancestor. A branch's replay is at most
+//! its depth less its nearest kept ancestor's. Not counted in the budget: each lane's own
+//! current state and the work's (a label's, or up to 16 generations' stepped together), a few per
+//! lane.
 
 use super::language_model::Prefill;
 use anyhow::{anyhow, Result};
 use serde::Serialize;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// What a lane's error says when it only stopped because of an error elsewhere.
 const STOPPED: &str = "the run stopped on an earlier error";
+
+/// The recurrent snapshots' byte budget when none is set, in MiB: 50 of Qwen3.5-0.8B's (20.2 MB
+/// each), 20 of Qwen3.5-9B's.
+pub const DEFAULT_SNAPSHOT_MIB: u64 = 1024;
+
 
 /// One context and the caller's tags of the work to run after it.
 pub struct Job {
@@ -58,6 +71,12 @@ pub struct TreeStats {
     pub forward_tokens: u64,
     /// Distinct tokens of the tree: distinct context prefixes plus the work after them.
     pub tree_tokens: u64,
+    /// Tokens run again from a kept ancestor because a branch point's recurrent snapshot was
+    /// past the budget (module docs): `forward_tokens` = `tree_tokens` + these.
+    pub replayed_tokens: u64,
+    /// The most bytes of recurrent snapshots kept at once (0 for a model without recurrent
+    /// layers).
+    pub snapshot_peak_bytes: u64,
 }
 
 fn common_prefix(a: &[u32], b: &[u32]) -> usize {
@@ -70,10 +89,13 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 /// order they finish; at most one output per lane waits for it. The first error (from `work`,
 /// `done` or the model) stops the run and is returned. `threads` is the size of the pool the
 /// model's kernels run on (the command line's `--threads`): as many lanes walk at most.
+/// `budget`: the bytes of recurrent snapshots kept at most (module docs); no bit of a score or
+/// generation depends on it, only the tokens replayed.
 pub fn run<M, T, W, D>(
     model: &M,
     mut jobs: Vec<Job>,
     threads: usize,
+    budget: u64,
     work: W,
     mut done: D,
 ) -> Result<TreeStats>
@@ -85,8 +107,8 @@ where
 {
     jobs.sort_by(|a, b| a.context.cmp(&b.context));
     let mut stats = TreeStats {
-        forward_tokens: 0,
         tree_tokens: distinct_tokens(&jobs),
+        ..TreeStats::default()
     };
     if jobs.is_empty() {
         return Ok(stats);
@@ -100,11 +122,20 @@ where
         work: &work,
         threads,
         forward: AtomicU64::new(0),
+        replayed: AtomicU64::new(0),
+        snapshots: Arc::new(Snapshots {
+            budget,
+            held: Mutex::new((0, 0)),
+        }),
         stack: Mutex::new(Stack {
             branches: vec![Branch {
                 jobs: &jobs,
                 depth: 0,
-                state: model.empty_state(),
+                from: Kept {
+                    state: model.empty_state(),
+                    at: 0,
+                    _charge: None,
+                },
             }],
             walking: 0,
             error: None,
@@ -141,6 +172,13 @@ where
         return Err(e);
     }
     stats.forward_tokens = walk.forward.into_inner();
+    stats.replayed_tokens = walk.replayed.into_inner();
+    stats.snapshot_peak_bytes = walk
+        .snapshots
+        .held
+        .lock()
+        .expect("no lane panics holding the snapshots' count")
+        .1;
     Ok(stats)
 }
 
@@ -153,11 +191,60 @@ fn distinct_tokens(jobs: &[Job]) -> u64 {
     (total - shared.sum::<usize>()) as u64
 }
 
-/// Sorted jobs that share their first `depth` tokens, and the state of those tokens.
+/// Sorted jobs that share their first `depth` tokens, and the kept state they continue from:
+/// that of those tokens, or of the first `from.at` of them when the branch point's snapshot was
+/// past the budget.
 struct Branch<'a, S> {
     jobs: &'a [Job],
     depth: usize,
+    from: Kept<S>,
+}
+
+/// A state kept to continue from: its position, and the budget's charge for its recurrent
+/// snapshot (none for the empty state or a model without recurrent layers).
+#[derive(Clone)]
+struct Kept<S> {
     state: S,
+    at: usize,
+    /// Held for its `Drop`, which gives the bytes back.
+    _charge: Option<Arc<Charge>>,
+}
+
+/// The recurrent snapshots kept: the budget, and the bytes held now and at most.
+struct Snapshots {
+    budget: u64,
+    held: Mutex<(u64, u64)>,
+}
+
+/// A charge of `bytes` if they fit in the budget beside those held.
+fn charge(snapshots: &Arc<Snapshots>, bytes: u64) -> Option<Charge> {
+    let mut held = snapshots
+        .held
+        .lock()
+        .expect("no lane panics holding the count");
+    if held.0 + bytes > snapshots.budget {
+        return None;
+    }
+    held.0 += bytes;
+    held.1 = held.1.max(held.0);
+    Some(Charge {
+        bytes,
+        of: Arc::clone(snapshots),
+    })
+}
+
+/// One kept snapshot's bytes, given back when the last state holding it is dropped.
+struct Charge {
+    bytes: u64,
+    of: Arc<Snapshots>,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        if let Ok(mut held) = self.of.held.lock() {
+            held.0 -= self.bytes;
+        }
+    }
 }
 
 /// Branches left for any lane, and how many lanes are walking one.
@@ -173,6 +260,8 @@ struct Walk<'a, M: Prefill, W> {
     /// Threads of the shared pool.
     threads: usize,
     forward: AtomicU64,
+    replayed: AtomicU64,
+    snapshots: Arc<Snapshots>,
     stack: Mutex<Stack<'a, M::State>>,
     wake: Condvar,
 }
@@ -255,42 +344,68 @@ where
         }
     }
 
-    /// Walks one branch down to its leaves: prefills to where its jobs part, runs the work of
-    /// the jobs whose context ends there, leaves all but the first sub-branch on the stack and
-    /// goes on with that one.
+    /// Walks one branch down to its leaves: runs again what its kept state lacks, prefills to
+    /// where its jobs part, runs the work of the jobs whose context ends there, leaves all but
+    /// the first sub-branch on the stack and goes on with that one.
     fn walk(
         &self,
-        mut b: Branch<'a, M::State>,
+        b: Branch<'a, M::State>,
         own: Option<&rayon::ThreadPool>,
         tx: &Sent<T>,
     ) -> Result<()> {
+        let Branch {
+            mut jobs,
+            mut depth,
+            from,
+        } = b;
+        // What the branch's first prefill runs again, from its kept state to its branch point.
+        self.replayed
+            .fetch_add((depth - from.at) as u64, Ordering::Relaxed);
+        let mut state = from.state.clone();
+        // The nearest kept state on this lane's path: where a snapshot past the budget replays
+        // from.
+        let mut anchor = from;
+        let mut at = anchor.at;
         loop {
             if self.stopped() {
                 return Ok(());
             }
-            let first = &b.jobs[0].context;
-            let shared = common_prefix(first, &b.jobs[b.jobs.len() - 1].context);
-            if shared > b.depth {
-                let tokens = &first[b.depth..shared];
-                b.state = self.on_lane(own, || self.model.prefill(&b.state, tokens))?;
+            let first = &jobs[0].context;
+            let shared = common_prefix(first, &jobs[jobs.len() - 1].context);
+            if shared > at {
+                let tokens = &first[at..shared];
+                state = self.on_lane(own, || self.model.prefill(&state, tokens))?;
                 self.forward
-                    .fetch_add((shared - b.depth) as u64, Ordering::Relaxed);
-                b.depth = shared;
+                    .fetch_add((shared - at) as u64, Ordering::Relaxed);
+                at = shared;
             }
+            depth = at;
             // A context that ends here sorts before every context it is a prefix of.
-            let ends = b.jobs.partition_point(|j| j.context.len() == b.depth);
-            for &tag in b.jobs[..ends].iter().flat_map(|j| &j.tags) {
-                let (output, ran) = self.on_lane(own, || (self.work)(tag, &b.state))?;
+            let ends = jobs.partition_point(|j| j.context.len() == depth);
+            for &tag in jobs[..ends].iter().flat_map(|j| &j.tags) {
+                let (output, ran) = self.on_lane(own, || (self.work)(tag, &state))?;
                 self.forward.fetch_add(ran, Ordering::Relaxed);
                 tx.send((tag, output, ran)).map_err(|_| anyhow!(STOPPED))?;
             }
-            let depth = b.depth;
-            let mut parts = b.jobs[ends..].chunk_by(|x, y| x.context[depth] == y.context[depth]);
+            let mut parts = jobs[ends..].chunk_by(|x, y| x.context[depth] == y.context[depth]);
             let Some(next) = parts.next() else {
                 return Ok(());
             };
             let rest: Vec<_> = parts.collect();
             if !rest.is_empty() {
+                let bytes = self.model.snapshot_bytes(&state);
+                let kept = if bytes == 0 {
+                    None
+                } else {
+                    charge(&self.snapshots, bytes).map(Arc::new)
+                };
+                if bytes == 0 || kept.is_some() {
+                    anchor = Kept {
+                        state: state.clone(),
+                        at: depth,
+                        _charge: kept,
+                    };
+                }
                 let mut stack = self.stack.lock().expect("no lane panics holding the stack");
                 // Reversed, so that lanes take the branches in order: depth first, which keeps
                 // few states alive.
@@ -298,12 +413,12 @@ where
                     stack.branches.push(Branch {
                         jobs,
                         depth,
-                        state: b.state.clone(),
+                        from: anchor.clone(),
                     });
                 }
                 self.wake.notify_all();
             }
-            b.jobs = next;
+            jobs = next;
         }
     }
 }
@@ -314,10 +429,12 @@ mod tests {
     use std::collections::BTreeMap;
 
     /// A model whose state is the tokens it has seen; it counts the tokens it prefills and
-    /// fails on a chosen token.
+    /// fails on a chosen token. A state of any token has `snapshot` bytes that a continuation
+    /// does not share, as a recurrent layer's.
     struct Echo {
         prefilled: AtomicU64,
         fails_on: Option<u32>,
+        snapshot: u64,
     }
 
     impl Prefill for Echo {
@@ -336,12 +453,20 @@ mod tests {
                 .fetch_add(tokens.len() as u64, Ordering::Relaxed);
             Ok([state.as_slice(), tokens].concat())
         }
+        fn snapshot_bytes(&self, state: &Vec<u32>) -> u64 {
+            if state.is_empty() {
+                0
+            } else {
+                self.snapshot
+            }
+        }
     }
 
     fn echo(fails_on: Option<u32>) -> Echo {
         Echo {
             prefilled: AtomicU64::new(0),
             fails_on,
+            snapshot: 0,
         }
     }
 
@@ -394,6 +519,7 @@ mod tests {
             &model,
             jobs,
             2,
+            u64::MAX,
             |tag, state: &Vec<u32>| Ok((state.clone(), 1 + (tag % 2) as u64)),
             |tag, state, _| {
                 assert!(seen.insert(tag, state).is_none(), "tag {tag} ran twice");
@@ -423,13 +549,68 @@ mod tests {
         assert_eq!(stats.forward_tokens, stats.tree_tokens);
     }
 
+    /// With recurrent snapshots of 100 bytes and a budget of none, two or all of them: every job
+    /// still runs from its own context; the snapshots kept never pass the budget; what is not
+    /// kept is replayed, and counted, so forward tokens = distinct tokens + replayed.
+    #[test]
+    fn snapshots_past_the_budget_are_replayed_from_a_kept_ancestor() {
+        let contexts = contexts();
+        let mut replayed = Vec::new();
+        for budget in [0, 250, u64::MAX] {
+            let model = Echo {
+                snapshot: 100,
+                ..echo(None)
+            };
+            let mut seen = BTreeMap::new();
+            let stats = run(
+                &model,
+                one_tag_each(contexts.clone()),
+                2,
+                budget,
+                |_, state: &Vec<u32>| Ok((state.clone(), 0)),
+                |tag, state, _| {
+                    assert!(seen.insert(tag, state).is_none(), "tag {tag} ran twice");
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(seen.len(), contexts.len());
+            for (tag, state) in &seen {
+                assert_eq!(state, &contexts[*tag], "budget {budget}: tag {tag}");
+            }
+            assert_eq!(
+                stats.forward_tokens,
+                stats.tree_tokens + stats.replayed_tokens,
+                "budget {budget}: {stats:?}"
+            );
+            assert_eq!(
+                model.prefilled.load(Ordering::Relaxed),
+                stats.forward_tokens
+            );
+            assert!(stats.snapshot_peak_bytes <= budget, "{stats:?}");
+            replayed.push(stats.replayed_tokens);
+        }
+        // None kept replays most, two kept less, all kept nothing.
+        assert!(replayed[0] > replayed[1], "{replayed:?}");
+        assert!(replayed[1] > 0, "{replayed:?}");
+        assert_eq!(replayed[2], 0);
+    }
+
     #[test]
     fn a_model_error_in_one_branch_stops_the_run_and_is_returned() {
         let model = echo(Some(99));
         let mut contexts = contexts();
         contexts.push(vec![1, 2, 3, 99]);
         let jobs = one_tag_each(contexts);
-        let e = run(&model, jobs, 2, |_, _| Ok(((), 0)), |_, (), _| Ok(())).unwrap_err();
+        let e = run(
+            &model,
+            jobs,
+            2,
+            u64::MAX,
+            |_, _| Ok(((), 0)),
+            |_, (), _| Ok(()),
+        )
+        .unwrap_err();
         assert_eq!(e.to_string(), "token 99 refused");
     }
 
@@ -442,6 +623,7 @@ mod tests {
             &model,
             jobs,
             2,
+            u64::MAX,
             |_, _| Ok(((), 0)),
             |_, (), _| {
                 received += 1;
@@ -459,7 +641,15 @@ mod tests {
     #[test]
     fn no_jobs_compute_nothing() {
         let model = echo(None);
-        let stats = run(&model, vec![], 2, |_, _| Ok(((), 1)), |_, (), _| Ok(())).unwrap();
+        let stats = run(
+            &model,
+            vec![],
+            2,
+            u64::MAX,
+            |_, _| Ok(((), 1)),
+            |_, (), _| Ok(()),
+        )
+        .unwrap();
         assert_eq!(stats, TreeStats::default());
         assert_eq!(model.prefilled.load(Ordering::Relaxed), 0);
     }

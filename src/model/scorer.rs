@@ -230,7 +230,7 @@ impl Scorer {
     /// position, each state cut back to the tokens `keep` accepts (`Transformer::extend_each`).
     pub fn extend_each(
         &self,
-        states: &[&State],
+        states: Vec<State>,
         runs: &[&[u32]],
         keep: &mut dyn FnMut(usize, &[f32]) -> usize,
     ) -> Result<Vec<State>, ModelError> {

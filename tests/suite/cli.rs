@@ -625,6 +625,7 @@ fn an_unknown_template_is_refused_naming_the_benchmarks_templates() {
             shard: None,
             threads: 2,
             speculate: true,
+            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
         },
         |_| -> anyhow::Result<eval::Engine<crate::common::ByteModel>> {
             panic!("no model is loaded for an unknown template")

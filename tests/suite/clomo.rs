@@ -184,6 +184,7 @@ pub(crate) fn run(reg: &Store, template: &str, judge: Option<&str>) -> eval::Out
             shard: None,
             threads: 2,
             speculate: true,
+            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
         },
         |id| {
             let name = names.into_iter().find(|n| model_id(n) == id).unwrap();

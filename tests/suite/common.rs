@@ -161,6 +161,7 @@ pub fn score_with(
             shard: None,
             threads: 2,
             speculate: true,
+            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
         },
         |_| Ok(eval::Engine::Local(ByteModel::new(model))),
         &mut Quiet,

@@ -158,6 +158,7 @@ fn run(reg: &Store, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Outcom
             shard: None,
             threads: 2,
             speculate: true,
+            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
         },
         |id| {
             loaded.borrow_mut().push(id);
@@ -262,6 +263,7 @@ fn judge_requests_go_to_the_judge_and_name_it_in_the_result() {
             shard: None,
             threads: 2,
             speculate: true,
+            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
         },
         |_| Ok(eval::Engine::Local(ByteModel::new("m1"))),
         &mut Quiet,

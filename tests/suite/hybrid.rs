@@ -1,8 +1,9 @@
 //! Qwen3.5's hybrid of gated delta-net and attention layers in the prefix tree (issue 44). The
 //! tree keeps each recurrent layer's state and convolution window at its branch points beside
 //! the attention layers' keys and values (`transformer::State`), so a score's bits are the same
-//! from the tree, from a straight run of its prompt, from a shard and at any thread count, and
-//! the tree runs each of its distinct tokens once. The vector units are checked in
+//! from the tree, from a straight run of its prompt, from a shard, at any thread count and with
+//! no snapshot kept (`--snapshot-budget 0`: branches replayed from the start, the replayed
+//! tokens counted), and the tree runs each of its distinct tokens once. The vector units are checked in
 //! `numerics::a_hybrid_model_gives_the_same_bits_on_every_path_thread_count_and_vector_unit`.
 
 use std::collections::BTreeMap;
@@ -77,7 +78,7 @@ fn bits(path: &Path) -> BTreeMap<Id, Vec<u32>> {
 }
 
 #[test]
-fn tree_straight_runs_shards_and_thread_counts_give_the_same_bits_on_a_hybrid_model() {
+fn tree_straight_runs_shards_threads_and_snapshot_budgets_give_the_same_bits_on_a_hybrid_model() {
     let dir = tempfile::tempdir().unwrap();
     let model = tiny_qwen35_file(dir.path(), Stored::F32);
     let base = dir.path().join("base.redb");
@@ -111,6 +112,22 @@ fn tree_straight_runs_shards_and_thread_counts_give_the_same_bits_on_a_hybrid_mo
     // The tree's lower bound: every distinct token of the tree once, recurrent layers included.
     assert_eq!(one["forward_tokens"], one["tree_tokens"], "{one}");
     assert!(one["forward_tokens"].as_u64().unwrap() > 0, "{one}");
+    assert_eq!(one["replayed_tokens"], 0, "{one}");
+    assert!(one["snapshot_peak_bytes"].as_u64().unwrap() > 0, "{one}");
+
+    // No snapshot kept: every branch runs again from the empty state to its branch point.
+    let unkept = copy(&base, dir.path(), "unkept.redb");
+    let replayed = json(&unkept, &["--snapshot-budget", "0"]);
+    assert_eq!(replayed["result"], one["result"]);
+    assert_eq!(replayed["tree_tokens"], one["tree_tokens"], "{replayed}");
+    assert_eq!(replayed["snapshot_peak_bytes"], 0, "{replayed}");
+    let extra = replayed["replayed_tokens"].as_u64().unwrap();
+    assert!(extra > 0, "{replayed}");
+    assert_eq!(
+        replayed["forward_tokens"].as_u64().unwrap(),
+        one["tree_tokens"].as_u64().unwrap() + extra,
+        "{replayed}"
+    );
 
     let one_thread = copy(&base, dir.path(), "one-thread.redb");
     let by_one = json(&one_thread, &["--threads", "1"]);
@@ -130,6 +147,7 @@ fn tree_straight_runs_shards_and_thread_counts_give_the_same_bits_on_a_hybrid_mo
     let want = bits(&single);
     assert!(want.len() >= 12, "{} scores", want.len());
     assert_eq!(bits(&one_thread), want, "1 thread against 2");
+    assert_eq!(bits(&unkept), want, "no snapshot kept against the tree's");
     assert_eq!(bits(&merged), want, "two shards merged against one run");
 
     // Each score again from a straight run of its prompt: one prefill from the empty state.

@@ -83,6 +83,7 @@ fn a_change_mid_run_stops_scoring(path: &Path, changed: &Path, pristine: &Path) 
             shard: None,
             threads: 2,
             speculate: true,
+            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
         },
         |_| models::Loaded::open(&record).map(eval::Engine::Local),
         &mut progress,

@@ -48,6 +48,7 @@ fn run_template(reg: &Store, set: &str, template: &str, norms: &[Normalisation])
             shard: None,
             threads: 2,
             speculate: true,
+            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
         },
         |_| Ok(eval::Engine::Local(ByteModel::new("m"))),
         &mut Quiet,

@@ -254,6 +254,7 @@ fn score(reg: &Store, parity: &dyn Benchmark) -> eval::Outcomes {
             shard: None,
             threads: 2,
             speculate: true,
+            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
         },
         |_| Ok(eval::Engine::Local(ByteModel::new("m"))),
         &mut Quiet,

@@ -398,6 +398,7 @@ fn full_set_tokens() {
             &counter,
             jobs,
             2,
+            u64::MAX,
             |tokens, _| Ok(((), tokens as u64)),
             |_, (), _| Ok(()),
         )

@@ -145,6 +145,7 @@ fn merged_parts_equal_a_single_run() {
                     shard: Some(Shard { index, count: N }),
                     threads: 2,
                     speculate: true,
+                    snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
                 },
                 |_| Ok(eval::Engine::Local(ByteModel::new("m"))),
                 &mut Quiet,

@@ -356,6 +356,7 @@ fn the_runner_stores_the_same_generation_records_with_and_without_speculation() 
                 shard: None,
                 threads: 2,
                 speculate,
+                snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
             },
             |_| {
                 let scorer = Scorer::open(&common::smollm2(), Backend::Int8)?;

@@ -113,8 +113,8 @@ impl DeltaNet {
 }
 
 /// One recurrent layer's state after a position. Shared (`Arc`) between the states that
-/// continue from it.
-#[derive(Clone, Debug)]
+/// continue from it. The default is empty, no state: a place left by one moved out.
+#[derive(Clone, Debug, Default)]
 pub struct LayerState {
     /// `[conv_kernel − 1, conv_dim]`: the latest rows last.
     window: Vec<f32>,
@@ -123,6 +123,11 @@ pub struct LayerState {
 }
 
 impl LayerState {
+    /// Bytes of its window and matrices.
+    pub fn bytes(&self) -> usize {
+        4 * (self.window.len() + self.matrices.len())
+    }
+
     /// The state before any token: zeros, as llama.cpp clears a sequence's.
     pub fn zero(net: &DeltaNet) -> LayerState {
         LayerState {
@@ -146,13 +151,21 @@ pub struct Weights<'a> {
 
 /// The layer over `proj: [t, in_width]` (the input projection of `t` consecutive tokens of one
 /// sequence) from `state`: the gated output `[t, value_dim]` (before the output projection) and
-/// the state after the last token.
+/// the state after the last token, in a copy (`state` stays, for other branches or a rollback).
 pub fn run(
     net: &DeltaNet,
     w: &Weights,
     state: &LayerState,
     proj: &[f32],
 ) -> (Vec<f32>, LayerState) {
+    let mut after = state.clone();
+    let out = advance(net, w, &mut after, proj);
+    (out, after)
+}
+
+/// [`run`] on a state no one else holds, advanced in place: the same arithmetic, without the
+/// copy (a decode step's, `Transformer::extend_each`).
+pub fn advance(net: &DeltaNet, w: &Weights, state: &mut LayerState, proj: &[f32]) -> Vec<f32> {
     let (conv_dim, value_dim, vh) = (net.conv_dim(), net.value_dim(), net.v_heads);
     let width = net.in_width();
     let t = proj.len() / width;
@@ -181,7 +194,7 @@ pub fn run(
         let x = row.to_vec();
         kernels::silu_mul(&x, &ones, row);
     }
-    let next_window = window[t * conv_dim..].to_vec();
+    state.window = window[t * conv_dim..].to_vec();
 
     // q and k L2-normed per key head.
     let (kd, hd) = (net.key_dim(), net.head_dim);
@@ -207,8 +220,8 @@ pub fn run(
     // The recurrence, each value head on its own, token after token.
     let scale = 1.0 / (hd as f32).sqrt();
     let per_head = hd * hd;
-    let mut matrices = state.matrices.clone();
-    let outs: Vec<Vec<f32>> = matrices
+    let outs: Vec<Vec<f32>> = state
+        .matrices
         .par_chunks_exact_mut(per_head)
         .enumerate()
         .map(|(h, s)| {
@@ -251,13 +264,7 @@ pub fn run(
         let z = &row[conv_dim..][..value_dim];
         kernels::silu_mul(z, &normed[p * value_dim..][..value_dim], gated);
     }
-    (
-        o,
-        LayerState {
-            window: next_window,
-            matrices,
-        },
-    )
+    o
 }
 
 /// `ln(1 + eˣ)` as ggml computes it (`x` itself above 20), in f64 and rounded once.

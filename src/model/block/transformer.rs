@@ -394,6 +394,12 @@ impl State {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// Bytes of the recurrent layers' states (0 before the first token and without recurrent
+    /// layers): what a prefix tree's branch point keeps beside the shared keys and values.
+    pub fn recurrent_bytes(&self) -> usize {
+        self.recurrent.iter().map(|s| s.bytes()).sum()
+    }
 }
 
 impl Transformer {
@@ -832,7 +838,8 @@ impl Transformer {
         if tokens.is_empty() {
             return Ok(state.clone());
         }
-        let (mut chunks, mut recurrent, hidden) = self.run(&[Continuation { state, tokens }])?;
+        let (mut chunks, mut recurrent, hidden) =
+            self.run(&[Continuation { state, tokens }], &mut [])?;
         let chunk = chunks.pop().expect("one chunk per continuation");
         let recurrent = recurrent.pop().expect("one state per continuation");
         Ok(self.extended(state, chunk, recurrent, tokens.len(), &hidden))
@@ -851,7 +858,7 @@ impl Transformer {
                 tokens: std::slice::from_ref(token),
             })
             .collect();
-        let (chunks, recurrent, hidden) = on_pool(|| self.run(&runs))?;
+        let (chunks, recurrent, hidden) = on_pool(|| self.run(&runs, &mut []))?;
         let d = self.cfg.hidden;
         Ok(states
             .iter()
@@ -873,7 +880,7 @@ impl Transformer {
     /// rejected draft are never used, as plain decoding never computes them.
     pub fn extend_each(
         &self,
-        states: &[&State],
+        mut states: Vec<State>,
         runs: &[&[u32]],
         keep: &mut dyn FnMut(usize, &[f32]) -> usize,
     ) -> Result<Vec<State>, ModelError> {
@@ -885,17 +892,33 @@ impl Transformer {
                 kernels::LANES - 1
             )));
         }
+        // A run of one token keeps it (no draft to reject, so no rollback to its state): its
+        // recurrent states are moved out and advanced in place, copied only if another state
+        // still holds them (the prompt's, in the prefix tree). A longer run's are copied, since
+        // its state must stay for a rejected draft's rerun.
+        let mut owned: Vec<Vec<LayerState>> = states
+            .iter_mut()
+            .zip(runs)
+            .filter(|(_, r)| !r.is_empty())
+            .map(|(state, r)| match r.len() {
+                1 => std::mem::take(&mut state.recurrent)
+                    .into_iter()
+                    .map(|s| Arc::try_unwrap(s).unwrap_or_else(|s| (*s).clone()))
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect();
         let conts: Vec<Continuation> = states
             .iter()
             .zip(runs)
             .filter(|(_, r)| !r.is_empty())
-            .map(|(&state, &tokens)| Continuation { state, tokens })
+            .map(|(state, &tokens)| Continuation { state, tokens })
             .collect();
         let total: usize = runs.iter().map(|r| r.len()).sum();
         let (chunks, recurrent, hidden) = match total {
             0 => (Vec::new(), Vec::new(), Vec::new()),
-            t if t > SHORT_RUN => self.run(&conts)?,
-            _ => on_pool(|| self.run(&conts))?,
+            t if t > SHORT_RUN => self.run(&conts, &mut owned)?,
+            _ => on_pool(|| self.run(&conts, &mut owned))?,
         };
         let d = self.cfg.hidden;
         let normed = self.final_norm(&hidden);
@@ -914,13 +937,13 @@ impl Transformer {
         let mut chunks = chunks.into_iter().zip(recurrent);
         let mut out = Vec::with_capacity(states.len());
         let (mut row, mut at) = (0, 0);
-        for (i, (&state, run)) in states.iter().zip(runs).enumerate() {
+        for (i, (state, run)) in states.into_iter().zip(runs).enumerate() {
             let n_rows = run.len().max(1);
             let n = keep(i, &logits[row * vocab..(row + n_rows) * vocab]);
             row += n_rows;
             if run.is_empty() {
                 assert_eq!(n, 0, "an empty run keeps no token");
-                out.push(state.clone());
+                out.push(state);
                 continue;
             }
             assert!(
@@ -932,7 +955,7 @@ impl Transformer {
                 // A recurrent layer's state holds no earlier position to cut back to: the kept
                 // tokens are run again from `state`, the same bits (the state at a position is
                 // the same computation however it was reached).
-                out.push(self.prefill_here(state, &run[..n])?);
+                out.push(self.prefill_here(&state, &run[..n])?);
                 at += run.len();
                 continue;
             }
@@ -1038,10 +1061,13 @@ impl Transformer {
         self.check_ids(tokens)?;
         let mut rows = last.to_vec();
         if !inner.is_empty() {
-            let (_, _, hidden) = self.run(&[Continuation {
-                state,
-                tokens: inner,
-            }])?;
+            let (_, _, hidden) = self.run(
+                &[Continuation {
+                    state,
+                    tokens: inner,
+                }],
+                &mut [],
+            )?;
             rows.extend(self.final_norm(&hidden));
         }
         let vocab = self.cfg.vocab_size;
@@ -1102,10 +1128,13 @@ impl Transformer {
     /// The blocks over each continuation's tokens at its positions `state.len..`: per
     /// continuation its keys and values and its recurrent layers' states after them, and the
     /// final hidden states of all their tokens in order, `[t, d]` (before the final norm).
+    /// `owned[i]`, when there and not empty, holds continuation `i`'s recurrent states (one per
+    /// recurrent layer, those of its `state`), which are advanced in place instead of copied.
     #[allow(clippy::type_complexity)]
     fn run(
         &self,
         runs: &[Continuation],
+        owned: &mut [Vec<LayerState>],
     ) -> Result<(Vec<KvChunk>, Vec<Vec<Arc<LayerState>>>, Vec<f32>), ModelError> {
         let limit = self.cfg.position_limit();
         for r in runs {
@@ -1148,6 +1177,7 @@ impl Transformer {
             match self.block(
                 layer,
                 runs,
+                owned,
                 l,
                 &mut x,
                 (cos, sin),
@@ -1201,12 +1231,14 @@ impl Transformer {
 
     /// One decoder block over `x: [t, d]` (the continuations' tokens in order) in place;
     /// returns what each continuation keeps for later positions. Only attention (and a
-    /// recurrent layer) looks across rows, each continuation's over its own past.
+    /// recurrent layer) looks across rows, each continuation's over its own past. `rope`: the
+    /// rotation's cosines and sines at the continuations' positions.
     #[allow(clippy::too_many_arguments)]
     fn block(
         &self,
         w: &Layer,
         runs: &[Continuation],
+        owned: &mut [Vec<LayerState>],
         layer: usize,
         x: &mut [f32],
         rope: (&[f32], &[f32]),
@@ -1215,7 +1247,7 @@ impl Transformer {
     ) -> Kept {
         let c = &self.cfg;
         let (mut out, kept) = match &w.delta {
-            Some(delta) => self.delta_net(w, delta, runs, layer, x),
+            Some(delta) => self.delta_net(w, delta, runs, owned, layer, x),
             None => self.self_attention(w, runs, layer, x, rope, this_run),
         };
         if let Some(norm) = &w.post_attn_norm {
@@ -1277,12 +1309,13 @@ impl Transformer {
 
     /// A gated delta-net layer (issue 44) over `x`: its output `[t, d]` before the residual,
     /// and each continuation's state after its tokens, each continuation run token by token
-    /// from its own state (`delta_net`).
+    /// from its own state (`delta_net`), advanced in place if `owned` holds it (`run`).
     fn delta_net(
         &self,
         w: &Layer,
         delta: &DeltaLayer,
         runs: &[Continuation],
+        owned: &mut [Vec<LayerState>],
         layer: usize,
         x: &[f32],
     ) -> (Vec<f32>, Kept) {
@@ -1311,13 +1344,22 @@ impl Transformer {
         let mut gated = Vec::with_capacity(proj.len() / width * net.value_dim());
         let mut states = Vec::with_capacity(runs.len());
         let mut row = 0;
-        for r in runs {
-            let from = r.state.recurrent.get(slot).map_or(&zero, |s| &**s);
+        for (i, r) in runs.iter().enumerate() {
             let n = r.tokens.len();
-            let (out, state) =
-                delta_net::run(net, &weights, from, &proj[row * width..][..n * width]);
-            gated.extend(out);
-            states.push(state);
+            let proj = &proj[row * width..][..n * width];
+            match owned.get_mut(i).and_then(|o| o.get_mut(slot)) {
+                Some(own) => {
+                    let mut state = std::mem::take(own);
+                    gated.extend(delta_net::advance(net, &weights, &mut state, proj));
+                    states.push(state);
+                }
+                None => {
+                    let from = r.state.recurrent.get(slot).map_or(&zero, |s| &**s);
+                    let (out, state) = delta_net::run(net, &weights, from, proj);
+                    gated.extend(out);
+                    states.push(state);
+                }
+            }
             row += n;
         }
         (delta.out.matmul(&gated), Kept::Recurrent(states))

@@ -36,7 +36,7 @@ const LAYERS: usize = 2;
 const VOCAB: usize = 320;
 
 /// The files written: name, and the real model whose shapes it has.
-pub const FILES: [(&str, &str); 13] = [
+pub const FILES: [(&str, &str); 14] = [
     ("llama3-1b", "Llama-3.2-1B-Instruct"),
     ("qwen3-0.6b", "Qwen3-0.6B"),
     ("phi3-mini4", "Phi-4-mini-instruct"),
@@ -52,6 +52,7 @@ pub const FILES: [(&str, &str); 13] = [
     ("gpt-oss-20b-window16", "gpt-oss-20b"),
     // Issue 44.
     ("qwen35-0.8b", "Qwen3.5-0.8B"),
+    ("qwen35-2b", "Qwen3.5-2B"),
     // Issue 43.
     ("gemma4-e2b-window16", "gemma-4-E2B"),
 ];
@@ -252,24 +253,9 @@ pub fn config(name: &str) -> Option<Config> {
         // period of three gated delta-net layers and one full-attention layer; 16 key and 16
         // value heads of 128, a convolution of 4 taps; attention of 8 heads of 256 over 2 KV
         // heads with an output gate, rope over 64 dimensions at base 10⁷ (sections 11, 11, 10).
-        "qwen35-0.8b" => {
-            let mut c = base("qwen35", 1024, 3584, 8, 2, 256);
-            c.layers = 4;
-            c.rope.theta = 10_000_000.0;
-            c.rope.rotary_dim = 64;
-            c.max_positions = 262_144;
-            c.qk_norm = true;
-            c.attn_gate = true;
-            c.delta_net = Some(DeltaNet {
-                conv_kernel: 4,
-                k_heads: 16,
-                v_heads: 16,
-                head_dim: 128,
-                recurrent: crate::model::family::qwen35::recurrent_every(4, 4),
-                rope_sections: vec![11, 11, 10, 0],
-            });
-            c
-        }
+        "qwen35-0.8b" => qwen35(1024, 3584),
+        // Qwen3.5-2B: the same but for the width, 2048, and the MLP's, 6144.
+        "qwen35-2b" => qwen35(2048, 6144),
         // Issue 43. Gemma 4 E2B (35 layers, config.json's text_config) cut to 4: a local and a
         // global layer with keys and values of their own, then one of each attending with
         // theirs (its last 20 layers share; llama.cpp's layers n − 2 and n − 1), their MLPs
@@ -326,6 +312,26 @@ fn stored_as(stored: &str, rank: usize, store: Store) -> Store {
     } else {
         store
     }
+}
+
+/// Qwen3.5's shapes at width `hidden` and MLP width `intermediate`, 4 layers (config above).
+fn qwen35(hidden: usize, intermediate: usize) -> Config {
+    let mut c = base("qwen35", hidden, intermediate, 8, 2, 256);
+    c.layers = 4;
+    c.rope.theta = 10_000_000.0;
+    c.rope.rotary_dim = 64;
+    c.max_positions = 262_144;
+    c.qk_norm = true;
+    c.attn_gate = true;
+    c.delta_net = Some(DeltaNet {
+        conv_kernel: 4,
+        k_heads: 16,
+        v_heads: 16,
+        head_dim: 128,
+        recurrent: crate::model::family::qwen35::recurrent_every(4, 4),
+        rope_sections: vec![11, 11, 10, 0],
+    });
+    c
 }
 
 /// Ministral 3 3B's shapes with the original window `original`.

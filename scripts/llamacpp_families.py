@@ -10,7 +10,7 @@ Usage: scripts/llamacpp_families.py [--deltalogic target/release/deltalogic] [--
            [--only NAME ...] [--greedy] [--out FILE]
 Needs llama.cpp built by scripts/llamacpp.sh; builds scripts/llamacpp_logprobs.cpp against it.
 
---only writes and scores only the named files of `model::family_files::FILES`. --greedy also
+--only writes and scores only the named files of `model::dev::family_files::files()`. --greedy also
 records, per context, llama.cpp's logits after it (`next_logits`) and its 8 argmax tokens one
 after another (`greedy`), from the same C++ program (its "greedy" mode) rather than from
 scripts/llamacpp_families_logits.py: how fixtures/golden/families-dense-llamacpp.json (SmolLM3,

@@ -252,7 +252,7 @@ pub enum DevCommand {
     FamilyFiles {
         #[arg(long)]
         out: PathBuf,
-        /// Only this file (a name of `model::dev::family_files::FILES`).
+        /// Only this file (a name of `model::dev::family_files::files`).
         #[arg(long)]
         only: Option<String>,
     },
@@ -264,14 +264,14 @@ pub fn dev(c: &DevCommand) -> Result<()> {
         DevCommand::FamilyFiles { out, only } => {
             use crate::model::dev::{family_files, gguf_write::Store};
             std::fs::create_dir_all(out)?;
-            for (name, real) in family_files::FILES {
-                if only.as_deref().is_some_and(|o| o != name) {
+            for file in family_files::files() {
+                if only.as_deref().is_some_and(|o| o != file.name) {
                     continue;
                 }
+                let layers = (file.config)().layers;
                 for store in [Store::F32, Store::Q8_0] {
-                    let path = family_files::write(out, name, store)?;
-                    let layers = family_files::config(name).map_or(0, |c| c.layers);
-                    println!("{} ({real} shapes, {layers} layers)", path.display());
+                    let path = family_files::write(out, file.name, store)?;
+                    println!("{} ({} shapes, {layers} layers)", path.display(), file.real);
                 }
             }
             Ok(())

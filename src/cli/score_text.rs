@@ -99,7 +99,7 @@ pub fn make_fixtures(args: &MakeFixturesArgs) -> anyhow::Result<()> {
     fixtures::write_all(&args.out, args.seed)?;
     println!(
         "wrote {} fixtures under {}",
-        fixtures::ARCHS.len(),
+        fixtures::archs().len(),
         args.out.display()
     );
     Ok(())

@@ -333,24 +333,8 @@ pub fn memory_file(name: &str) -> (std::fs::File, std::path::PathBuf) {
 
 /// Standard base64 (a browser's screenshots, tiktoken's ranks files); panics on other text.
 pub fn base64(text: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => panic!("not base64: {c}"),
-    };
-    let digits: Vec<u8> = text.bytes().filter(|&c| c != b'=').map(value).collect();
-    digits
-        .chunks(4)
-        .flat_map(|q| {
-            let n = q
-                .iter()
-                .enumerate()
-                .fold(0u32, |n, (i, &d)| n | u32::from(d) << (18 - 6 * i));
-            let bytes = n.to_be_bytes();
-            bytes[1..q.len()].to_vec()
-        })
-        .collect()
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .unwrap_or_else(|e| panic!("not base64: {e}"))
 }

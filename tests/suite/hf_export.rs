@@ -213,7 +213,7 @@ fn every_family_exports_to_a_directory_with_the_gguf_files_bits() {
         out.extend(s.next_logits(&state).unwrap());
         bits(&out)
     };
-    let archs = fixtures::ARCHS.into_iter().chain(fixtures::MORE_ARCHS);
+    let archs = fixtures::archs().into_iter().chain(fixtures::more_archs());
     for arch in archs {
         fixtures::write_one(dir.path(), arch, SEED).unwrap();
         if arch == "llama3" {

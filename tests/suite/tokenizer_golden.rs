@@ -414,3 +414,105 @@ fn hf_file_round_trip() {
         );
     }
 }
+
+/// Mistral's tekken vocabulary (pre-tokenizer `tekken`: Mistral Nemo, Ministral 3): PyPI's
+/// mistral-common 1.13.1 ships `tekken_240911.json`; the test builds the GGUF from it as
+/// scripts/tekken_vocab_goldens.py builds it for llama.cpp (convert_hf_to_gguf's
+/// `MistralVocab`: 1000 control tokens, then 130 072 byte-level ranks, a merge for every split
+/// of a rank into two ranks). The goldens are llama.cpp's ids for 3078 dataset strings, BOS by
+/// llama.cpp's default for `tekken` (the file does not say), special-token text read as text.
+#[test]
+#[cfg_attr(
+    models_missing,
+    ignore = "needs the fetched models: bash scripts/fetch_models.sh"
+)]
+fn tekken_vocab_matches_llama_cpp() {
+    use base64::Engine as _;
+    use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
+    let path = crate::common::fetched_model("tekken_240911.json");
+    let at = |detail: String| format!("{}: {detail}", path.display());
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}", at(e.to_string())));
+    let json: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}", at(e.to_string())));
+    let number = |key: &str| {
+        json["config"][key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{}", at(format!("no config.{key}")))) as usize
+    };
+    let specials = number("default_num_special_tokens");
+    let n_ranks = number("default_vocab_size") - specials;
+    let entries = json["vocab"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", at("no vocab".into())));
+    let by_rank: Vec<Vec<u8>> = entries[..n_ranks]
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            assert_eq!(
+                e["rank"].as_u64(),
+                Some(i as u64),
+                "{}",
+                at(format!("vocab[{i}].rank"))
+            );
+            let b64 = e["token_bytes"].as_str().unwrap_or_default();
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap_or_else(|err| panic!("{}", at(format!("vocab[{i}]: {err}"))))
+        })
+        .collect();
+    let ranks: std::collections::HashMap<&[u8], usize> = by_rank
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (&t[..], i))
+        .collect();
+    let alphabet = byte_alphabet();
+    let spell = |b: &[u8]| b.iter().map(|&c| alphabet[c as usize]).collect::<String>();
+    let mut merges = Vec::new();
+    for token in &by_rank[256..] {
+        let mut local: Vec<(usize, usize, usize)> = (1..token.len())
+            .filter_map(|j| Some((*ranks.get(&token[..j])?, *ranks.get(&token[j..])?, j)))
+            .collect();
+        assert!(
+            !local.is_empty(),
+            "{}",
+            at(format!("no merge for {token:?}"))
+        );
+        local.sort();
+        merges.extend(
+            local
+                .iter()
+                .map(|&(_, _, j)| format!("{} {}", spell(&token[..j]), spell(&token[j..]))),
+        );
+    }
+    // mistral-common's defaults for a file that lists no special tokens.
+    const SPECIAL: &str = "<unk> <s> </s> [INST] [/INST] [AVAILABLE_TOOLS] [/AVAILABLE_TOOLS] \
+        [TOOL_RESULTS] [/TOOL_RESULTS] [TOOL_CALLS] [IMG] <pad> [IMG_BREAK] [IMG_END] [PREFIX] \
+        [MIDDLE] [SUFFIX] [SYSTEM_PROMPT] [/SYSTEM_PROMPT] [TOOL_CONTENT]";
+    let named: Vec<String> = SPECIAL.split_whitespace().map(str::to_string).collect();
+    let tokens: Vec<String> = (named.len()..specials)
+        .map(|i| format!("<SPECIAL_{i}>"))
+        .chain(by_rank.iter().map(|t| spell(t)))
+        .collect();
+    let tokens = [named, tokens].concat();
+    // llama.cpp's token types: 3 control, 1 normal.
+    let types: Vec<i32> = (0..tokens.len())
+        .map(|i| if i < specials { 3 } else { 1 })
+        .collect();
+    let mut w = GgufWriter::default();
+    w.kv("general.architecture", Meta::Str("mistral3".into()))
+        .kv("general.name", Meta::Str("tekken-vocab".into()))
+        .kv("tokenizer.ggml.model", Meta::Str("gpt2".into()))
+        .kv("tokenizer.ggml.pre", Meta::Str("tekken".into()))
+        .kv("tokenizer.ggml.tokens", Meta::Strs(tokens))
+        .kv("tokenizer.ggml.token_type", Meta::I32s(types))
+        .kv("tokenizer.ggml.merges", Meta::Strs(merges))
+        .kv("tokenizer.ggml.bos_token_id", Meta::U32(1))
+        .kv("tokenizer.ggml.eos_token_id", Meta::U32(2))
+        .kv("tokenizer.ggml.unknown_token_id", Meta::U32(0));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("tekken-vocab.gguf");
+    w.write(&out).unwrap_or_else(|e| panic!("{e}"));
+    let tok = Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    compare("tekken-vocab", |text| tok.encode_plain(text));
+}

@@ -11,15 +11,13 @@ use half::{bf16, f16};
 use safetensors::tensor::{Dtype, TensorView};
 use serde_json::{json, Value};
 
+use crate::model::family::FAMILIES;
 use crate::model::format::hf::{pretty, write};
 use crate::model::ModelError;
 use crate::rng::Rng;
 
 /// The seed the committed fixtures were made from.
 pub const SEED: u64 = 20_261_121;
-/// The architectures written, as directory names.
-pub const ARCHS: [&str; 4] = ["llama", "qwen2", "qwen3", "phi3"];
-
 const MERGES: usize = 64;
 const VOCAB: usize = 256 + MERGES;
 const HIDDEN: usize = 64;
@@ -34,19 +32,27 @@ const CORPUS: &str = "All cats are animals. Tom is a cat. Is Tom an animal? Answ
     Bob is big. Big things are heavy. Anne is kind. Kind people are nice. The cat is nice. \
     Something is red then it is round. Erin is rough and green. Fiona likes the mouse.";
 
-/// Further architectures `write_one` writes (not committed: `tests/suite/families.rs` writes them to
-/// compare their two formats), and a llama with Llama 3 rope scaling.
-pub const MORE_ARCHS: [&str; 7] = [
-    "gemma2",
-    "gemma3",
-    "llama3",
-    // Issue 43.
-    "smollm3",
-    "olmo2",
-    "ministral3",
-    // Issue 45.
-    "qwen3moe",
-];
+/// The committed fixtures (`deltalogic dev make-fixtures`), as directory names: each family's
+/// [`Fixture`]s with `committed` set, in [`FAMILIES`] order.
+pub fn archs() -> Vec<&'static str> {
+    fixtures(true)
+}
+
+/// Further fixtures `write_one` writes (not committed: `tests/suite/families.rs` writes them to
+/// compare their two formats).
+pub fn more_archs() -> Vec<&'static str> {
+    fixtures(false)
+}
+
+fn fixtures(committed: bool) -> Vec<&'static str> {
+    FAMILIES
+        .0
+        .iter()
+        .flat_map(|f| f.fixtures())
+        .filter(|x| x.committed == committed)
+        .map(|x| x.name)
+        .collect()
+}
 
 /// Issue 45: the Qwen3-MoE fixture's experts, how many each token uses, and their width.
 pub const EXPERTS: usize = 4;
@@ -55,25 +61,30 @@ pub const EXPERT_WIDTH: usize = 32;
 
 /// Writes `dir/<arch>/{config.json, tokenizer.json, weights}` for every architecture.
 pub fn write_all(dir: &Path, seed: u64) -> Result<(), ModelError> {
-    for arch in ARCHS {
+    for arch in archs() {
         write_one(dir, arch, seed)?;
     }
     Ok(())
 }
 
-/// Writes `dir/<arch>/` for one architecture of `ARCHS` or `MORE_ARCHS`.
-pub fn write_one(dir: &Path, arch: &'static str, seed: u64) -> Result<(), ModelError> {
+/// Writes `dir/<arch>/` for one fixture of [`archs`] or [`more_archs`].
+pub fn write_one(dir: &Path, arch: &str, seed: u64) -> Result<(), ModelError> {
     let tokenizer = tokenizer_json();
     {
         let out = dir.join(arch);
+        let spec = FAMILIES
+            .0
+            .iter()
+            .flat_map(|f| f.fixtures())
+            .find(|x| x.name == arch)
+            .ok_or_else(|| crate::model::invalid(dir, format!("no fixture {arch:?}")))?;
         std::fs::create_dir_all(&out).map_err(|source| ModelError::Io {
             path: out.clone(),
             source,
         })?;
-        let spec = Spec::of(arch);
         write(&out.join("config.json"), &pretty(&spec.config()))?;
         write(&out.join("tokenizer.json"), &pretty(&tokenizer))?;
-        let mut rng = Rng::derive(seed, arch);
+        let mut rng = Rng::derive(seed, spec.name);
         let tensors = spec.tensors(&mut rng);
         match spec.shards {
             1 => write(
@@ -86,34 +97,44 @@ pub fn write_one(dir: &Path, arch: &'static str, seed: u64) -> Result<(), ModelE
     Ok(())
 }
 
-/// What varies between the fixtures.
-struct Spec {
-    arch: &'static str,
-    class: &'static str,
-    kv_heads: usize,
-    head_dim: usize,
-    qkv_bias: bool,
-    qk_norm: bool,
-    tied: bool,
-    fused: bool,
-    dtype: Dtype,
-    shards: usize,
-    theta: f64,
-    gemma: bool,
+/// A tiny checkpoint: what varies between the fixtures. Each family lists its own
+/// ([`Family::fixtures`](crate::model::family::Family::fixtures)), built on [`Fixture::base`].
+pub struct Fixture {
+    /// The directory, config.json's `model_type` unless `config` says otherwise, and the key the
+    /// weights' random stream is derived from.
+    pub name: &'static str,
+    pub class: &'static str,
+    /// Written by `deltalogic dev make-fixtures` and committed ([`archs`]).
+    pub committed: bool,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    pub qkv_bias: bool,
+    pub qk_norm: bool,
+    pub tied: bool,
+    pub fused: bool,
+    pub dtype: Dtype,
+    pub shards: usize,
+    pub theta: f64,
+    pub gemma: bool,
     // Issue 43.
-    layers: usize,
+    pub layers: usize,
     /// OLMo 2's norms: none on the block's input, q/k norms over the whole projection, a norm
     /// after the MLP.
-    olmo: bool,
+    pub olmo: bool,
     /// Issue 45: a mixture of `EXPERTS` experts in place of each MLP.
-    moe: bool,
+    pub moe: bool,
+    /// The family's own config.json keys, written over the common ones.
+    pub config: fn(&Fixture, &mut Value),
 }
 
-impl Spec {
-    fn of(arch: &'static str) -> Spec {
-        let base = Spec {
-            arch,
-            class: "LlamaForCausalLM",
+impl Fixture {
+    /// The common fixture under `name` and config.json class `class`: 2 layers of 4 heads over
+    /// 2 KV heads, f32, tied.
+    pub fn base(name: &'static str, class: &'static str) -> Fixture {
+        Fixture {
+            name,
+            class,
+            committed: false,
             kv_heads: 2,
             head_dim: HIDDEN / HEADS,
             qkv_bias: false,
@@ -127,89 +148,14 @@ impl Spec {
             layers: LAYERS,
             olmo: false,
             moe: false,
-        };
-        match arch {
-            "qwen2" => Spec {
-                class: "Qwen2ForCausalLM",
-                kv_heads: 1,
-                qkv_bias: true,
-                tied: false,
-                dtype: Dtype::BF16,
-                theta: 1_000_000.0,
-                ..base
-            },
-            // head_dim deliberately differs from hidden / heads, as in real Qwen3 models.
-            "qwen3" => Spec {
-                class: "Qwen3ForCausalLM",
-                head_dim: 24,
-                qk_norm: true,
-                tied: false,
-                dtype: Dtype::F16,
-                shards: 2,
-                ..base
-            },
-            "phi3" => Spec {
-                class: "Phi3ForCausalLM",
-                fused: true,
-                dtype: Dtype::BF16,
-                ..base
-            },
-            "gemma2" => Spec {
-                class: "Gemma2ForCausalLM",
-                gemma: true,
-                ..base
-            },
-            "gemma3" => Spec {
-                class: "Gemma3ForCausalLM",
-                gemma: true,
-                qk_norm: true,
-                head_dim: 24,
-                dtype: Dtype::BF16,
-                theta: 1_000_000.0,
-                ..base
-            },
-            "llama3" => Spec {
-                tied: false,
-                theta: 500_000.0,
-                ..base
-            },
-            // Four layers, so that one (layer 3) runs without RoPE in both formats.
-            "smollm3" => Spec {
-                class: "SmolLM3ForCausalLM",
-                layers: 4,
-                dtype: Dtype::BF16,
-                ..base
-            },
-            "olmo2" => Spec {
-                class: "Olmo2ForCausalLM",
-                olmo: true,
-                qk_norm: true,
-                tied: false,
-                theta: 500_000.0,
-                ..base
-            },
-            "ministral3" => Spec {
-                class: "Ministral3ForCausalLM",
-                tied: false,
-                dtype: Dtype::BF16,
-                ..base
-            },
-            "qwen3moe" => Spec {
-                class: "Qwen3MoeForCausalLM",
-                head_dim: 24,
-                qk_norm: true,
-                tied: false,
-                moe: true,
-                ..base
-            },
-            _ => base,
+            config: |_, _| {},
         }
     }
 
     fn config(&self) -> Value {
         let mut c = json!({
             "architectures": [self.class],
-            "model_type": self.arch,
+            "model_type": self.name,
             "vocab_size": VOCAB,
             "hidden_size": HIDDEN,
             "intermediate_size": INTERMEDIATE,
@@ -223,62 +169,7 @@ impl Spec {
             "tie_word_embeddings": self.tied,
             "torch_dtype": format!("{:?}", self.dtype).to_lowercase(),
         });
-        match self.arch {
-            "llama3" => {
-                // Wavelengths of the 8 frequencies (head dim 16) fall on both sides of the
-                // band [16, 64] and inside it, so every branch of the factors is taken.
-                c["model_type"] = json!("llama");
-                c["rope_theta"] = json!(10_000.0);
-                c["rope_scaling"] = json!({"rope_type": "llama3", "factor": 8.0,
-                    "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                    "original_max_position_embeddings": 64});
-            }
-            "gemma2" => {
-                c["hidden_activation"] = json!("gelu_pytorch_tanh");
-                c["query_pre_attn_scalar"] = json!(self.head_dim);
-                c["attn_logit_softcapping"] = json!(50.0);
-                c["final_logit_softcapping"] = json!(30.0);
-                // A short window, so that the tests' sequences cross it.
-                c["sliding_window"] = json!(8);
-            }
-            "gemma3" => {
-                c["model_type"] = json!("gemma3_text");
-                c["hidden_activation"] = json!("gelu_pytorch_tanh");
-                c["query_pre_attn_scalar"] = json!(self.head_dim);
-                c["sliding_window"] = json!(8);
-                c["layer_types"] = json!(["sliding_attention", "full_attention"]);
-                c["rope_local_base_freq"] = json!(10_000.0);
-                c["rope_scaling"] = json!({"rope_type": "linear", "factor": 8.0});
-            }
-            // transformers 5's layout: the base inside rope_parameters. An original window of 8
-            // (factor 512 / 8), so that the tests' 20 tokens cross it and meet the attention
-            // temperature; no mscale, so the magnitude is transformers' default 0.1 ln 64 + 1.
-            "ministral3" => {
-                c.as_object_mut().map(|o| o.remove("rope_theta"));
-                c["rope_parameters"] = json!({"rope_type": "yarn", "rope_theta": 1_000_000.0,
-                    "factor": 64.0, "original_max_position_embeddings": 8,
-                    "beta_fast": 32.0, "beta_slow": 1.0, "llama_4_scaling_beta": 0.1});
-            }
-            "qwen3moe" => {
-                c["model_type"] = json!("qwen3_moe");
-                c["num_experts"] = json!(EXPERTS);
-                c["num_experts_per_tok"] = json!(EXPERTS_USED);
-                c["moe_intermediate_size"] = json!(EXPERT_WIDTH);
-                c["norm_topk_prob"] = json!(true);
-                c["decoder_sparse_step"] = json!(1);
-                c["mlp_only_layers"] = json!([]);
-            }
-            _ => {}
-        }
-        if self.arch == "phi3" {
-            // 16 * 0.75 = 12 rotated dims: 6 frequencies, each with its own longrope divisor.
-            let short: Vec<f64> = (0..6).map(|i| 1.0 + 0.25 * i as f64).collect();
-            let long: Vec<f64> = (0..6).map(|i| 2.0 + 0.5 * i as f64).collect();
-            c["partial_rotary_factor"] = json!(0.75);
-            c["original_max_position_embeddings"] = json!(128);
-            c["rope_scaling"] =
-                json!({"type": "longrope", "short_factor": short, "long_factor": long});
-        }
+        (self.config)(self, &mut c);
         c
     }
 

@@ -280,6 +280,44 @@ pub fn gemma_hf_config(cfg: &Config, json: &mut serde_json::Map<String, serde_js
 pub struct Gemma2;
 
 impl super::Family for Gemma2 {
+    fn fixtures(&self) -> Vec<crate::model::dev::fixtures::Fixture> {
+        use crate::model::dev::fixtures::Fixture;
+        use serde_json::json;
+        vec![Fixture {
+            gemma: true,
+            config: |f, c| {
+                c["hidden_activation"] = json!("gelu_pytorch_tanh");
+                c["query_pre_attn_scalar"] = json!(f.head_dim);
+                c["attn_logit_softcapping"] = json!(50.0);
+                c["final_logit_softcapping"] = json!(30.0);
+                // A short window, so that the tests' sequences cross it.
+                c["sliding_window"] = json!(8);
+            },
+            ..Fixture::base("gemma2", "Gemma2ForCausalLM")
+        }]
+    }
+
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        use crate::model::block::config::Activation;
+        use crate::model::dev::family_files::{base, FamilyFile, LAYERS};
+        vec![FamilyFile {
+            name: "gemma2-2b",
+            real: "gemma-2-2b-it",
+            config: || {
+                let mut c = base("gemma2", 2304, 9216, 8, 4, 256);
+                c.activation = Activation::GeluTanh;
+                c.embed_scale = Some((2304f32).sqrt());
+                c.post_norms = true;
+                c.attn_softcap = Some(50.0);
+                c.final_softcap = Some(30.0);
+                c.sliding_window = Some(4096);
+                c.local_layers = pattern_layers(LAYERS, 2);
+                c.max_positions = 8192;
+                c
+            },
+        }]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         "gemma2"
     }

@@ -88,6 +88,53 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
 pub struct Gemma3;
 
 impl super::Family for Gemma3 {
+    fn fixtures(&self) -> Vec<crate::model::dev::fixtures::Fixture> {
+        use crate::model::dev::fixtures::Fixture;
+        use safetensors::tensor::Dtype;
+        use serde_json::json;
+        vec![Fixture {
+            gemma: true,
+            qk_norm: true,
+            head_dim: 24,
+            dtype: Dtype::BF16,
+            theta: 1_000_000.0,
+            config: |f, c| {
+                c["model_type"] = json!("gemma3_text");
+                c["hidden_activation"] = json!("gelu_pytorch_tanh");
+                c["query_pre_attn_scalar"] = json!(f.head_dim);
+                c["sliding_window"] = json!(8);
+                c["layer_types"] = json!(["sliding_attention", "full_attention"]);
+                c["rope_local_base_freq"] = json!(10_000.0);
+                c["rope_scaling"] = json!({"rope_type": "linear", "factor": 8.0});
+            },
+            ..Fixture::base("gemma3", "Gemma3ForCausalLM")
+        }]
+    }
+
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        use crate::model::block::config::{Activation, Rope};
+        use crate::model::dev::family_files::{base, FamilyFile};
+        vec![FamilyFile {
+            name: "gemma3-1b",
+            real: "gemma-3-1b-it",
+            config: || {
+                let mut c = base("gemma3", 1152, 6912, 4, 1, 256);
+                c.activation = Activation::GeluTanh;
+                c.embed_scale = Some((1152f32).sqrt());
+                c.post_norms = true;
+                c.qk_norm = true;
+                c.rope.theta = 1_000_000.0;
+                c.sliding_window = Some(512);
+                c.local_layers = vec![true, false];
+                c.rope_local = Some(Rope {
+                    theta: 10_000.0,
+                    ..c.rope.clone()
+                });
+                c
+            },
+        }]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         "gemma3"
     }

@@ -69,6 +69,55 @@ pub fn gguf_name(part: Part) -> String {
 }
 
 impl Family for GptOss {
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        use crate::model::block::config::{Gating, Moe, SwigluClamp, Yarn};
+        use crate::model::dev::family_files::{base, FamilyFile};
+        vec![
+            // gpt-oss-20b (24 layers) cut to 1, a local layer, with its window of 128 cut to 16 so
+            // that the contexts cross it: its 32 experts of width 2880 are 3.2 GB of f32 per layer.
+            // YaRN factor 32 over 4096 positions, sinks, biases, the clamped SwiGLU.
+            FamilyFile {
+                name: "gpt-oss-20b-window16",
+                real: "gpt-oss-20b",
+                config: || {
+                    let mut c = base("gpt-oss", 2880, 2880, 64, 8, 64);
+                    c.layers = 1;
+                    c.norm_eps = 1e-5;
+                    c.rope.theta = 150_000.0;
+                    c.max_positions = 131_072;
+                    c.tied_embeddings = false;
+                    c.rope.yarn = Some(Yarn {
+                        factor: 32.0,
+                        original_max_positions: 4096,
+                        beta_fast: 32.0,
+                        beta_slow: 1.0,
+                        mscale: 1.0,
+                        mscale_all_dim: 0.0,
+                    });
+                    c.rope.scaling = Some("yarn 32".into());
+                    c.qkv_bias = true;
+                    c.o_bias = true;
+                    c.attn_sinks = true;
+                    c.sliding_window = Some(16);
+                    c.local_layers = vec![true];
+                    c.moe = Some(Moe {
+                        experts: 32,
+                        experts_used: 4,
+                        expert_intermediate: 2880,
+                        norm_topk: false,
+                        gating: Gating::SoftmaxOfChosen,
+                        biases: true,
+                        clamped: Some(SwigluClamp {
+                            alpha: 1.702,
+                            limit: 7.0,
+                        }),
+                    });
+                    c
+                },
+            },
+        ]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         "gpt-oss"
     }

@@ -361,6 +361,60 @@ impl TensorFile for GgufOrder<'_> {
 pub struct Llama;
 
 impl super::Family for Llama {
+    fn fixtures(&self) -> Vec<crate::model::dev::fixtures::Fixture> {
+        use crate::model::dev::fixtures::Fixture;
+        use serde_json::json;
+        vec![
+            Fixture {
+                committed: true,
+                ..Fixture::base("llama", "LlamaForCausalLM")
+            },
+            // A llama with Llama 3 rope scaling.
+            Fixture {
+                tied: false,
+                theta: 500_000.0,
+                config: |_, c| {
+                    // Wavelengths of the 8 frequencies (head dim 16) fall on both sides of the
+                    // band [16, 64] and inside it, so every branch of the factors is taken.
+                    c["model_type"] = json!("llama");
+                    c["rope_theta"] = json!(10_000.0);
+                    c["rope_scaling"] = json!({"rope_type": "llama3", "factor": 8.0,
+                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                        "original_max_position_embeddings": 64});
+                },
+                ..Fixture::base("llama3", "LlamaForCausalLM")
+            },
+        ]
+    }
+
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        use crate::model::block::config::RopeLayout;
+        use crate::model::dev::family_files::{base, FamilyFile};
+        vec![FamilyFile {
+            name: "llama3-1b",
+            real: "Llama-3.2-1B-Instruct",
+            config: || {
+                let mut c = base("llama", 2048, 8192, 32, 8, 64);
+                c.norm_eps = 1e-5;
+                c.rope.theta = 500_000.0;
+                c.rope.layout = RopeLayout::Interleaved;
+                c.max_positions = 131_072;
+                // rope_scaling {"rope_type": "llama3", "factor": 32, "low_freq_factor": 1,
+                // "high_freq_factor": 4, "original_max_position_embeddings": 8192}
+                let json = crate::model::family::read::HfJson {
+                    path: std::path::PathBuf::from("config.json"),
+                    value: serde_json::Value::Null,
+                };
+                let s = serde_json::json!({"rope_type": "llama3", "factor": 32.0,
+                    "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 8192});
+                c.rope.freq_factors = llama3_factors(&json, &s, &c).ok();
+                c.rope.scaling = Some("llama3".into());
+                c
+            },
+        }]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         "llama"
     }

@@ -267,6 +267,49 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
 pub struct Mistral3;
 
 impl super::Family for Mistral3 {
+    fn fixtures(&self) -> Vec<crate::model::dev::fixtures::Fixture> {
+        use crate::model::dev::fixtures::Fixture;
+        use safetensors::tensor::Dtype;
+        use serde_json::json;
+        vec![Fixture {
+            tied: false,
+            dtype: Dtype::BF16,
+            // transformers 5's layout: the base inside rope_parameters. An original window
+            // of 8 (factor 512 / 8), so that the tests' 20 tokens cross it and meet the
+            // attention temperature; no mscale, so the magnitude is transformers' default
+            // 0.1 ln 64 + 1.
+            config: |_, c| {
+                c.as_object_mut().map(|o| o.remove("rope_theta"));
+                c["rope_parameters"] = json!({"rope_type": "yarn", "rope_theta": 1_000_000.0,
+                    "factor": 64.0, "original_max_position_embeddings": 8,
+                    "beta_fast": 32.0, "beta_slow": 1.0, "llama_4_scaling_beta": 0.1});
+            },
+            ..Fixture::base("ministral3", "Ministral3ForCausalLM")
+        }]
+    }
+
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        use crate::model::dev::family_files::FamilyFile;
+        vec![
+            // Ministral 3 3B (26 layers; transformers' Ministral3Config rope_parameters): YaRN
+            // factor 16 over an original window of 16 384, log multiplier 1, Llama 4
+            // temperature 0.1.
+            FamilyFile {
+                name: "ministral3-3b",
+                real: "Ministral-3-3B-Instruct-2512",
+                config: || ministral3(16_384),
+            },
+            // The same with an original window of 16, so that the contexts cross it: the
+            // attention temperature is 1 + 0.1 ln 2 from position 16 and 1 + 0.1 ln 3 from 32,
+            // and the YaRN ramp moves.
+            FamilyFile {
+                name: "ministral3-3b-window16",
+                real: "Ministral-3-3B-Instruct-2512",
+                config: || ministral3(16),
+            },
+        ]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         "mistral3"
     }
@@ -345,4 +388,27 @@ impl super::Family for Mistral3 {
     ) -> Result<crate::model::block::transformer::RawTensor, String> {
         super::Family::to_hf(&llama::Llama, part, cfg, t)
     }
+}
+
+/// Ministral 3 3B's shapes with the original window `original`.
+fn ministral3(original: usize) -> Config {
+    let mut c = crate::model::dev::family_files::base("mistral3", 3072, 9216, 32, 8, 128);
+    c.norm_eps = 1e-5;
+    c.rope.theta = 1_000_000.0;
+    c.rope.layout = RopeLayout::Interleaved;
+    c.max_positions = 262_144;
+    c.rope.yarn = Some(Yarn {
+        factor: 16.0,
+        original_max_positions: original,
+        beta_fast: 32.0,
+        beta_slow: 1.0,
+        mscale: 1.0,
+        mscale_all_dim: 1.0,
+    });
+    c.rope.scaling = Some("yarn 16".into());
+    c.attn_temperature = Some(AttnTemperature {
+        beta: 0.1,
+        floor: original,
+    });
+    c
 }

@@ -104,6 +104,18 @@ pub trait Family: Sync {
     fn gguf_metadata(&self, _cfg: &Config) -> Vec<(String, gguf::Value)> {
         Vec::new()
     }
+
+    /// The tiny random-weight checkpoints of its config.json layout that the tests write
+    /// (`dev::fixtures`).
+    fn fixtures(&self) -> Vec<crate::model::dev::fixtures::Fixture> {
+        Vec::new()
+    }
+
+    /// The random-weight GGUF files at its real models' shapes that llama.cpp scores for the
+    /// family goldens (`dev::family_files`).
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        Vec::new()
+    }
 }
 
 /// The families a command knows: [`FAMILIES`], or a library user's own list.

@@ -74,6 +74,39 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
 pub struct Olmo2;
 
 impl super::Family for Olmo2 {
+    fn fixtures(&self) -> Vec<crate::model::dev::fixtures::Fixture> {
+        use crate::model::dev::fixtures::Fixture;
+        vec![Fixture {
+            olmo: true,
+            qk_norm: true,
+            tied: false,
+            theta: 500_000.0,
+            ..Fixture::base("olmo2", "Olmo2ForCausalLM")
+        }]
+    }
+
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        use crate::model::dev::family_files::{base, FamilyFile};
+        vec![
+            // OLMo 2 1B (16 layers): untied, no pre-norms, q/k norms over the whole projection.
+            FamilyFile {
+                name: "olmo2-1b",
+                real: "OLMo-2-0425-1B",
+                config: || {
+                    let mut c = base("olmo2", 2048, 8192, 16, 16, 128);
+                    c.rope.theta = 500_000.0;
+                    c.max_positions = 4096;
+                    c.tied_embeddings = false;
+                    c.pre_norms = false;
+                    c.post_norms = true;
+                    c.qk_norm = true;
+                    c.qk_norm_whole = true;
+                    c
+                },
+            },
+        ]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         "olmo2"
     }

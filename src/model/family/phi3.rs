@@ -337,6 +337,60 @@ fn shape_error(path: &Path, tensor: &str, rows: usize, found: &[usize]) -> Model
 pub struct Phi3;
 
 impl super::Family for Phi3 {
+    fn fixtures(&self) -> Vec<crate::model::dev::fixtures::Fixture> {
+        use crate::model::dev::fixtures::Fixture;
+        use safetensors::tensor::Dtype;
+        use serde_json::json;
+        vec![Fixture {
+            committed: true,
+            fused: true,
+            dtype: Dtype::BF16,
+            config: |_, c| {
+                // 16 * 0.75 = 12 rotated dims: 6 frequencies, each with its own longrope
+                // divisor.
+                let short: Vec<f64> = (0..6).map(|i| 1.0 + 0.25 * i as f64).collect();
+                let long: Vec<f64> = (0..6).map(|i| 2.0 + 0.5 * i as f64).collect();
+                c["partial_rotary_factor"] = json!(0.75);
+                c["original_max_position_embeddings"] = json!(128);
+                c["rope_scaling"] =
+                    json!({"type": "longrope", "short_factor": short, "long_factor": long});
+            },
+            ..Fixture::base("phi3", "Phi3ForCausalLM")
+        }]
+    }
+
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        use crate::model::block::config::LongRope;
+        use crate::model::dev::family_files::{base, FamilyFile};
+        vec![FamilyFile {
+            name: "phi3-mini4",
+            real: "Phi-4-mini-instruct",
+            config: || {
+                let mut c = base("phi3", 3072, 8192, 24, 8, 128);
+                c.norm_eps = 1e-5;
+                c.rope.rotary_dim = 96;
+                c.max_positions = 131_072;
+                // Longrope divisors of Phi-4-mini's shape (48 each); short ones near 1, long ones
+                // rising, as in the released config.
+                let short: Vec<f32> = (0..48)
+                    .map(|i| 1.0 + 0.05 * (i as f32 / 47.0).powi(3))
+                    .collect();
+                let long: Vec<f32> = (0..48)
+                    .map(|i| 1.0 + 40.0 * (i as f32 / 47.0).powi(2))
+                    .collect();
+                let factor = 131_072.0f64 / 4096.0;
+                c.rope.longrope = Some(LongRope {
+                    short_factor: short,
+                    long_factor: long,
+                    original_max_positions: 4096,
+                    attention_factor: (1.0 + factor.ln() / 4096f64.ln()).sqrt() as f32,
+                });
+                c.rope.scaling = Some("longrope".into());
+                c
+            },
+        }]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         "phi3"
     }

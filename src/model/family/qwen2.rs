@@ -12,6 +12,20 @@ use crate::model::ModelError;
 pub struct Qwen2;
 
 impl Family for Qwen2 {
+    fn fixtures(&self) -> Vec<crate::model::dev::fixtures::Fixture> {
+        use crate::model::dev::fixtures::Fixture;
+        use safetensors::tensor::Dtype;
+        vec![Fixture {
+            committed: true,
+            kv_heads: 1,
+            qkv_bias: true,
+            tied: false,
+            dtype: Dtype::BF16,
+            theta: 1_000_000.0,
+            ..Fixture::base("qwen2", "Qwen2ForCausalLM")
+        }]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         "qwen2"
     }

@@ -12,6 +12,38 @@ use crate::model::ModelError;
 pub struct Qwen3;
 
 impl Family for Qwen3 {
+    fn fixtures(&self) -> Vec<crate::model::dev::fixtures::Fixture> {
+        use crate::model::dev::fixtures::Fixture;
+        use safetensors::tensor::Dtype;
+        vec![
+            // head_dim deliberately differs from hidden / heads, as in real Qwen3 models.
+            Fixture {
+                committed: true,
+                head_dim: 24,
+                qk_norm: true,
+                tied: false,
+                dtype: Dtype::F16,
+                shards: 2,
+                ..Fixture::base("qwen3", "Qwen3ForCausalLM")
+            },
+        ]
+    }
+
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        use crate::model::dev::family_files::{base, FamilyFile};
+        vec![FamilyFile {
+            name: "qwen3-0.6b",
+            real: "Qwen3-0.6B",
+            config: || {
+                let mut c = base("qwen3", 1024, 3072, 16, 8, 128);
+                c.rope.theta = 1_000_000.0;
+                c.qk_norm = true;
+                c.max_positions = 40_960;
+                c
+            },
+        }]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         "qwen3"
     }

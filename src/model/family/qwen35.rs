@@ -543,9 +543,52 @@ fn a_log_of(a: f32) -> Option<f32> {
         .find(|&x| a_from_log(x).to_bits() == a.to_bits())
 }
 
+/// A family file's config: Qwen3.5's shapes at width `hidden` and MLP width `intermediate`, 4
+/// layers (`Family::family_files`).
+fn family_file(hidden: usize, intermediate: usize) -> Config {
+    use crate::model::block::delta_net::DeltaNet;
+    let mut c = crate::model::dev::family_files::base("qwen35", hidden, intermediate, 8, 2, 256);
+    c.layers = 4;
+    c.rope.theta = 10_000_000.0;
+    c.rope.rotary_dim = 64;
+    c.max_positions = 262_144;
+    c.qk_norm = true;
+    c.attn_gate = true;
+    c.delta_net = Some(DeltaNet {
+        conv_kernel: 4,
+        k_heads: 16,
+        v_heads: 16,
+        head_dim: 128,
+        recurrent: recurrent_every(4, 4),
+        rope_sections: vec![11, 11, 10, 0],
+    });
+    c
+}
+
 pub struct Qwen35;
 
 impl Family for Qwen35 {
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        use crate::model::dev::family_files::FamilyFile;
+        vec![
+            // Issue 44. Qwen3.5-0.8B (config.json's text_config): 24 layers cut to 4, one whole
+            // period of three gated delta-net layers and one full-attention layer; 16 key and 16
+            // value heads of 128, a convolution of 4 taps; attention of 8 heads of 256 over 2 KV
+            // heads with an output gate, rope over 64 dimensions at base 10⁷ (sections 11, 11, 10).
+            FamilyFile {
+                name: "qwen35-0.8b",
+                real: "Qwen3.5-0.8B",
+                config: || family_file(1024, 3584),
+            },
+            // Qwen3.5-2B: the same but for the width, 2048, and the MLP's, 6144.
+            FamilyFile {
+                name: "qwen35-2b",
+                real: "Qwen3.5-2B",
+                config: || family_file(2048, 6144),
+            },
+        ]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         ARCH
     }

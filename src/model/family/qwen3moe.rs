@@ -39,6 +39,58 @@ const OWN_KEYS: &[&str] = &[
 ];
 
 impl Family for Qwen3Moe {
+    fn fixtures(&self) -> Vec<crate::model::dev::fixtures::Fixture> {
+        use crate::model::dev::fixtures::{Fixture, EXPERTS, EXPERTS_USED, EXPERT_WIDTH};
+        use serde_json::json;
+        vec![Fixture {
+            head_dim: 24,
+            qk_norm: true,
+            tied: false,
+            moe: true,
+            config: |_, c| {
+                c["model_type"] = json!("qwen3_moe");
+                c["num_experts"] = json!(EXPERTS);
+                c["num_experts_per_tok"] = json!(EXPERTS_USED);
+                c["moe_intermediate_size"] = json!(EXPERT_WIDTH);
+                c["norm_topk_prob"] = json!(true);
+                c["decoder_sparse_step"] = json!(1);
+                c["mlp_only_layers"] = json!([]);
+            },
+            ..Fixture::base("qwen3moe", "Qwen3MoeForCausalLM")
+        }]
+    }
+
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        use crate::model::block::config::{Gating, Moe};
+        use crate::model::dev::family_files::{base, FamilyFile};
+        vec![
+            // Issue 45: Qwen3-30B-A3B (48 layers) cut to 1: its 128 experts of width 768 are
+            // 2.4 GB of f32 per layer. Untied, as the checkpoint.
+            FamilyFile {
+                name: "qwen3moe-30b-a3b",
+                real: "Qwen3-30B-A3B",
+                config: || {
+                    let mut c = base("qwen3moe", 2048, 6144, 32, 4, 128);
+                    c.layers = 1;
+                    c.rope.theta = 1_000_000.0;
+                    c.qk_norm = true;
+                    c.max_positions = 40_960;
+                    c.tied_embeddings = false;
+                    c.moe = Some(Moe {
+                        experts: 128,
+                        experts_used: 8,
+                        expert_intermediate: 768,
+                        norm_topk: true,
+                        gating: Gating::Softmax,
+                        biases: false,
+                        clamped: None,
+                    });
+                    c
+                },
+            },
+        ]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         "qwen3moe"
     }

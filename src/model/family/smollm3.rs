@@ -108,6 +108,40 @@ fn config_from_gguf(g: &Gguf) -> Result<Config, ModelError> {
 pub struct SmolLm3;
 
 impl super::Family for SmolLm3 {
+    fn fixtures(&self) -> Vec<crate::model::dev::fixtures::Fixture> {
+        use crate::model::dev::fixtures::Fixture;
+        use safetensors::tensor::Dtype;
+        vec![
+            // Four layers, so that one (layer 3) runs without RoPE in both formats.
+            Fixture {
+                layers: 4,
+                dtype: Dtype::BF16,
+                ..Fixture::base("smollm3", "SmolLM3ForCausalLM")
+            },
+        ]
+    }
+
+    fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
+        use crate::model::block::config::RopeLayout;
+        use crate::model::dev::family_files::{base, FamilyFile};
+        vec![
+            // Issue 43. transformers' SmolLM3Config defaults (its checkpoint
+            // HuggingFaceTB/SmolLM3-3B): 36 layers cut to 4, so that layer 3 runs without RoPE.
+            FamilyFile {
+                name: "smollm3-3b",
+                real: "SmolLM3-3B",
+                config: || {
+                    let mut c = base("smollm3", 2048, 11008, 16, 4, 128);
+                    c.layers = 4;
+                    c.rope.theta = 2_000_000.0;
+                    c.rope.layout = RopeLayout::Interleaved;
+                    c.no_rope_layers = vec![false, false, false, true];
+                    c
+                },
+            },
+        ]
+    }
+
     fn gguf_arch(&self) -> &'static str {
         "smollm3"
     }

@@ -59,6 +59,10 @@ const QWEN35_REGEX: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|
 /// letter counts as both (as in llama.cpp's collapsed matching), contractions spelled out.
 const GPT4O_REGEX: &str = r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
+/// Mistral's `tekken` split (Mistral Nemo, Ministral 3), as llama.cpp rewrites tekken.json's:
+/// GPT-4o's case classes by lookahead, but no contractions and every digit alone.
+const TEKKEN_REGEX: &str = r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
 /// The `tokenizer.ggml.pre` values understood, and llama.cpp's regex sequence for each.
 /// `ignore_merges`: a piece that is itself a vocabulary entry is taken whole (Llama 3).
 /// `add_bos`: llama.cpp's default when the file has no `tokenizer.ggml.add_bos_token`.
@@ -76,9 +80,11 @@ fn pre_tokenizer(pre: &str) -> Option<PreTokenizer> {
         "smollm" | "starcoder" | "refact" => (&[r"\p{N}", GPT2_REGEX], false),
         "gpt-2" => (&[GPT2_REGEX], false),
         "gpt-4o" => (&[GPT4O_REGEX], false),
+        "tekken" => (&[TEKKEN_REGEX], true),
         _ => return None,
     };
-    // Llama 3 is the family among these that llama.cpp gives a BOS by default.
+    // Llama 3 and tekken, the two that take vocabulary pieces whole, are also the two that
+    // llama.cpp gives a BOS by default.
     Some(PreTokenizer {
         regexes,
         ignore_merges,
@@ -86,7 +92,7 @@ fn pre_tokenizer(pre: &str) -> Option<PreTokenizer> {
     })
 }
 
-const SUPPORTED_PRE: &str = "llama3, llama-v3, llama-bpe, qwen2, deepseek-r1-qwen, megrez, qwen35, smollm, starcoder, refact, gpt-2, gpt-4o";
+const SUPPORTED_PRE: &str = "llama3, llama-v3, llama-bpe, qwen2, deepseek-r1-qwen, megrez, qwen35, smollm, starcoder, refact, gpt-2, gpt-4o, tekken";
 
 /// `tokenizer.ggml.merges` as pairs. Byte-level tokens never contain a space, so the first space
 /// after the first character separates the pair (as in llama.cpp).

@@ -242,6 +242,11 @@ const ELSEWHERE: &[(&str, &str, &str)] = &[
         "tokenizer.ggml.model's name of Gemma 4's vocabulary (and llama.cpp's pre-tokenizer of \
          that name)",
     ),
+    (
+        "src/model/tokenize/mod.rs",
+        "qwen35",
+        "tokenizer.ggml.pre's name of Qwen3.5's pre-tokenizer",
+    ),
 ];
 
 #[test]

@@ -206,7 +206,8 @@ fn answer<M: LanguageModel>(
         ..Default::default()
     };
     let template = prepared.template();
-    let mut computer = Computer::start(reg, load, (threads, speculate, snapshot_budget), &template)?;
+    let mut computer =
+        Computer::start(reg, load, (threads, speculate, snapshot_budget), &template)?;
     let empty_rows: Vec<ResultRow> = items
         .iter()
         .map(|id| ResultRow {

@@ -58,7 +58,6 @@ const STOPPED: &str = "the run stopped on an earlier error";
 /// each), 20 of Qwen3.5-9B's.
 pub const DEFAULT_SNAPSHOT_MIB: u64 = 1024;
 
-
 /// One context and the caller's tags of the work to run after it.
 pub struct Job {
     pub context: Vec<u32>,

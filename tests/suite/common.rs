@@ -328,7 +328,10 @@ pub fn memory_file(name: &str) -> (std::fs::File, std::path::PathBuf) {
     assert!(fd >= 0, "memfd_create: {}", std::io::Error::last_os_error());
     // SAFETY: `fd` was just opened and is owned by nothing else.
     let file = unsafe { std::fs::File::from_raw_fd(fd) };
-    (file, std::path::PathBuf::from(format!("/proc/self/fd/{fd}")))
+    (
+        file,
+        std::path::PathBuf::from(format!("/proc/self/fd/{fd}")),
+    )
 }
 
 /// Standard base64 (a browser's screenshots, tiktoken's ranks files); panics on other text.

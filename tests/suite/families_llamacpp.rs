@@ -165,7 +165,11 @@ fn best(labels: &[Vec<f32>]) -> usize {
 
 /// The family file name and store of a golden's file name (`qwen3-0.6b-q8_0.gguf`).
 fn name_and_store(file: &str) -> (&str, Store) {
-    let (name, suffix) = file.strip_suffix(".gguf").unwrap().rsplit_once('-').unwrap();
+    let (name, suffix) = file
+        .strip_suffix(".gguf")
+        .unwrap()
+        .rsplit_once('-')
+        .unwrap();
     let store = if suffix == "f32" {
         Store::F32
     } else {

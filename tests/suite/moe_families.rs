@@ -141,7 +141,10 @@ fn a_tiny_expert_budget_holds_one_matrix_and_gives_the_same_bits() {
     assert_eq!(lp1, lp, "label log-probs");
     assert_eq!(logits1, logits, "logits");
     // Unbounded, every expert chosen stays: 2 layers, several experts of 3 matrices each.
-    assert!(one.1 > 0 && all.1 >= 4 * one.1, "held {all:?} against {one:?}");
+    assert!(
+        one.1 > 0 && all.1 >= 4 * one.1,
+        "held {all:?} against {one:?}"
+    );
     assert!(one.0 <= one.1);
 }
 

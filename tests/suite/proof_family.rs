@@ -290,9 +290,7 @@ fn no_family_name_is_matched_outside_its_own_file() {
                 .iter()
                 .filter(|p| !p.starts_with("src/model/family/"))
             {
-                let allowed = ELSEWHERE
-                    .iter()
-                    .any(|(f, n, _)| f == path && *n == name);
+                let allowed = ELSEWHERE.iter().any(|(f, n, _)| f == path && *n == name);
                 if !allowed {
                     wrong.push(format!("{quoted} in {path}"));
                 }

@@ -267,7 +267,10 @@ impl Experts {
     pub fn chosen_bytes(&self) -> (usize, usize) {
         self.experts.iter().fold((0, 0), |(chosen, all), e| {
             let b = e.bytes();
-            (chosen + b * usize::from(e.chosen.load(Ordering::Relaxed)), all + b)
+            (
+                chosen + b * usize::from(e.chosen.load(Ordering::Relaxed)),
+                all + b,
+            )
         })
     }
 

@@ -101,8 +101,12 @@ impl GgufWriter {
     /// whole 32-value blocks; vectors are always stored as f32, as llama.cpp's converter does.
     pub fn tensor(&mut self, name: impl Into<String>, shape: &[usize], data: &[f32], store: Store) {
         let store = if shape.len() < 2 { Store::F32 } else { store };
-        self.tensors
-            .push((name.into(), shape.to_vec(), store.type_id(), encode(data, store)));
+        self.tensors.push((
+            name.into(),
+            shape.to_vec(),
+            store.type_id(),
+            encode(data, store),
+        ));
     }
 
     /// Adds a tensor of any type id from its raw bytes.
@@ -244,7 +248,12 @@ impl GgufWriter {
             source,
         };
         let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-        write_parts(&mut f, &self.header(), self.tensors.iter().map(|t| &t.3[..])).map_err(io)
+        write_parts(
+            &mut f,
+            &self.header(),
+            self.tensors.iter().map(|t| &t.3[..]),
+        )
+        .map_err(io)
     }
 
     /// Writes the file to `out`, letting go of each tensor's bytes once written: a file at

@@ -255,7 +255,14 @@ mod tests {
     fn tensors_are_served_in_place_and_widened_alike() {
         let dir = tempfile::tempdir().unwrap();
         let raw: Vec<(&str, Dtype, Vec<u8>)> = vec![
-            ("a", Dtype::F32, [1.5f32, -2.0].iter().flat_map(|x| x.to_le_bytes()).collect()),
+            (
+                "a",
+                Dtype::F32,
+                [1.5f32, -2.0]
+                    .iter()
+                    .flat_map(|x| x.to_le_bytes())
+                    .collect(),
+            ),
             ("b", Dtype::F16, vec![0x00, 0x3c, 0x00, 0xc0]),
             ("c", Dtype::BF16, vec![0x80, 0x3f, 0x40, 0x40]),
         ];

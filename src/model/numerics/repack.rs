@@ -394,8 +394,10 @@ impl PackCache {
     }
 
     fn get(&self, slot: &Arc<Slot>, pack: impl FnOnce() -> Packed) -> Arc<Packed> {
-        slot.last
-            .store(self.clock.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        slot.last.store(
+            self.clock.fetch_add(1, Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
         if let Some(p) = slot.packed.lock().expect("no panic while held").as_ref() {
             return Arc::clone(p);
         }

@@ -20,7 +20,7 @@ use crate::model::block::config::{Config, Shape};
 use crate::model::block::transformer::{Part, Ssm, Transformer};
 use crate::model::dev::gguf_write::{
     config_metadata, encode, rope_factor_tensors, stack, stored_name, tokenizer_from_json,
-    GgufWriter, Meta, Store,
+    GgufWriter, Meta, Stacked, Store,
 };
 use crate::model::family::FAMILIES;
 use crate::model::ModelError;
@@ -168,7 +168,7 @@ pub fn writers(
     let clamped = cfg.moe.as_ref().is_some_and(|m| m.clamped.is_some());
     // Per store, each stored tensor's bytes: a part is encoded as soon as it is drawn, so
     // that no f32 copy of a multi-GB file is held.
-    let mut stacked: Vec<Vec<(String, Vec<usize>, Vec<u8>)>> = vec![Vec::new(); stores.len()];
+    let mut stacked: Vec<Stacked<u8>> = vec![Vec::new(); stores.len()];
     for (part, shape) in Transformer::parts(&cfg) {
         let n: usize = shape.iter().product();
         let fan_in = *shape.last().unwrap_or(&1);

@@ -570,16 +570,14 @@ pub fn stored_name(name: &str) -> (&str, bool) {
     }
 }
 
+/// Tensors as [`stack`] gathers them: stored name, shape, data.
+pub type Stacked<T> = Vec<(String, Vec<usize>, Vec<T>)>;
+
 /// Adds the data of the tensor a naming calls `name` to `stacked` (stored name, shape, data):
 /// the slots of a fused matrix (`NAME[q]`, `NAME[gate]`) stack their rows, in the order they
 /// come; experts (`NAME[0]`, `NAME[1]`, ...) stack as a leading dimension, llama.cpp's 3-D
 /// expert tensors (issue 45).
-pub fn stack<T>(
-    stacked: &mut Vec<(String, Vec<usize>, Vec<T>)>,
-    name: &str,
-    shape: &[usize],
-    data: Vec<T>,
-) {
+pub fn stack<T>(stacked: &mut Stacked<T>, name: &str, shape: &[usize], data: Vec<T>) {
     let (stored, expert) = stored_name(name);
     match stacked.iter_mut().find(|s| s.0 == stored) {
         Some(s) => {

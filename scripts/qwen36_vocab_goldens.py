@@ -205,6 +205,37 @@ def check_harmony(ranks, texts, ids):
     print(f"openai-harmony: same ranks, same special tokens, same ids for {len(texts)} strings")
 
 
+def golden_texts(datasets):
+    """make_token_goldens' strings and EXTRA more drawn from the same pools (3078 in all)."""
+    texts = make_token_goldens.draw_strings(datasets)
+    pools = make_token_goldens.load_pool(datasets)
+    pool = [t for source in sorted(pools) for t in pools[source] if "\0" not in t]
+    rng = random.Random(make_token_goldens.SEED + 1)
+    seen = set(texts)
+    extra = [t for t in dict.fromkeys(rng.sample(pool, EXTRA * 2)) if t not in seen]
+    return texts + extra[:EXTRA]
+
+
+def llama_cpp_ids(llamacpp, gguf_path, texts):
+    """llama.cpp's ids of each text under the vocabulary `gguf_path` (deltalogic-tokenize)."""
+    env = dict(os.environ, LD_LIBRARY_PATH=str(llamacpp))
+    out = subprocess.run(
+        [str(llamacpp / "deltalogic-tokenize"), str(gguf_path)],
+        input="\0".join(texts).encode(), capture_output=True, check=True, env=env,
+    ).stdout.decode()
+    ids = [[int(i) for i in line.split()] for line in out.split("\n")[: len(texts)]]
+    assert len(ids) == len(texts), f"{len(ids)} id lines for {len(texts)} texts"
+    return ids
+
+
+def write_goldens(name, texts, ids):
+    path = ROOT / f"fixtures/tokens/{name}.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for text, toks in zip(texts, ids):
+            f.write(json.dumps({"text": text, "ids": toks}, ensure_ascii=False) + "\n")
+    print(f"{path}: {len(texts)} strings")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vocab", choices=sorted(VOCABS), default="qwen3.6")
@@ -218,28 +249,11 @@ def main():
 
     ranks = v["read"](Path(args.ranks or ranks_file(v)).read_bytes())
     write_vocab(args.vocab, v, ranks, gguf_path)
-    texts = make_token_goldens.draw_strings(args.datasets)
-    pools = make_token_goldens.load_pool(args.datasets)
-    pool = [t for source in sorted(pools) for t in pools[source] if "\0" not in t]
-    rng = random.Random(make_token_goldens.SEED + 1)
-    seen = set(texts)
-    extra = [t for t in dict.fromkeys(rng.sample(pool, EXTRA * 2)) if t not in seen]
-    texts += extra[:EXTRA]
-    env = dict(os.environ, LD_LIBRARY_PATH=str(args.llamacpp))
-    out = subprocess.run(
-        [str(args.llamacpp / "deltalogic-tokenize"), str(gguf_path)],
-        input="\0".join(texts).encode(), capture_output=True, check=True, env=env,
-    ).stdout.decode()
-    ids = [[int(i) for i in line.split()] for line in out.split("\n")[: len(texts)]]
-    assert len(ids) == len(texts), f"{len(ids)} id lines for {len(texts)} texts"
+    texts = golden_texts(args.datasets)
+    ids = llama_cpp_ids(args.llamacpp, gguf_path, texts)
     if args.vocab == "o200k-harmony":
         check_harmony(ranks, texts, ids)
-    path = ROOT / f"fixtures/tokens/{args.vocab}-vocab.jsonl"
-    with open(path, "w", encoding="utf-8") as f:
-        for text, toks in zip(texts, ids):
-            f.write(json.dumps({"text": text, "ids": toks}, ensure_ascii=False) + "\n")
-    print(f"{path}: {len(texts)} strings")
-
+    write_goldens(f"{args.vocab}-vocab", texts, ids)
 
 if __name__ == "__main__":
     main()

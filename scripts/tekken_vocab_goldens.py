@@ -26,8 +26,6 @@ Usage: .tools/vllm-venv/bin/python scripts/tekken_vocab_goldens.py [--tekken FIL
 import argparse
 import base64
 import json
-import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -37,7 +35,8 @@ from pathlib import Path
 import gguf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import make_token_goldens  # noqa: E402
+import qwen36_vocab_goldens  # noqa: E402
+from qwen36_vocab_goldens import token_bytes_to_string  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 # mistral_common.tokens.tokenizers.tekken.Tekkenizer.DEPRECATED_SPECIAL_TOKENS.
@@ -47,27 +46,6 @@ SPECIAL = [
     "[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
     "[TOOL_CONTENT]",
 ]
-EXTRA = 2400
-
-
-def bytes_to_unicode():
-    # transformers.convert_slow_tokenizer.bytes_to_unicode (GPT-2's byte alphabet).
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
-
-
-BYTE_ENCODER = bytes_to_unicode()
-
-
-def token_bytes_to_string(b):
-    return "".join(BYTE_ENCODER[c] for c in b)
 
 
 def tekken_file():
@@ -126,26 +104,9 @@ def main():
     args = ap.parse_args()
 
     write_vocab(args.tekken or tekken_file(), args.gguf)
-    texts = make_token_goldens.draw_strings(args.datasets)
-    pools = make_token_goldens.load_pool(args.datasets)
-    pool = [t for source in sorted(pools) for t in pools[source] if "\0" not in t]
-    rng = random.Random(make_token_goldens.SEED + 1)
-    seen = set(texts)
-    extra = [t for t in dict.fromkeys(rng.sample(pool, EXTRA * 2)) if t not in seen]
-    texts += extra[:EXTRA]
-    env = dict(os.environ, LD_LIBRARY_PATH=str(args.llamacpp))
-    out = subprocess.run(
-        [str(args.llamacpp / "deltalogic-tokenize"), str(args.gguf)],
-        input="\0".join(texts).encode(), capture_output=True, check=True, env=env,
-    ).stdout.decode()
-    ids = [[int(i) for i in line.split()] for line in out.split("\n")[: len(texts)]]
-    assert len(ids) == len(texts), f"{len(ids)} id lines for {len(texts)} texts"
-    path = ROOT / "fixtures/tokens/tekken-vocab.jsonl"
-    with open(path, "w", encoding="utf-8") as f:
-        for text, toks in zip(texts, ids):
-            f.write(json.dumps({"text": text, "ids": toks}, ensure_ascii=False) + "\n")
-    print(f"{path}: {len(texts)} strings")
-
+    texts = qwen36_vocab_goldens.golden_texts(args.datasets)
+    ids = qwen36_vocab_goldens.llama_cpp_ids(args.llamacpp, args.gguf, texts)
+    qwen36_vocab_goldens.write_goldens("tekken-vocab", texts, ids)
 
 if __name__ == "__main__":
     main()

@@ -106,11 +106,15 @@ pub enum Command {
 
 /// The compute flags of every command that runs our engine, declared once and applied once (in
 /// [`run`], before the command): the pool the kernels run on is sized from them, and the size is
-/// passed down as a value (`eval::Run::threads`).
+/// passed down as a value (`eval::Execution::threads`).
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct Compute {
     /// Threads for the tensor kernels.
-    #[arg(long, default_value = "2", value_parser = bounds::threads())]
+    #[arg(
+        long,
+        default_value_t = crate::eval::Execution::DEFAULT_THREADS,
+        value_parser = bounds::threads()
+    )]
     pub threads: usize,
     /// MiB the prefix tree may keep of a hybrid model's recurrent states at its branch points
     /// (0: none). Past it a branch reruns the tokens from the nearest state kept: the same bits,
@@ -125,7 +129,7 @@ pub struct Compute {
 }
 
 /// The flag of every command that generates with our engine (`score`, `run`, `generate-text`),
-/// declared once and passed down as a value (`eval::Run::speculate`). `bench` times generation
+/// declared once and passed down as a value (`eval::Execution::speculate`). `bench` times generation
 /// both ways and `score-text` generates nothing, so neither takes it.
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct Speculation {

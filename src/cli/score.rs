@@ -155,9 +155,11 @@ pub(super) fn score(reg: &Store, a: &Args, json: bool) -> Result<Scored> {
         template,
         norms: Normalisation::parse_list(&a.norm)?,
         shard: a.shard,
-        threads: a.compute.threads,
-        speculate: a.speculation.on(),
-        snapshot_budget: (a.compute.snapshot_budget as u64) << 20,
+        execution: eval::Execution {
+            threads: a.compute.threads,
+            speculate: a.speculation.on(),
+            snapshot_budget: (a.compute.snapshot_budget as u64) << 20,
+        },
     };
     let bar = &mut Bar::new(json);
     match run.shard {

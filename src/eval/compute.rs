@@ -18,17 +18,43 @@ use anyhow::{Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
+/// How a run computes the records the store lacks: the command line's compute flags. None of it
+/// changes a bit of a score or a generation, only the time and memory they take.
+#[derive(Clone, Copy, Debug)]
+pub struct Execution {
+    /// The size of the pool our engine's kernels run on (the command line's `--threads`, which
+    /// sizes it): as many branches of the prefix tree are walked at once.
+    pub threads: usize,
+    /// Whether generations draft tokens and verify them (speculative decoding; the command line's
+    /// `--no-speculate` turns it off).
+    pub speculate: bool,
+    /// Bytes the prefix tree may keep of a hybrid model's recurrent states at its branch points
+    /// (the command line's `--snapshot-budget`): past it branches replay tokens.
+    pub snapshot_budget: u64,
+}
+
+impl Execution {
+    /// The command line's `--threads` when not given: this machine kind's two cores.
+    pub const DEFAULT_THREADS: usize = 2;
+}
+
+impl Default for Execution {
+    /// The command line's defaults.
+    fn default() -> Execution {
+        Execution {
+            threads: Execution::DEFAULT_THREADS,
+            speculate: true,
+            snapshot_budget: super::tree::DEFAULT_SNAPSHOT_MIB << 20,
+        }
+    }
+}
+
 /// Computes the missing records of batches of requests, loading each model on first need.
 pub(super) struct Computer<'a, M, L: FnMut(Id) -> Result<Engine<M>>> {
     reg: &'a Store,
     models: BTreeMap<Id, Engine<M>>,
     load: L,
-    /// The size of the pool our engine's kernels run on (`Run::threads`).
-    threads: usize,
-    /// Whether generations draft tokens and verify them (`Run::speculate`).
-    speculate: bool,
-    /// The prefix tree's bytes of recurrent snapshots (`Run::snapshot_budget`).
-    snapshot_budget: u64,
+    execution: Execution,
 }
 
 impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L> {
@@ -37,7 +63,7 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L>
     pub(super) fn start(
         reg: &'a Store,
         load: L,
-        (threads, speculate, snapshot_budget): (usize, bool, u64),
+        execution: Execution,
         template: &TemplateRecord,
     ) -> Result<Computer<'a, M, L>> {
         reg.write(|w| {
@@ -48,9 +74,7 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L>
             reg,
             models: BTreeMap::new(),
             load,
-            threads,
-            speculate,
-            snapshot_budget,
+            execution,
         })
     }
 
@@ -96,7 +120,7 @@ impl<'a, M: LanguageModel, L: FnMut(Id) -> Result<Engine<M>>> Computer<'a, M, L>
                     self.reg,
                     m,
                     model_id,
-                    (self.threads, self.speculate, self.snapshot_budget),
+                    self.execution,
                     reqs,
                     &slots,
                     report,
@@ -146,7 +170,7 @@ fn compute<M: LanguageModel>(
     reg: &Store,
     model: &M,
     model_id: Id,
-    (threads, speculate, snapshot_budget): (usize, bool, u64),
+    execution: Execution,
     reqs: &[Pending],
     missing: &[(usize, Vec<usize>)],
     report: &mut ScoreReport,
@@ -206,12 +230,12 @@ fn compute<M: LanguageModel>(
         reported_tokens: 0,
         generated_forward: 0,
     };
-    let mut lockstep = generate::Lockstep::new(model, speculate);
+    let mut lockstep = generate::Lockstep::new(model, execution.speculate);
     let stats = tree::run(
         model,
         jobs,
-        threads,
-        snapshot_budget,
+        execution.threads,
+        execution.snapshot_budget,
         |tag, state| -> Result<(Reached<M::State>, u64)> {
             let t = Instant::now();
             Ok(match &work[tag] {

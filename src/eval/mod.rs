@@ -29,7 +29,7 @@ pub mod share;
 pub mod tree;
 
 pub use crate::store::{ResultRecord, ResultRow, Turn, TurnAnswer};
-pub use compute::LOCKSTEP;
+pub use compute::{Execution, LOCKSTEP};
 pub use engine::{regenerate, rescore, Engine, SCORE_TOLERANCE};
 pub use language_model::{Generation, LanguageModel, Prefill, Scoring};
 pub use normalise::Normalisation;

@@ -3,7 +3,7 @@
 //! turn by turn: each turn's requests are made from the items' earlier answers, the records the
 //! store lacks are computed (`compute`), and each turn's answer is read back from the records.
 
-use super::compute::Computer;
+use super::compute::{Computer, Execution};
 use super::engine::Engine;
 use super::language_model::LanguageModel;
 use super::normalise::Normalisation;
@@ -66,17 +66,8 @@ pub struct Run<'a> {
     pub norms: Vec<Normalisation>,
     /// One part of the set (its scores and generations are stored, no result), or all of it.
     pub shard: Option<Shard>,
-    /// The size of the pool our engine's kernels run on (the command line's `--threads`, which
-    /// sizes it): as many branches of the prefix tree are walked at once. Scores' and
-    /// generations' bits do not depend on it.
-    pub threads: usize,
-    /// Whether generations draft tokens and verify them (speculative decoding; the command line's
-    /// `--no-speculate` turns it off): their bits do not depend on it, only their speed.
-    pub speculate: bool,
-    /// Bytes the prefix tree may keep of a hybrid model's recurrent states at its branch points
-    /// (the command line's `--snapshot-budget`; `tree::DEFAULT_SNAPSHOT_MIB` MiB by default):
-    /// past it branches replay tokens; their bits do not depend on it.
-    pub snapshot_budget: u64,
+    /// How what the store lacks is computed: none of it changes a bit.
+    pub execution: Execution,
 }
 
 /// Evaluates a set with a model under the run's one normalisation: the benchmark's requests turn
@@ -172,9 +163,7 @@ fn answer<M: LanguageModel>(
         template,
         ref norms,
         shard,
-        threads,
-        speculate,
-        snapshot_budget,
+        execution,
     } = *run;
     let (model_id, info) = (models.subject, models.info);
     if norms.is_empty() {
@@ -206,8 +195,7 @@ fn answer<M: LanguageModel>(
         ..Default::default()
     };
     let template = prepared.template();
-    let mut computer =
-        Computer::start(reg, load, (threads, speculate, snapshot_budget), &template)?;
+    let mut computer = Computer::start(reg, load, execution, &template)?;
     let empty_rows: Vec<ResultRow> = items
         .iter()
         .map(|id| ResultRow {

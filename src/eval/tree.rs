@@ -31,7 +31,7 @@
 //! however the positions were split). The branches left at one branch point share one snapshot
 //! (`DeltaNet::snapshot_bytes`, 20.2 MB for Qwen3.5-0.8B's 18 recurrent layers).
 //!
-//! Those snapshots are bounded by a byte budget ([`run`]'s `budget`: `Run::snapshot_budget`,
+//! Those snapshots are bounded by a byte budget ([`run`]'s `budget`: `Execution::snapshot_budget`,
 //! the command line's `--snapshot-budget`, [`DEFAULT_SNAPSHOT_MIB`] by default). A snapshot is kept while the ones kept and still held
 //! (by a branch on the stack or as a lane's nearest kept ancestor) fit in it. Past it, a branch
 //! point's snapshot is not kept: its branches hold the lane's nearest kept ancestor (the state

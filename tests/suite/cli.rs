@@ -623,9 +623,7 @@ fn an_unknown_template_is_refused_naming_the_benchmarks_templates() {
             template: "nope",
             norms: vec![eval::Normalisation::Mean],
             shard: None,
-            threads: 2,
-            speculate: true,
-            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
+            execution: Default::default(),
         },
         |_| -> anyhow::Result<eval::Engine<crate::common::ByteModel>> {
             panic!("no model is loaded for an unknown template")

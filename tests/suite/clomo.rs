@@ -182,9 +182,7 @@ pub(crate) fn run(reg: &Store, template: &str, judge: Option<&str>) -> eval::Out
             template,
             norms: vec![eval::Normalisation::Sum],
             shard: None,
-            threads: 2,
-            speculate: true,
-            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
+            execution: Default::default(),
         },
         |id| {
             let name = names.into_iter().find(|n| model_id(n) == id).unwrap();

@@ -135,9 +135,7 @@ fn a_schema_1_store_is_migrated_and_reports_the_same_numbers() {
                         template: benchmark.templates()[0],
                         norms: vec![norm],
                         shard: None,
-                        threads: 2,
-                        speculate: true,
-                        snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
+                        execution: Default::default(),
                     },
                     |_| -> anyhow::Result<eval::Engine<ByteModel>> {
                         panic!("nothing may be computed")

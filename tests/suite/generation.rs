@@ -156,9 +156,7 @@ fn run(reg: &Store, set: &(Id, StoredSet), judge: Option<&str>) -> (eval::Outcom
             template: "generate-then-judge",
             norms: vec![eval::Normalisation::Sum],
             shard: None,
-            threads: 2,
-            speculate: true,
-            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
+            execution: Default::default(),
         },
         |id| {
             loaded.borrow_mut().push(id);
@@ -261,9 +259,7 @@ fn judge_requests_go_to_the_judge_and_name_it_in_the_result() {
             template: "plain",
             norms: vec![eval::Normalisation::Sum],
             shard: None,
-            threads: 2,
-            speculate: true,
-            snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
+            execution: Default::default(),
         },
         |_| Ok(eval::Engine::Local(ByteModel::new("m1"))),
         &mut Quiet,

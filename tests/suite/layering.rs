@@ -520,7 +520,7 @@ fn eval_files(sources: &BTreeMap<String, Source>) -> impl Iterator<Item = (&Stri
 }
 
 /// `--threads` is declared once (`cli::Compute`) and the runner is given the pool's size as a
-/// value (`eval::Run::threads`): no file of `eval/` reads a process-wide thread count back.
+/// value (`eval::Execution::threads`): no file of `eval/` reads a process-wide thread count back.
 #[test]
 fn the_thread_count_is_declared_once_and_passed_down() {
     let sources = src();
@@ -539,7 +539,7 @@ fn the_thread_count_is_declared_once_and_passed_down() {
 }
 
 /// `--no-speculate` is declared once (`cli::Speculation`) and the runner, the lockstep and
-/// `regenerate` are given it as a value (`eval::Run::speculate`): no file of `eval/` keeps a
+/// `regenerate` are given it as a value (`eval::Execution::speculate`): no file of `eval/` keeps a
 /// process-wide setting that a command would set and a generation read back.
 #[test]
 fn speculation_is_declared_once_and_passed_down() {

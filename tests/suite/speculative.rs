@@ -354,9 +354,10 @@ fn the_runner_stores_the_same_generation_records_with_and_without_speculation() 
                 template: benchmark.templates()[0],
                 norms: vec![eval::Normalisation::Mean],
                 shard: None,
-                threads: 2,
-                speculate,
-                snapshot_budget: deltalogic::eval::tree::DEFAULT_SNAPSHOT_MIB << 20,
+                execution: eval::Execution {
+                    speculate,
+                    ..Default::default()
+                },
             },
             |_| {
                 let scorer = Scorer::open(&common::smollm2(), Backend::Int8)?;

@@ -27,12 +27,17 @@ fn sha256(s: &str) -> String {
 /// A store with SmolLM2 (`smol`) and four generated episodes (`tiny`), scored under `sum` and
 /// `pmi`.
 pub fn scored(dir: &Path) -> PathBuf {
+    scored_with(dir, &[], "sum,pmi")
+}
+
+/// A store with SmolLM2 (`smol`, added with the further arguments `add`) and four generated
+/// episodes (`tiny`), scored under the normalisations `norm`.
+pub fn scored_with(dir: &Path, add: &[&str], norm: &str) -> PathBuf {
     let store = dir.join("s.redb");
     let model = smollm2();
-    dl(
-        &store,
-        &["model", "add", model.to_str().unwrap(), "--name", "smol"],
-    );
+    let mut args = vec!["model", "add", model.to_str().unwrap(), "--name", "smol"];
+    args.extend_from_slice(add);
+    dl(&store, &args);
     dl(
         &store,
         &[
@@ -50,9 +55,7 @@ pub fn scored(dir: &Path) -> PathBuf {
     );
     dl(
         &store,
-        &[
-            "score", "--model", "smol", "--set", "tiny", "--norm", "sum,pmi",
-        ],
+        &["score", "--model", "smol", "--set", "tiny", "--norm", norm],
     );
     store
 }

@@ -9,7 +9,7 @@
 //! `.ci/run`).
 
 use crate::common::{dl, smollm2};
-use crate::lm_eval::lmeval_python;
+use crate::lm_eval::{lmeval_python, scored_with};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -75,39 +75,7 @@ fn the_exported_task_runs_in_lm_eval_and_gives_deltalogics_metrics() {
     let dir = tempfile::tempdir().unwrap();
     // SmolLM2 in the exact f32 mode (`flex`), which transformers' f32 matches to rounding; the
     // default int8 mode quantises activations (0.2 apart in log-likelihood here).
-    let store = dir.path().join("s.redb");
-    let model = smollm2();
-    dl(
-        &store,
-        &[
-            "model",
-            "add",
-            model.to_str().unwrap(),
-            "--name",
-            "smol",
-            "--backend",
-            "flex",
-        ],
-    );
-    dl(
-        &store,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "0",
-            "--per-type",
-            "1",
-            "--name",
-            "tiny",
-        ],
-    );
-    dl(
-        &store,
-        &["score", "--model", "smol", "--set", "tiny", "--norm", "sum"],
-    );
+    let store = scored_with(dir.path(), &["--backend", "flex"], "sum");
     let task_dir = dir.path().join("task");
     dl(
         &store,
@@ -178,7 +146,7 @@ fn the_exported_task_runs_in_lm_eval_and_gives_deltalogics_metrics() {
             "model",
             "export-hf",
             "--model",
-            model.to_str().unwrap(),
+            smollm2().to_str().unwrap(),
             "-o",
             hf.to_str().unwrap(),
         ],

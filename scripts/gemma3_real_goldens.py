@@ -16,6 +16,12 @@ transformers on 2 threads shared with other builds took over 15 minutes for 50 a
 With --f32-gguf F (a dequantised copy made by scripts/dequant_gguf.py) it also prints how far
 llama.cpp on f32 weights is from transformers, for the record; nothing of it is written.
 
+With --llamacpp-only, only the llama.cpp golden is written (no transformers): how its twin from
+the second build (scripts/llamacpp.sh --avx2) was made, llama.cpp's own spread on this file that
+tests/suite/numerics_llamacpp.rs holds the integer mode to:
+    python3 scripts/gemma3_real_goldens.py --llamacpp-only --llama-bin .tools/llama.cpp-avx2/bin \
+        --out-llamacpp fixtures/golden/gemma3-270m-llamacpp-avx2.json
+
 Runs under a Python with torch, transformers, accelerate and gguf (the vLLM CPU venv:
 .tools/vllm-venv/bin/python). A label's tokens are those of context+label after the context's
 own, which must be a prefix (the scorer's rule).
@@ -31,9 +37,6 @@ import json
 import os
 import subprocess
 
-import torch
-from transformers import AutoModelForCausalLM
-
 LABELS = [" True", " False", " Uncertain"]
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -45,6 +48,7 @@ ap.add_argument("--prompts", default=os.path.join(root, "fixtures", "golden", "s
 ap.add_argument("--threads", default="2")
 ap.add_argument("--cases", type=int, default=20)
 ap.add_argument("--f32-gguf")
+ap.add_argument("--llamacpp-only", action="store_true")
 ap.add_argument("--out-llamacpp",
                 default=os.path.join(root, "fixtures", "golden", "gemma3-270m-llamacpp.json"))
 ap.add_argument("--out-transformers",
@@ -94,16 +98,17 @@ def llamacpp(model):
     return [[float(x) for x in line.split()] for line in out]
 
 
-torch.set_num_threads(int(a.threads))
-model = AutoModelForCausalLM.from_pretrained(
-    os.path.dirname(os.path.abspath(a.model)), gguf_file=os.path.basename(a.model),
-    dtype=torch.float32, attn_implementation="eager")
-model.eval()
-
-
 def transformers_logprobs():
     """The context once, each label from a copy of its cache; the LM head only over the rows
     that predict a label's tokens."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.set_num_threads(int(a.threads))
+    model = AutoModelForCausalLM.from_pretrained(
+        os.path.dirname(os.path.abspath(a.model)), gguf_file=os.path.basename(a.model),
+        dtype=torch.float32, attn_implementation="eager")
+    model.eval()
     out = []
     for c in cases:
         with torch.no_grad():
@@ -137,18 +142,20 @@ def compare(x, y, what):
           f"mean {sum(diffs) / len(diffs):.3e}; best label {agree}/{len(x) // len(LABELS)}")
 
 
-ref = transformers_logprobs()
 q4 = llamacpp(a.model)
-compare(q4, ref, "llama.cpp Q4_K_M vs transformers f32")
 build = os.path.basename(os.path.dirname(bin_dir))
-for path, g in [
-    (a.out_llamacpp, golden(q4, f"llama.cpp (llama-cpp-python 0.3.36 vendor tree, build {build}) "
-                                "on the Q4_K_M file, f32 KV cache, no flash attention")),
-    (a.out_transformers, golden(ref, "transformers (GGUF dequantised to f32 by gguf, eager "
-                                     "attention, f32), the tokens of llama.cpp")),
-]:
+goldens = [(a.out_llamacpp, golden(q4, f"llama.cpp (llama-cpp-python 0.3.36 vendor tree, build "
+                                       f"{build}) on the Q4_K_M file, f32 KV cache, no flash "
+                                       "attention"))]
+if not a.llamacpp_only:
+    ref = transformers_logprobs()
+    compare(q4, ref, "llama.cpp Q4_K_M vs transformers f32")
+    goldens.append((a.out_transformers, golden(ref, "transformers (GGUF dequantised to f32 by "
+                                                    "gguf, eager attention, f32), the tokens of "
+                                                    "llama.cpp")))
+for path, g in goldens:
     with open(path, "w") as f:
         json.dump(g, f, indent=1)
         f.write("\n")
-if a.f32_gguf:
+if a.f32_gguf and not a.llamacpp_only:
     compare(llamacpp(a.f32_gguf), ref, "llama.cpp on f32 weights vs transformers f32")

@@ -7,8 +7,15 @@ The files are random-weight GGUFs at the real models' shapes, 2 layers, written 
 records each file's sha256, and the test writes the same bytes again and checks it.
 
 Usage: scripts/llamacpp_families.py [--deltalogic target/release/deltalogic] [--dir /tmp/fam]
-           [--only NAME ...] [--greedy] [--out FILE]
-Needs llama.cpp built by scripts/llamacpp.sh; builds scripts/llamacpp_logprobs.cpp against it.
+           [--only NAME ...] [--greedy] [--out FILE] [--llama-bin DIR] [--q8-only]
+Needs llama.cpp built by scripts/llamacpp.sh; builds scripts/llamacpp_logprobs.cpp against it
+(--llama-bin: the build's bin directory, by default .tools/llama.cpp-build/bin, the native one).
+
+Each golden has a twin `<golden>-avx2.json` from the second build (`scripts/llamacpp.sh --avx2`),
+its Q8_0 files only: the distance between the two builds is llama.cpp's own spread on that file,
+what tests/suite/families_llamacpp.rs holds our integer mode to. Made, for each golden, with the
+same --only names and
+    --greedy --q8-only --llama-bin .tools/llama.cpp-avx2/bin --out fixtures/golden/<golden>-avx2.json
 
 --only writes and scores only the named files of `model::dev::family_files::files()`. --greedy also
 records, per context, llama.cpp's logits after it (`next_logits`) and its 8 argmax tokens one
@@ -44,13 +51,16 @@ ap.add_argument("--out", default="fixtures/golden/families-llamacpp.json")
 ap.add_argument("--only", action="append", default=[])
 ap.add_argument("--greedy", action="store_true")
 ap.add_argument("--exe", help="where to build the C++ program (default: beside llama.cpp's libraries)")
+ap.add_argument("--llama-bin", help="the llama.cpp build's bin directory (default: the native one)")
+ap.add_argument("--q8-only", action="store_true", help="score only the Q8_0 files")
 a = ap.parse_args()
 GREEDY = 8
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 src = os.path.join(root, ".tools", "llama-cpp-python-0.3.36", "vendor", "llama.cpp")
-bin_dir = os.path.join(root, ".tools", "llama.cpp-build", "bin")
+bin_dir = os.path.abspath(a.llama_bin or os.path.join(root, ".tools", "llama.cpp-build", "bin"))
+build = os.path.basename(os.path.dirname(bin_dir))
 exe = a.exe or os.path.join(bin_dir, "deltalogic-logprobs")
 subprocess.run(
     ["g++", "-O2", "-std=c++17", os.path.join(here, "llamacpp_logprobs.cpp"), "-o", exe,
@@ -86,7 +96,7 @@ def cases():
 
 
 golden = {
-    "source": "llama.cpp (llama-cpp-python 0.3.36 vendor tree, build llama.cpp-build), f32 KV "
+    "source": f"llama.cpp (llama-cpp-python 0.3.36 vendor tree, build {build}), f32 KV "
               "cache, no flash attention, scripts/llamacpp_logprobs.cpp",
     "files": [],
 }
@@ -96,6 +106,9 @@ if a.greedy:
         f"after each context from an empty cache, then {GREEDY} argmax tokens decoded one at a "
         f"time, f32 KV cache, no flash attention, {a.threads} threads")
 for path in files:
+    if a.q8_only and not path.endswith("-q8_0.gguf"):
+        os.remove(path)
+        continue
     sha = hashlib.sha256(open(path, "rb").read()).hexdigest()
     lines = []
     cs = cases()

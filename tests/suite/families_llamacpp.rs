@@ -15,6 +15,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::common::memory_file;
+use super::numerics_llamacpp::SPREAD_FACTOR;
 
 #[derive(Deserialize)]
 struct Golden {
@@ -56,44 +57,37 @@ const F32_MAX_DIFF: f32 = 1e-3;
 /// table, not of our engine.
 const GEMMA_F32_MAX_DIFF: f32 = 2e-3;
 /// Integer mode on Q8_0: both engines quantise activations to 8 bits per block, and a one-ulp
-/// difference upstream moves a value across a step of the grid (tests/numerics_llamacpp.rs).
-/// Measured mean |Δ|: llama3 0.046, qwen3 0.051, phi3 0.072, gemma2 0.0065, gemma3 0.0086, best
-/// label 8/8 each. The bound is llama.cpp's own AVX2-vs-AVX-512 spread on SmolLM2 (0.107);
-/// the per-file spread of an AVX2 build has not been measured for these files yet.
-const INT8_MEAN_DIFF: f64 = 0.107;
-
-/// What the integer mode is held to on a golden's files: the mean |Δ| of log-probs and logits,
-/// and how many of the 8 greedy continuations must be llama.cpp's.
-pub(super) struct Int8 {
-    pub(super) mean: f64,
-    pub(super) greedy: usize,
-}
-
-/// The families before issue 43: `INT8_MEAN_DIFF`, every greedy continuation.
-const INT8: Int8 = Int8 {
-    mean: INT8_MEAN_DIFF,
-    greedy: 8,
-};
-
-/// SmolLM3, OLMo 2 and Mistral 3 (issue 43). Measured mean |Δ log-prob|: smollm3 0.113, olmo2
-/// 0.068, ministral3 0.108, ministral3 with the 16-position window 0.090 (logits 0.081, 0.064,
-/// 0.073, 0.073); best label and argmax 8/8 each, greedy 8/8 but olmo2's 7/8 (one continuation
-/// parts from llama.cpp's at a later step). Two of them are above `INT8_MEAN_DIFF`, SmolLM2's
-/// spread between two llama.cpp builds; that spread has not been measured on these files (no
-/// second build here), so this bound (0.12) and the one greedy continuation in eight are what
-/// was measured, not the issue's target. llama.cpp against itself within one build (every
-/// token decoded alone, `LLAMACPP_UBATCH=1`, against its batched decode) differs by only 0.012
-/// on the SmolLM3 file (max 0.166, greedy 8/8): both paths quantise the same activations.
-const DENSE_INT8: Int8 = Int8 {
-    mean: 0.12,
-    greedy: 7,
-};
+/// difference upstream moves a value across a step of the grid (`numerics_llamacpp`). So each
+/// Q8_0 file is held to llama.cpp's own spread on it: the distance between its native build
+/// (AVX-512 here, the golden) and its AVX2 build (`<golden>-avx2.json`, the same C++ program
+/// built against `scripts/llamacpp.sh --avx2`). Our mean |Δ log-prob| and mean |Δ logit| from
+/// the native build must be within `SPREAD_FACTOR` times the AVX2 build's, and our greedy
+/// continuations must equal the native build's at least as often as the AVX2 build's do. The
+/// figures of each file are in docs/models.md ("llama.cpp's spread on every family file").
+///
+/// The Q8_0 files our integer mode is **not** within that spread on (measured, docs/models.md):
+/// each held to the bound it had before its spread was measured (on the mean |Δ log-prob| and
+/// the mean |Δ logit|; the greedy continuations equal to the native build's), and checked to be
+/// still outside it, so that this list stays true.
+const OUTSIDE_SPREAD: &[(&str, f64, usize)] = &[
+    ("qwen3-0.6b-q8_0.gguf", 0.107, 8),
+    ("phi3-mini4-q8_0.gguf", 0.107, 8),
+    ("gemma2-2b-q8_0.gguf", 0.107, 8),
+    ("gemma3-1b-q8_0.gguf", 0.107, 8),
+    ("smollm3-3b-q8_0.gguf", 0.12, 8),
+    ("olmo2-1b-q8_0.gguf", 0.12, 7),
+    ("ministral3-3b-q8_0.gguf", 0.12, 8),
+    ("ministral3-3b-window16-q8_0.gguf", 0.12, 8),
+    ("gemma4-e2b-window16-q8_0.gguf", 0.107, 8),
+    ("qwen35-0.8b-q8_0.gguf", 0.14, 8),
+    ("qwen35-2b-q8_0.gguf", 0.14, 8),
+    ("qwen3moe-30b-a3b-q8_0.gguf", 0.107, 8),
+    ("gpt-oss-20b-window16-q8_0.gguf", 0.107, 8),
+];
 
 /// f32 mode, next-token logits over the whole vocabulary, the same bounds as the log-probs.
 /// Measured max |Δ logit|: llama3 3.0e-5, qwen3 2.1e-5, phi3 5.5e-5, gemma2 1.66e-3, gemma3
-/// 1.64e-3. In the integer mode the mean |Δ logit| is held to `INT8_MEAN_DIFF` (measured: llama3
-/// 0.048, qwen3 0.030, phi3 0.074, gemma2 0.0080, gemma3 0.0090). Argmax and the 8 greedy
-/// tokens agree on every context of every file, in both modes.
+/// 1.64e-3. Argmax and the 8 greedy tokens agree on every context of every f32 file.
 const F32_MAX_LOGIT_DIFF: f32 = F32_MAX_DIFF;
 const GEMMA_F32_MAX_LOGIT_DIFF: f32 = GEMMA_F32_MAX_DIFF;
 
@@ -102,42 +96,138 @@ fn argmax(x: &[f32]) -> u32 {
     (0..x.len()).fold(0, |b, i| if x[i] > x[b] { i } else { b }) as u32
 }
 
-/// What the next-token logits and greedy tokens came to over a file's contexts.
-#[derive(Default)]
-struct Next {
+fn best(labels: &[Vec<f32>]) -> usize {
+    let sums: Vec<f32> = labels.iter().map(|l| l.iter().sum()).collect();
+    (0..sums.len()).fold(0, |b, i| if sums[i] > sums[b] { i } else { b })
+}
+
+/// What an engine gave on a file's contexts: per context, each label's log-probs, the logits
+/// after the context and the greedy continuation.
+struct Run {
+    labels: Vec<Vec<Vec<f32>>>,
+    logits: Vec<Vec<f32>>,
+    greedy: Vec<Vec<u32>>,
+}
+
+impl Run {
+    /// A golden's file as llama.cpp ran it.
+    fn of(file: &File) -> Run {
+        Run {
+            labels: file
+                .cases
+                .iter()
+                .map(|c| c.labels.iter().map(|l| l.logprobs.clone()).collect())
+                .collect(),
+            logits: file.cases.iter().map(|c| c.next_logits.clone()).collect(),
+            greedy: file.cases.iter().map(|c| c.greedy.clone()).collect(),
+        }
+    }
+
+    /// Our engine on the golden's contexts: the labels from the context's state, the logits
+    /// after it, and as many greedy tokens as llama.cpp's.
+    fn ours(scorer: &Scorer, cases: &[Case]) -> Run {
+        let mut run = Run {
+            labels: Vec::new(),
+            logits: Vec::new(),
+            greedy: Vec::new(),
+        };
+        for case in cases {
+            let mut state = scorer
+                .prefill(&scorer.empty_state(), &case.context)
+                .unwrap();
+            run.labels.push(
+                case.labels
+                    .iter()
+                    .map(|l| scorer.score_continuation(&state, &l.tokens).unwrap())
+                    .collect(),
+            );
+            let first = scorer.next_logits(&state).unwrap();
+            let mut greedy = Vec::with_capacity(case.greedy.len());
+            let mut logits = first.clone();
+            for _ in 0..case.greedy.len() {
+                let t = argmax(&logits);
+                greedy.push(t);
+                state = scorer.prefill(&state, &[t]).unwrap();
+                logits = scorer.next_logits(&state).unwrap();
+            }
+            run.logits.push(first);
+            run.greedy.push(greedy);
+        }
+        run
+    }
+}
+
+/// How far one run is from another on the same contexts.
+struct Distance {
     max: f32,
-    sum: f64,
-    n: usize,
+    mean: f64,
+    best_agree: usize,
+    logit_max: f32,
+    logit_mean: f64,
     argmax_agree: usize,
     greedy_agree: usize,
 }
 
-/// Our logits after each context against llama.cpp's, and our greedy continuation.
-fn next_tokens(scorer: &Scorer, cases: &[Case]) -> Next {
-    let mut next = Next::default();
-    for case in cases {
-        let mut state = scorer
-            .prefill(&scorer.empty_state(), &case.context)
-            .unwrap();
-        let ours = scorer.next_logits(&state).unwrap();
-        assert_eq!(ours.len(), case.next_logits.len(), "vocabulary size");
-        for (x, y) in ours.iter().zip(&case.next_logits) {
-            next.max = next.max.max((x - y).abs());
-            next.sum += f64::from((x - y).abs());
-            next.n += 1;
+impl Distance {
+    fn between(a: &Run, b: &Run) -> Distance {
+        let labels = a.labels.iter().zip(&b.labels);
+        for (lx, ly) in labels.clone().flat_map(|(x, y)| x.iter().zip(y)) {
+            assert_eq!(lx.len(), ly.len(), "label lengths");
         }
-        next.argmax_agree += usize::from(argmax(&ours) == argmax(&case.next_logits));
-        let mut greedy = Vec::with_capacity(case.greedy.len());
-        let mut logits = ours;
-        for _ in 0..case.greedy.len() {
-            let t = argmax(&logits);
-            greedy.push(t);
-            state = scorer.prefill(&state, &[t]).unwrap();
-            logits = scorer.next_logits(&state).unwrap();
+        let (max, mean) = max_and_mean(
+            labels
+                .clone()
+                .flat_map(|(x, y)| x.iter().zip(y))
+                .flat_map(|(lx, ly)| lx.iter().zip(ly)),
+        );
+        let logits = a.logits.iter().zip(&b.logits);
+        for (x, y) in logits.clone() {
+            assert_eq!(x.len(), y.len(), "vocabulary size");
         }
-        next.greedy_agree += usize::from(greedy == case.greedy);
+        let (logit_max, logit_mean) =
+            max_and_mean(logits.clone().flat_map(|(x, y)| x.iter().zip(y)));
+        Distance {
+            max,
+            mean,
+            best_agree: labels.filter(|(x, y)| best(x) == best(y)).count(),
+            logit_max,
+            logit_mean,
+            argmax_agree: logits.filter(|(x, y)| argmax(x) == argmax(y)).count(),
+            greedy_agree: a
+                .greedy
+                .iter()
+                .zip(&b.greedy)
+                .filter(|(x, y)| x == y)
+                .count(),
+        }
     }
-    next
+}
+
+/// The largest and the mean |x − y| over pairs of values.
+fn max_and_mean<'a>(pairs: impl Iterator<Item = (&'a f32, &'a f32)>) -> (f32, f64) {
+    let (mut max, mut sum, mut n) = (0f32, 0f64, 0usize);
+    for (x, y) in pairs {
+        max = max.max((x - y).abs());
+        sum += f64::from((x - y).abs());
+        n += 1;
+    }
+    (max, sum / n as f64)
+}
+
+/// The integer mode held to a fixed bound: mean |Δ log-prob| and mean |Δ logit| at most `mean`,
+/// at least `greedy` greedy continuations equal to llama.cpp's.
+fn held_to(file: &str, d: &Distance, mean: f64, greedy: usize) {
+    assert!(
+        d.mean <= mean && d.logit_mean <= mean,
+        "{file}: mean |dlogprob| {:.4}, mean |dlogit| {:.4}, more than {mean}",
+        d.mean,
+        d.logit_mean
+    );
+    assert!(
+        d.greedy_agree >= greedy,
+        "{file}: greedy continuation equal on {} contexts, fewer than {greedy}",
+        d.greedy_agree
+    );
 }
 
 /// Bytes written to `out` and hashed on the way.
@@ -156,11 +246,6 @@ impl<W: std::io::Write> std::io::Write for Hashed<W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.out.flush()
     }
-}
-
-fn best(labels: &[Vec<f32>]) -> usize {
-    let sums: Vec<f32> = labels.iter().map(|l| l.iter().sum()).collect();
-    (0..sums.len()).fold(0, |b, i| if sums[i] > sums[b] { i } else { b })
 }
 
 /// The family file name and store of a golden's file name (`qwen3-0.6b-q8_0.gguf`).
@@ -187,7 +272,10 @@ fn f32_bounds(name: &str) -> (f32, f32) {
     }
 }
 
-fn check(entry: &File, w: GgufWriter, int8: &Int8, f32_bounds: Option<(f32, f32)>) {
+/// Our engine on `entry`'s file, written again by `w`, against llama.cpp's native build: the
+/// f32 file to `f32_bounds` (or its family's), the Q8_0 file to llama.cpp's own spread, its
+/// AVX2 build `avx2` on the same file.
+fn check(entry: &File, w: GgufWriter, avx2: Option<&File>, f32_bounds: Option<(f32, f32)>) {
     let (name, store) = name_and_store(&entry.file);
     // In memory and hashed as it is written: the Qwen3-MoE and gpt-oss files (issue 45) are
     // 2.5 and 3.3 GB.
@@ -209,112 +297,136 @@ fn check(entry: &File, w: GgufWriter, int8: &Int8, f32_bounds: Option<(f32, f32)
         Backend::Int8
     };
     let scorer = Scorer::open(&path, backend).unwrap();
-    let (mut max, mut sum, mut n, mut agree) = (0f32, 0f64, 0usize, 0usize);
-    for case in &entry.cases {
-        let state = scorer
-            .prefill(&scorer.empty_state(), &case.context)
-            .unwrap();
-        let ours: Vec<Vec<f32>> = case
-            .labels
-            .iter()
-            .map(|l| scorer.score_continuation(&state, &l.tokens).unwrap())
-            .collect();
-        let theirs: Vec<Vec<f32>> = case.labels.iter().map(|l| l.logprobs.clone()).collect();
-        for (a, b) in ours.iter().zip(&theirs) {
-            for (x, y) in a.iter().zip(b) {
-                max = max.max((x - y).abs());
-                sum += f64::from((x - y).abs());
-                n += 1;
-            }
-        }
-        agree += usize::from(best(&ours) == best(&theirs));
-    }
-    let mean = sum / n as f64;
-    let next = next_tokens(&scorer, &entry.cases);
-    let logit_mean = next.sum / next.n as f64;
-    eprintln!(
-        "{}: {n} label tokens, max |dlogprob| {max:.2e}, mean {mean:.2e}, best label {agree}/{}; \
-         next-token logits max |dlogit| {:.2e}, mean {logit_mean:.2e}, argmax {}/{}, \
-         greedy {} tokens equal {}/{}",
-        entry.file,
-        entry.cases.len(),
-        next.max,
-        next.argmax_agree,
-        entry.cases.len(),
-        entry.cases[0].greedy.len(),
-        next.greedy_agree,
-        entry.cases.len()
-    );
+    let native = Run::of(entry);
+    let d = Distance::between(&Run::ours(&scorer, &entry.cases), &native);
     drop(scorer);
     drop(file);
+    let cases = entry.cases.len();
+    eprintln!(
+        "{}: max |dlogprob| {:.2e}, mean {:.2e}, best label {}/{cases}; next-token logits max \
+         |dlogit| {:.2e}, mean {:.2e}, argmax {}/{cases}, greedy {} tokens equal {}/{cases}",
+        entry.file,
+        d.max,
+        d.mean,
+        d.best_agree,
+        d.logit_max,
+        d.logit_mean,
+        d.argmax_agree,
+        entry.cases[0].greedy.len(),
+        d.greedy_agree,
+    );
+    assert_eq!(d.best_agree, cases, "{}: best label differs", entry.file);
     assert_eq!(
-        agree,
-        entry.cases.len(),
-        "{}: best label differs",
+        d.argmax_agree, cases,
+        "{}: next-token argmax differs",
         entry.file
     );
     if store == Store::F32 {
         let (bound, logit_bound) = f32_bounds.unwrap_or(self::f32_bounds(name));
-        assert!(max <= bound, "{}: max |dlogprob| {max}", entry.file);
-        let bound = logit_bound;
+        assert!(d.max <= bound, "{}: max |dlogprob| {}", entry.file, d.max);
         assert!(
-            next.max <= bound,
+            d.logit_max <= logit_bound,
             "{}: max |dlogit| {}",
             entry.file,
-            next.max
+            d.logit_max
         );
-    } else {
-        assert!(mean <= int8.mean, "{}: mean |dlogprob| {mean}", entry.file);
+        assert_eq!(
+            d.greedy_agree, cases,
+            "{}: greedy continuation differs",
+            entry.file
+        );
+        return;
+    }
+    let avx2 = avx2.unwrap_or_else(|| panic!("{}: no AVX2 golden", entry.file));
+    assert_eq!(
+        avx2.sha256, entry.sha256,
+        "{}: the AVX2 build ran another file",
+        entry.file
+    );
+    let spread = Distance::between(&Run::of(avx2), &native);
+    eprintln!(
+        "{}: llama.cpp AVX2 vs native: mean |dlogprob| {:.2e} (max {:.2e}), best label \
+         {}/{cases}; mean |dlogit| {:.2e}, argmax {}/{cases}, greedy {}/{cases}",
+        entry.file,
+        spread.mean,
+        spread.max,
+        spread.best_agree,
+        spread.logit_mean,
+        spread.argmax_agree,
+        spread.greedy_agree,
+    );
+    let within = d.mean <= SPREAD_FACTOR * spread.mean
+        && d.logit_mean <= SPREAD_FACTOR * spread.logit_mean
+        && d.greedy_agree >= spread.greedy_agree;
+    if let Some(&(_, mean, greedy)) = OUTSIDE_SPREAD.iter().find(|o| o.0 == entry.file) {
         assert!(
-            logit_mean <= int8.mean,
-            "{}: mean |dlogit| {logit_mean}",
+            !within,
+            "{}: now within llama.cpp's own spread: take it off OUTSIDE_SPREAD (and \
+             docs/models.md)",
+            entry.file
+        );
+        held_to(&entry.file, &d, mean, greedy);
+        return;
+    }
+    for (what, ours, theirs) in [
+        ("dlogprob", d.mean, spread.mean),
+        ("dlogit", d.logit_mean, spread.logit_mean),
+    ] {
+        assert!(
+            ours <= SPREAD_FACTOR * theirs,
+            "{}: mean |{what}| {ours:.4}, more than {SPREAD_FACTOR} x llama.cpp's own spread \
+             {theirs:.4}",
             entry.file
         );
     }
-    assert_eq!(
-        next.argmax_agree,
-        entry.cases.len(),
-        "{}: next-token argmax differs",
-        entry.file
-    );
-    let greedy = match store {
-        Store::F32 => entry.cases.len(),
-        _ => int8.greedy,
-    };
     assert!(
-        next.greedy_agree >= greedy,
-        "{}: greedy continuation differs on {} of {} contexts",
+        d.greedy_agree >= spread.greedy_agree,
+        "{}: greedy continuation differs on {} of {cases} contexts, llama.cpp's AVX2 build's \
+         on {}",
         entry.file,
-        entry.cases.len() - next.greedy_agree,
-        entry.cases.len()
+        cases - d.greedy_agree,
+        cases - spread.greedy_agree
     );
 }
 
 #[test]
 fn every_family_agrees_with_llama_cpp() {
-    agrees("families-llamacpp.json", &INT8);
+    agrees("families-llamacpp.json");
 }
 
 /// SmolLM3, OLMo 2 and Mistral 3 (issue 43), whose goldens came in one run of
 /// `scripts/llamacpp_families.py --greedy` (logits and greedy tokens from the same C++ program).
 #[test]
 fn smollm3_olmo2_and_mistral3_agree_with_llama_cpp() {
-    agrees("families-dense-llamacpp.json", &DENSE_INT8);
+    agrees("families-dense-llamacpp.json");
 }
 
-/// Every file of the golden `name` (in `fixtures/golden`) against our engine.
-pub(super) fn agrees(name: &str, int8: &Int8) {
-    agrees_within(name, int8, None);
+/// Every file of the golden `name` (in `fixtures/golden`) against our engine, the Q8_0 ones
+/// against its twin from llama.cpp's AVX2 build too.
+pub(super) fn agrees(name: &str) {
+    agrees_within(name, None);
+}
+
+/// A golden of `fixtures/golden`.
+fn read(name: &str) -> Golden {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/golden")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// [`agrees`], the f32 files held to `f32_bounds` (max |Δ log-prob|, max |Δ logit|) rather
 /// than their family's.
-fn agrees_within(name: &str, int8: &Int8, f32_bounds: Option<(f32, f32)>) {
+fn agrees_within(name: &str, f32_bounds: Option<(f32, f32)>) {
     set_threads(2).unwrap();
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/golden")
-        .join(name);
-    let golden: Golden = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let golden = read(name);
+    // Only a golden with Q8_0 files has a twin from the AVX2 build (transformers' has none).
+    let quantised = golden
+        .files
+        .iter()
+        .any(|f| name_and_store(&f.file).1 != Store::F32);
+    let avx2 = quantised.then(|| read(&name.replace(".json", "-avx2.json")));
     let dir = tempfile::tempdir().unwrap();
     let mut failures = Vec::new();
     // A golden's files of one family file (f32 and Q8_0) drawn once, each kept until checked.
@@ -333,7 +445,10 @@ fn agrees_within(name: &str, int8: &Int8, f32_bounds: Option<(f32, f32)>) {
             made.extend(files.iter().map(|f| f.file.clone()).zip(writers));
             made.remove(&entry.file).unwrap()
         });
-        if let Err(e) = std::panic::catch_unwind(|| check(entry, w, int8, f32_bounds)) {
+        let twin = avx2
+            .as_ref()
+            .and_then(|g| g.files.iter().find(|f| f.file == entry.file));
+        if let Err(e) = std::panic::catch_unwind(|| check(entry, w, twin, f32_bounds)) {
             failures.push(format!("{}: {:?}", entry.file, e.downcast_ref::<String>()));
         }
     }
@@ -344,24 +459,27 @@ fn agrees_within(name: &str, int8: &Int8, f32_bounds: Option<(f32, f32)>) {
 /// (three gated delta-net layers and one full-attention layer with its output gate), goldens
 /// from `scripts/llamacpp_families.py --only qwen35-0.8b --greedy` and, appended, `--only
 /// qwen35-2b`. Measured: f32 max |Δ log-prob| 1.9e-5 (0.8B) and 3.1e-5 (2B), max |Δ logit|
-/// 2.6e-5 and 3.5e-5; the integer mode in `HYBRID_INT8`.
+/// 2.6e-5 and 3.5e-5. The integer mode (mean |Δ log-prob| 0.079 and 0.133, logits 0.067 and
+/// 0.100, greedy 8/8) is outside llama.cpp's own spread on both files (0.024 and 0.056:
+/// `OUTSIDE_SPREAD`).
 #[test]
 fn qwen35_agrees_with_llama_cpp() {
-    agrees("families-hybrid-llamacpp.json", &HYBRID_INT8);
+    agrees("families-hybrid-llamacpp.json");
 }
 
 /// Gemma 4 (issue 43): a random-weight file at Gemma 4 E2B's widths, 4 layers (a local and a
 /// global layer with keys and values of their own, then one of each attending with theirs),
 /// per-layer inputs, its window cut to 16; goldens from `scripts/llamacpp_families.py --only
 /// gemma4-e2b-window16 --greedy`. Measured: f32 max |Δ log-prob| 2.12e-3 (mean 6.9e-4), max
-/// |Δ logit| 3.49e-3, argmax and greedy 8/8; Q8_0 mean 0.031 (logits 0.034), greedy 8/8.
+/// |Δ logit| 3.49e-3, argmax and greedy 8/8; Q8_0 mean 0.031 (logits 0.034), greedy 8/8,
+/// outside llama.cpp's own spread on the file (0.013, logits 0.016: `OUTSIDE_SPREAD`).
 /// The f32 gap is llama.cpp's f16 GELU table, here in two GELUs per layer (the GeGLU and the
 /// per-layer input gate): transformers in f32 on the same weights is as far from llama.cpp
 /// (2.11e-3, 3.48e-3) and within `GEMMA4_TRANSFORMERS` of ours
 /// (`gemma4_agrees_with_transformers_in_f32`), so the f32 bound here is what was measured.
 #[test]
 fn gemma4_agrees_with_llama_cpp() {
-    agrees_within("families-gemma4-llamacpp.json", &INT8, Some((2.5e-3, 4e-3)));
+    agrees_within("families-gemma4-llamacpp.json", Some((2.5e-3, 4e-3)));
 }
 
 /// The issue's f32 target, against transformers (`scripts/gemma4_transformers_goldens.py`:
@@ -374,17 +492,6 @@ const GEMMA4_TRANSFORMERS: (f32, f32) = (F32_MAX_DIFF, F32_MAX_LOGIT_DIFF);
 fn gemma4_agrees_with_transformers_in_f32() {
     agrees_within(
         "families-gemma4-transformers.json",
-        &INT8,
         Some(GEMMA4_TRANSFORMERS),
     );
 }
-
-/// Qwen3.5's Q8_0 files in the integer mode. Measured mean |Δ log-prob| 0.079 (0.8B widths) and
-/// 0.133 (2B), mean |Δ logit| 0.067 and 0.100; best label, argmax and greedy 8/8 on both. The
-/// 2B file is above `INT8_MEAN_DIFF`, SmolLM2's spread between two llama.cpp builds, which has
-/// not been measured on these files (no second build here): this bound is what was measured,
-/// not the issue's target.
-const HYBRID_INT8: Int8 = Int8 {
-    mean: 0.14,
-    greedy: 8,
-};

@@ -809,8 +809,8 @@ unsafe fn panel<S: Simd, const R: usize>(
             Second::None => {}
             Second::Offset => {
                 let m = S::halves(h.add(off.second));
-                for r in 0..R {
-                    acc[r] = S::fma_by(m, *sx.add(r), acc[r]);
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    *acc = S::fma_by(m, *sx.add(r), *acc);
                 }
             }
             Second::Min => {

@@ -153,7 +153,7 @@ impl QMatrix {
 /// every row's 8-bit values side by side (`q: [blocks, t, block]`), and likewise each block's
 /// and sub-block's numbers (`d`, `s: [blocks, t]`; `corr: [blocks · subs, t]`). The rows a panel
 /// multiplies at once are then one place a block apart at fixed offsets, where per-row vectors
-/// had the kernel reload each row's pointers from the stack at every block (a third of its
+/// had the kernel reload each row's pointers from the stack at every block (40% of its
 /// samples on SmolLM2, `docs/models.md`), and a product allocates a few buffers, not a few per
 /// row.
 struct ActRows {

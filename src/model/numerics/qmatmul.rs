@@ -149,73 +149,132 @@ impl QMatrix {
     }
 }
 
-/// One activation row quantised for a layout: its 8-bit values; per block the scale `d` and
-/// Q8_1's `s` (`d · Σx` rounded to f16); per sub-block `Σx` and `zero · Σx`.
-struct ActRow {
+/// Activation rows quantised for a layout (module docs), stored block by block: for block `b`,
+/// every row's 8-bit values side by side (`q: [blocks, t, block]`), and likewise each block's
+/// and sub-block's numbers (`d`, `s: [blocks, t]`; `corr: [blocks · subs, t]`). The rows a panel
+/// multiplies at once are then one place a block apart at fixed offsets, where per-row vectors
+/// had the kernel reload each row's pointers from the stack at every block (40% of its
+/// samples on SmolLM2, `docs/models.md`), and a product allocates a few buffers, not a few per
+/// row.
+struct ActRows {
+    /// Rows.
+    t: usize,
     q: Vec<i8>,
+    /// The scale `d`, and Q8_1's `s` (`d · Σx` rounded to f16).
     d: Vec<f32>,
     s: Vec<f32>,
-    sums: Vec<i32>,
+    /// `zero · Σx` of each sub-block.
     corr: Vec<i32>,
-    /// For layouts with mins, per block and group of 4 sub-blocks: the sub-block sums `Σx_j`
-    /// as `64 · hi_j + lo_j`, with `hi_j` and `lo_j` (`0..64`) as 4 signed bytes each, for a
-    /// `dot4` against 4 mins (|Σx_j| ≤ 32 · 127 puts `hi_j` in `−64..64`).
+    /// For layouts with mins, per block and group of 4 sub-blocks (`[blocks · subs / 4, t]`):
+    /// the sub-block sums `Σx_j` as `64 · hi_j + lo_j`, with `hi_j` and `lo_j` (`0..64`) as 4
+    /// signed bytes each, for a `dot4` against 4 mins (|Σx_j| ≤ 32 · 127 puts `hi_j` in
+    /// `−64..64`).
     mins_hi: Vec<i32>,
     mins_lo: Vec<i32>,
 }
 
-/// Quantises one activation row for `layout` (module docs).
-fn quantize(x: &[f32], layout: &Layout) -> ActRow {
-    on_lanes!(quantize_on(x: &[f32], layout: &Layout) -> ActRow)
+/// Values a quantising task takes at least: a decode step's one row stays one task.
+const QUANTIZE_VALUES: usize = 4096;
+
+/// Quantises the rows of `x: [t, cols]` for `layout`, in tasks of whole blocks (every block is
+/// quantised on its own, so the split changes no value).
+fn quantize(x: &[f32], cols: usize, layout: &Layout) -> ActRows {
+    let (t, blocks, subs) = (x.len() / cols, cols / layout.block, layout.subs());
+    let mins = if layout.scales == Scales::WithMins {
+        subs / 4
+    } else {
+        0
+    };
+    let mut a = ActRows {
+        t,
+        q: vec![0; x.len()],
+        d: vec![0.0; blocks * t],
+        s: vec![0.0; blocks * t],
+        corr: vec![0; blocks * subs * t],
+        mins_hi: vec![0; blocks * mins * t],
+        mins_lo: vec![0; blocks * mins * t],
+    };
+    if t == 0 {
+        return a;
+    }
+    let (mut hi, mut lo) = (
+        a.mins_hi.chunks_mut((mins * t).max(1)),
+        a.mins_lo.chunks_mut((mins * t).max(1)),
+    );
+    let parts: Vec<Block> =
+        a.q.chunks_mut(t * layout.block)
+            .zip(a.d.chunks_mut(t))
+            .zip(a.s.chunks_mut(t))
+            .zip(a.corr.chunks_mut(subs * t))
+            .map(|(((q, d), s), corr)| Block {
+                q,
+                d,
+                s,
+                corr,
+                mins: hi.next().zip(lo.next()),
+            })
+            .collect();
+    parts
+        .into_par_iter()
+        .with_min_len(QUANTIZE_VALUES.div_ceil(t * layout.block))
+        .enumerate()
+        .for_each(|(b, at)| {
+            on_lanes!(quantize_block(x: &[f32], cols: usize, layout: &Layout, b: usize, at: Block) -> ())
+        });
+    a
 }
 
-/// `quantize` on a vector unit: the scale, the products and the rounding are the same IEEE
-/// operations on every path (`Lanes`), the rest integers.
+/// Where block `b` of every row goes (`ActRows`' layout, one block's slices).
+struct Block<'a> {
+    q: &'a mut [i8],
+    d: &'a mut [f32],
+    s: &'a mut [f32],
+    corr: &'a mut [i32],
+    mins: Option<(&'a mut [i32], &'a mut [i32])>,
+}
+
+/// Block `b` of each row of `x` quantised into `at` on a vector unit: the scale, the products
+/// and the rounding are the same IEEE operations on every path (`Lanes`), the rest integers.
 #[inline(always)]
-unsafe fn quantize_on<L: Lanes>(x: &[f32], layout: &Layout) -> ActRow {
-    let blocks = x.len() / layout.block;
-    let mut row = ActRow {
-        q: vec![0; x.len()],
-        d: Vec::with_capacity(blocks),
-        s: Vec::with_capacity(blocks),
-        sums: Vec::with_capacity(x.len() / layout.sub),
-        corr: Vec::with_capacity(x.len() / layout.sub),
-        mins_hi: Vec::new(),
-        mins_lo: Vec::new(),
-    };
-    for (b, q) in x
-        .chunks_exact(layout.block)
-        .zip(row.q.chunks_exact_mut(layout.block))
-    {
-        let (d, unrounded) = if layout.block == 256 {
-            (quantize_q8_k::<L>(b, q), None)
+unsafe fn quantize_block<L: Lanes>(x: &[f32], cols: usize, layout: &Layout, b: usize, at: Block) {
+    let Block {
+        q,
+        d,
+        s,
+        corr,
+        mut mins,
+    } = at;
+    let t = d.len();
+    let subs = layout.subs();
+    for (r, q) in q.chunks_exact_mut(layout.block).enumerate() {
+        let x = &x[r * cols + b * layout.block..][..layout.block];
+        let (scale, unrounded) = if layout.block == 256 {
+            (quantize_q8_k::<L>(x, q), None)
         } else {
-            let (d, unrounded) = quantize_q8_1::<L>(b, q);
+            let (d, unrounded) = quantize_q8_1::<L>(x, q);
             (d, Some(unrounded))
         };
         let mut total = 0;
-        for sub in q.chunks_exact(layout.sub) {
+        let mut sums = [0i32; 16];
+        for (j, sub) in q.chunks_exact(layout.sub).enumerate() {
             let sum: i32 = sub.iter().map(|&v| i32::from(v)).sum();
             total += sum;
-            row.sums.push(sum);
-            row.corr.push(layout.zero * sum);
+            sums[j] = sum;
+            corr[j * t + r] = layout.zero * sum;
         }
-        if layout.scales == Scales::WithMins {
-            let sums = &row.sums[row.sums.len() - layout.subs()..];
-            for four in sums.chunks_exact(4) {
+        if let Some((hi, lo)) = &mut mins {
+            for (k, four) in sums[..subs].chunks_exact(4).enumerate() {
                 let bytes = |f: fn(i32) -> i32| {
                     i32::from_le_bytes(std::array::from_fn(|e| f(four[e]) as u8))
                 };
-                row.mins_hi.push(bytes(|s| s >> 6));
-                row.mins_lo.push(bytes(|s| s & 63));
+                hi[k * t + r] = bytes(|s| s >> 6);
+                lo[k * t + r] = bytes(|s| s & 63);
             }
         }
-        row.d.push(d);
+        d[r] = scale;
         // Q8_1's `s`: the unrounded scale times the block's sum, rounded to f16.
-        row.s
-            .push(unrounded.map_or(0.0, |d| f16::from_f32(total as f32 * d).to_f32()));
+        s[r] = unrounded.map_or(0.0, |d| f16::from_f32(total as f32 * d).to_f32());
     }
-    row
 }
 
 /// llama.cpp's x86 `quantize_row_q8_0` / `quantize_row_q8_1`: scale `amax / 127` stored as f16,
@@ -654,14 +713,15 @@ mod x86 {
 ///
 /// # Safety
 /// The CPU must support `S`'s instructions; `panel` holds `blocks` packed blocks of `layout`,
-/// and each row has as many values as the panel's blocks.
+/// `acts` has as many blocks and the rows `first..first + R`.
 #[inline(always)]
 unsafe fn panel<S: Simd, const R: usize>(
     layout: &Layout,
     off: &Offsets,
     panel: &[u8],
     blocks: usize,
-    acts: [&ActRow; R],
+    acts: &ActRows,
+    first: usize,
 ) -> [S::F; R] {
     let (subs, groups_per_sub) = (layout.subs(), layout.sub / 4);
     let per_plane = layout.groups_per_plane();
@@ -671,7 +731,12 @@ unsafe fn panel<S: Simd, const R: usize>(
     let correct = layout.zero != 0 && (S::OFFSET_BYTES || !bytes);
     let mut acc = [S::fzero(); R];
     debug_assert!(panel.len() >= off.panel(blocks));
+    debug_assert!(first + R <= acts.t && acts.q.len() == acts.t * blocks * layout.block);
+    // The rows' numbers of block `b` start at `b · t + first` (`ActRows`).
+    let t = acts.t;
     for b in 0..blocks {
+        let row0 = b * t + first;
+        let q = acts.q.as_ptr().add(row0 * layout.block);
         let (h, v) = (
             panel.as_ptr().add(off.header(b)),
             panel.as_ptr().add(off.values(b)),
@@ -714,15 +779,15 @@ unsafe fn panel<S: Simd, const R: usize>(
                         }
                     }
                 };
-                for (sum, a) in sum.iter_mut().zip(&acts) {
-                    let x = a.q.as_ptr().add(b * layout.block + 4 * g) as *const i32;
+                for (r, sum) in sum.iter_mut().enumerate() {
+                    let x = q.add(r * layout.block + 4 * g) as *const i32;
                     *sum = S::dot4(*sum, w, x.read_unaligned(), bytes);
                 }
             }
-            let sub = b * subs + j;
+            let corr = acts.corr.as_ptr().add((b * subs + j) * t + first);
             for r in 0..R {
                 if correct {
-                    sum[r] = S::sub(sum[r], acts[r].corr[sub]);
+                    sum[r] = S::sub(sum[r], *corr.add(r));
                 }
                 match layout.scales {
                     Scales::None => total[r] = sum[r],
@@ -736,32 +801,34 @@ unsafe fn panel<S: Simd, const R: usize>(
             }
         }
         let d = S::halves(h);
+        let (dx, sx) = (acts.d.as_ptr().add(row0), acts.s.as_ptr().add(row0));
         for r in 0..R {
-            acc[r] = S::fma(S::mul(d, acts[r].d[b]), total[r], acc[r]);
+            acc[r] = S::fma(S::mul(d, *dx.add(r)), total[r], acc[r]);
         }
         match layout.second {
             Second::None => {}
             Second::Offset => {
                 let m = S::halves(h.add(off.second));
-                for r in 0..R {
-                    acc[r] = S::fma_by(m, acts[r].s[b], acc[r]);
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    *acc = S::fma_by(m, *sx.add(r), *acc);
                 }
             }
             Second::Min => {
-                // `M = Σ_j min_j · Σx_j`, as `64 · Σ_j min_j · hi_j + Σ_j min_j · lo_j` (`ActRow`).
+                // `M = Σ_j min_j · Σx_j`, as `64 · Σ_j min_j · hi_j + Σ_j min_j · lo_j` (`ActRows`).
                 let (mut hi, mut lo) = ([S::izero(); R], [S::izero(); R]);
                 for k in 0..subs / 4 {
                     let w = S::load(h.add(off.min + k * GROUP_BYTES));
+                    let at = (b * subs / 4 + k) * t + first;
+                    let (mh, ml) = (acts.mins_hi.as_ptr().add(at), acts.mins_lo.as_ptr().add(at));
                     for r in 0..R {
-                        let at = b * subs / 4 + k;
-                        hi[r] = S::dot4(hi[r], w, acts[r].mins_hi[at], false);
-                        lo[r] = S::dot4(lo[r], w, acts[r].mins_lo[at], false);
+                        hi[r] = S::dot4(hi[r], w, *mh.add(r), false);
+                        lo[r] = S::dot4(lo[r], w, *ml.add(r), false);
                     }
                 }
                 let dmin = S::halves(h.add(off.second));
                 for r in 0..R {
                     let mins = S::shl_add(hi[r], 6, lo[r]);
-                    acc[r] = S::fnma(S::mul(dmin, acts[r].d[b]), mins, acc[r]);
+                    acc[r] = S::fnma(S::mul(dmin, *dx.add(r)), mins, acc[r]);
                 }
             }
         }
@@ -804,7 +871,7 @@ fn prefetch(p: *const u8) {
 #[inline(always)]
 unsafe fn tile<S: Simd>(
     w: &QMatrix,
-    acts: &[ActRow],
+    acts: &ActRows,
     out: *mut f32,
     n: usize,
     rows: Range<usize>,
@@ -834,7 +901,7 @@ unsafe fn tile<S: Simd>(
 unsafe fn tile_of<S: Simd>(
     layout: &Layout,
     w: &QMatrix,
-    acts: &[ActRow],
+    acts: &ActRows,
     out: *mut f32,
     n: usize,
     rows: Range<usize>,
@@ -862,8 +929,7 @@ unsafe fn tile_of<S: Simd>(
             // `panel` over the next `$n` rows, each output row put in place.
             macro_rules! rows {
                 ($n:expr) => {{
-                    let acts = std::array::from_fn(|i| &acts[r + i]);
-                    let outs = panel::<S, { $n }>(layout, &off, bytes, blocks, acts);
+                    let outs = panel::<S, { $n }>(layout, &off, bytes, blocks, acts, r);
                     outs.iter().enumerate().for_each(|(i, v)| put(i, v));
                     $n
                 }};
@@ -883,7 +949,7 @@ unsafe fn tile_of<S: Simd>(
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn tile_vnni(
     w: &QMatrix,
-    acts: &[ActRow],
+    acts: &ActRows,
     out: *mut f32,
     n: usize,
     rows: Range<usize>,
@@ -896,7 +962,7 @@ unsafe fn tile_vnni(
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tile_avx2(
     w: &QMatrix,
-    acts: &[ActRow],
+    acts: &ActRows,
     out: *mut f32,
     n: usize,
     rows: Range<usize>,
@@ -910,7 +976,7 @@ unsafe fn tile_avx2(
 #[target_feature(enable = "fma")]
 unsafe fn tile_portable_fma(
     w: &QMatrix,
-    acts: &[ActRow],
+    acts: &ActRows,
     out: *mut f32,
     n: usize,
     rows: Range<usize>,
@@ -1018,7 +1084,7 @@ fn paths() -> Vec<Path> {
 /// them: the parts of a stacked matrix (q, k and v; gate and up) usually share one.
 pub struct Activations<'a> {
     x: &'a [f32],
-    quantised: Vec<(Layout, Vec<ActRow>)>,
+    quantised: Vec<(Layout, ActRows)>,
 }
 
 impl<'a> Activations<'a> {
@@ -1029,16 +1095,12 @@ impl<'a> Activations<'a> {
         }
     }
 
-    fn rows(&mut self, layout: &Layout, cols: usize) -> &[ActRow] {
+    fn rows(&mut self, layout: &Layout, cols: usize) -> &ActRows {
         let at = match self.quantised.iter().position(|(l, _)| l == layout) {
             Some(at) => at,
             None => {
-                let rows = self
-                    .x
-                    .par_chunks(cols)
-                    .map(|row| quantize(row, layout))
-                    .collect();
-                self.quantised.push((*layout, rows));
+                self.quantised
+                    .push((*layout, quantize(self.x, cols, layout)));
                 self.quantised.len() - 1
             }
         };
@@ -1095,7 +1157,7 @@ fn f32_product(x: &[f32], w: &QMatrix) -> Vec<f32> {
 
 /// The integer product of `acts` (quantised for `w`'s layout) and `w` on `path`, into the
 /// columns from `first` of `out: [t, n]`.
-fn product(acts: &[ActRow], w: &QMatrix, path: Path, out: &mut [f32], n: usize, first: usize) {
+fn product(acts: &ActRows, w: &QMatrix, path: Path, out: &mut [f32], n: usize, first: usize) {
     w.packed();
     par_tiles(
         out,
@@ -1156,7 +1218,12 @@ mod tests {
     /// The module docs' definition, written out from the file's blocks (not the packed form).
     fn definition(ty: GgmlType, bytes: &[u8], cols: usize, x: &[f32], c: usize) -> f32 {
         let layout = Layout::of(ty).unwrap();
-        let a = quantize(x, &layout);
+        // One row: its blocks one after another, as a row alone is laid out.
+        let a = quantize(x, cols, &layout);
+        let sum_of = |b: usize, j: usize| -> i32 {
+            let e0 = b * layout.block + j * layout.sub;
+            a.q[e0..e0 + layout.sub].iter().map(|&v| i32::from(v)).sum()
+        };
         let (nb, bb) = (cols / layout.block, ty.block_bytes());
         let mut int = IntBlock::default();
         let mut acc = 0f32;
@@ -1168,12 +1235,12 @@ mod tests {
                 let sum: i32 = (0..layout.sub)
                     .map(|e| i32::from(int.u[j * layout.sub + e]) * i32::from(a.q[e0 + e]))
                     .sum::<i32>()
-                    - layout.zero * a.sums[b * layout.subs() + j];
+                    - layout.zero * sum_of(b, j);
                 match layout.scales {
                     Scales::None => total = sum,
                     Scales::WithMins => {
                         total += i32::from(int.sc[j]) * sum;
-                        mins += i32::from(int.min[j]) * a.sums[b * layout.subs() + j];
+                        mins += i32::from(int.min[j]) * sum_of(b, j);
                     }
                     Scales::Signed => total += i32::from(int.sc[j] as i8) * sum,
                 }
@@ -1205,7 +1272,7 @@ mod tests {
             dequantize(ty, &bytes, &mut deq);
             for path in paths() {
                 let mut got = vec![0f32; t * rows];
-                let acts: Vec<ActRow> = x.chunks(cols).map(|r| quantize(r, &w.layout)).collect();
+                let acts = quantize(&x, cols, &w.layout);
                 product(&acts, &w, path, &mut got, rows, 0);
                 for r in 0..t {
                     let xr = &x[r * cols..][..cols];

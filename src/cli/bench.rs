@@ -30,6 +30,11 @@
 //! On a model with recurrent layers (Qwen3.5), the prefix tree's recurrent snapshots: one
 //! snapshot's bytes, and the most kept at once, within `--snapshot-budget`, with the tokens
 //! replayed, when the tree runs the `--generate` prompts of CLoMo and DeduCE.
+//!
+//! The tree's gain (issue 44, `--tree-from`): the scores a `score` run stored (the main job's set,
+//! say) computed again through the prefix tree and straight, each prompt prefilled from the
+//! empty state and its labels scored after it: forward tokens and seconds each way. Both ways
+//! must give every stored score's bits, or the benchmark fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -46,10 +51,11 @@ use crate::benchmarks::Decoding;
 use crate::eval::generate::{Drafts, Generated, Lockstep};
 use crate::eval::models::Loaded;
 use crate::eval::tree;
-use crate::eval::{Generation, Prefill as _};
+use crate::eval::{Generation, Prefill as _, PromptRecord, ScoreRecord, Scoring as _};
 use crate::model::block::transformer::State;
 use crate::model::numerics::qmatmul;
 use crate::model::scorer::{Backend, Scorer};
+use crate::store::{Id, Store};
 
 /// Where `scripts/llamacpp.sh` builds llama-bench, relative to the repository root.
 const LLAMA_BENCH: &str = ".tools/llama.cpp-build/bin/llama-bench";
@@ -90,6 +96,12 @@ pub struct BenchArgs {
     /// the largest files are measured with `--backend int8` alone.
     #[arg(long = "backend", value_enum, default_values_t = [Backend::Flex, Backend::Int8])]
     pub backends: Vec<Backend>,
+    /// A store where `score` scored a set with this model in each `--backend`'s mode (the main
+    /// job's set, for one): its scores computed again through the prefix tree and
+    /// straight (each prompt prefilled from the empty state), forward tokens and seconds each
+    /// way. Both must give the stored bits.
+    #[arg(long, value_name = "STORE")]
+    pub tree_from: Option<PathBuf>,
     /// Measure one backend in this process and print one JSON line (used by the driver).
     #[arg(long, value_enum)]
     pub only: Option<Backend>,
@@ -147,6 +159,21 @@ struct Measurement {
     experts_mib: f64,
     /// The prefix tree's recurrent snapshots, on a model with recurrent layers.
     snapshots: Option<Snapshots>,
+    /// `--tree-from`'s scores through the tree and straight.
+    tree: Option<TreeGain>,
+}
+
+/// A stored set's scores computed through the prefix tree and straight, each prompt from the
+/// empty state (the same bits both ways, checked).
+#[derive(Serialize, Deserialize)]
+struct TreeGain {
+    prompts: usize,
+    scores: usize,
+    /// Tokens through the model: the tree's (replays included) and the straight runs'.
+    tree_tokens: u64,
+    tree_s: f64,
+    straight_tokens: u64,
+    straight_s: f64,
 }
 
 /// The recurrent snapshots the prefix tree kept running the benchmarks' prompts.
@@ -268,9 +295,17 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
         (0, _) | (_, 0) => None,
         _ => Some(snapshots(&model, each, args)?),
     };
+    let tree = match &args.tree_from {
+        Some(store) => Some(
+            tree_gain(&model, store, args)
+                .with_context(|| format!("--tree-from {}", store.display()))?,
+        ),
+        None => None,
+    };
     Ok(Measurement {
         generation,
         snapshots,
+        tree,
         macs_per_token: cost.macs_per_token as f64,
         decode_bytes: cost.decode_bytes as f64,
         decode_read,
@@ -317,6 +352,133 @@ fn snapshots(model: &Loaded, each: u64, args: &BenchArgs) -> anyhow::Result<Snap
         budget_mib: args.compute.snapshot_budget as f64,
         tree_tokens: stats.tree_tokens,
         replayed_tokens: stats.replayed_tokens,
+    })
+}
+
+/// A stored prompt's context tokens and, per label scored after it, its tokens and the stored
+/// log-probs' bits.
+type StoredPrompt = (Vec<u32>, Vec<(Vec<u32>, Vec<u32>)>);
+
+/// The scores stored in `store`, by prompt, tokenized by `model`. Refused: scores of several
+/// models, of another numerics mode, or whose label tokens this model does not give (another
+/// model's).
+fn stored_prompts(model: &Loaded, store: &Path) -> anyhow::Result<Vec<StoredPrompt>> {
+    let reg = Store::open_read(store)?;
+    let mut by_prompt: std::collections::BTreeMap<[u8; 32], Vec<ScoreRecord>> = Default::default();
+    let mut models = std::collections::BTreeSet::new();
+    for (_, s) in reg.all::<ScoreRecord>()? {
+        if s.backend != model.backend() {
+            bail!(
+                "a score of {:?} was computed in the {} mode; this child measures {}",
+                s.label,
+                s.backend,
+                model.backend()
+            );
+        }
+        models.insert(s.model);
+        by_prompt.entry(s.prompt).or_default().push(s);
+    }
+    if models.len() != 1 {
+        bail!("scores of {} models; one is needed", models.len());
+    }
+    by_prompt
+        .into_iter()
+        .map(|(prompt, scores)| {
+            let id = Id(prompt);
+            let text = reg
+                .get::<PromptRecord>(&id)?
+                .with_context(|| format!("prompt {} is not stored", id.short()))?
+                .text;
+            let labels: Vec<String> = scores.iter().map(|s| s.label.clone()).collect();
+            let (context, tokens) = model.split_tokens(&text, &labels)?;
+            let labels = scores
+                .into_iter()
+                .zip(tokens)
+                .map(|(s, t)| {
+                    if t != s.tokens {
+                        bail!(
+                            "label {:?} of prompt {}: this model's tokens are not the stored \
+                             ones (scored by another model?)",
+                            s.label,
+                            id.short()
+                        );
+                    }
+                    Ok((t, s.logprobs.iter().map(|x| x.to_bits()).collect()))
+                })
+                .collect::<anyhow::Result<_>>()?;
+            Ok((context, labels))
+        })
+        .collect()
+}
+
+/// `--tree-from`: the stored scores through the prefix tree (as `score` computes them), then
+/// straight, each prompt prefilled from the empty state and its labels scored after it, one
+/// prompt at a time. Each way must give the stored bits.
+fn tree_gain(model: &Loaded, store: &Path, args: &BenchArgs) -> anyhow::Result<TreeGain> {
+    let prompts = stored_prompts(model, store)?;
+    let labels: Vec<(usize, usize)> = prompts
+        .iter()
+        .enumerate()
+        .flat_map(|(p, (_, ls))| (0..ls.len()).map(move |l| (p, l)))
+        .collect();
+    if labels.is_empty() {
+        bail!("no scores stored");
+    }
+    let mut tags = 0..;
+    let jobs = prompts
+        .iter()
+        .map(|(context, ls)| tree::Job {
+            context: context.clone(),
+            tags: tags.by_ref().take(ls.len()).collect(),
+        })
+        .collect();
+    let same = |(p, l): (usize, usize), got: &[f32], way: &str| -> anyhow::Result<()> {
+        let (tokens, want) = &prompts[p].1[l];
+        if got.iter().map(|x| x.to_bits()).ne(want.iter().copied()) {
+            bail!(
+                "{way}: a score of {} tokens differs from the stored bits",
+                tokens.len()
+            );
+        }
+        Ok(())
+    };
+    let t = Instant::now();
+    let stats = tree::run(
+        model,
+        jobs,
+        args.compute.threads,
+        (args.compute.snapshot_budget as u64) << 20,
+        |tag, state| {
+            let tokens = &prompts[labels[tag].0].1[labels[tag].1].0;
+            Ok((
+                model.score_continuation(state, tokens)?,
+                tokens.len() as u64,
+            ))
+        },
+        |tag, logprobs, _| same(labels[tag], &logprobs, "the prefix tree"),
+    )?;
+    let tree_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut straight_tokens = 0;
+    for (p, (context, ls)) in prompts.iter().enumerate() {
+        let state = model.prefill(&model.empty_state(), context)?;
+        straight_tokens += context.len() as u64;
+        for (l, (tokens, _)) in ls.iter().enumerate() {
+            same(
+                (p, l),
+                &model.score_continuation(&state, tokens)?,
+                "straight",
+            )?;
+            straight_tokens += tokens.len() as u64;
+        }
+    }
+    Ok(TreeGain {
+        prompts: prompts.len(),
+        scores: labels.len(),
+        tree_tokens: stats.forward_tokens,
+        tree_s,
+        straight_tokens,
+        straight_s: t.elapsed().as_secs_f64(),
     })
 }
 
@@ -655,6 +817,7 @@ struct Row {
     generation: Vec<Generating>,
     snapshots: Option<Snapshots>,
     experts: Option<ExpertMemory>,
+    tree: Option<TreeGain>,
 }
 
 /// Issue 45: a mixture of experts needs in memory only the experts tokens chose, besides the
@@ -722,8 +885,12 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
         for &backend in &args.backends {
             let backend_name = format!("{backend:?}").to_lowercase();
             let tokens = args.tokens.iter().map(usize::to_string);
-            let out = Command::new(&exe)
-                .arg("bench")
+            let mut child = Command::new(&exe);
+            child.arg("bench");
+            if let Some(store) = &args.tree_from {
+                child.args(["--tree-from".as_ref(), store.as_os_str()]);
+            }
+            let out = child
                 .args(["--model".as_ref(), model.as_os_str()])
                 .args(["--tokens", &tokens.collect::<Vec<_>>().join(",")])
                 .args(["--decode", &args.decode.to_string()])
@@ -805,6 +972,7 @@ fn drive(args: &BenchArgs, json: bool) -> anyhow::Result<()> {
                     }
                 }),
                 snapshots: m.snapshots,
+                tree: m.tree,
             });
         }
     }
@@ -965,6 +1133,25 @@ fn print_table(r: &Report) {
                 s.peak_mib,
                 s.budget_mib,
                 s.replayed_tokens
+            );
+        }
+    }
+    for row in &r.rows {
+        if let Some(g) = &row.tree {
+            println!(
+                "{} {}: {} stored scores of {} prompts through the prefix tree: {} tokens in \
+                 {:.1} s; straight, each prompt from the empty state: {} tokens in {:.1} s; the \
+                 tree's gain {:.2}x in time, {:.2}x in tokens (the same bits both ways)",
+                row.model,
+                row.backend,
+                g.scores,
+                g.prompts,
+                g.tree_tokens,
+                g.tree_s,
+                g.straight_tokens,
+                g.straight_s,
+                g.straight_s / g.tree_s,
+                g.straight_tokens as f64 / g.tree_tokens as f64
             );
         }
     }

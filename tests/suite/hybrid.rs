@@ -60,6 +60,32 @@ pub fn tiny_qwen35_file(dir: &Path, store: Stored) -> PathBuf {
     family_files::write_config(dir, "tiny-qwen35", &tiny_qwen35(), store).unwrap()
 }
 
+/// The tiny Qwen3.5 (f32) added to `store` as `q`, and the set `small` of DeltaLogic episodes
+/// from generated theories, `per_type` of each cell (seed 1). Returns the model file.
+fn tiny_qwen35_with_set(dir: &Path, store: &Path, per_type: &str) -> PathBuf {
+    let model = tiny_qwen35_file(dir, Stored::F32);
+    dl(
+        store,
+        &["model", "add", model.to_str().unwrap(), "--name", "q"],
+    );
+    dl(
+        store,
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--seed",
+            "1",
+            "--per-type",
+            per_type,
+            "--name",
+            "small",
+        ],
+    );
+    model
+}
+
 fn copy(from: &Path, dir: &Path, name: &str) -> PathBuf {
     let to = dir.join(name);
     std::fs::copy(from, &to).unwrap();
@@ -80,27 +106,8 @@ fn bits(path: &Path) -> BTreeMap<Id, Vec<u32>> {
 #[test]
 fn tree_straight_runs_shards_threads_and_snapshot_budgets_give_the_same_bits_on_a_hybrid_model() {
     let dir = tempfile::tempdir().unwrap();
-    let model = tiny_qwen35_file(dir.path(), Stored::F32);
     let base = dir.path().join("base.redb");
-    dl(
-        &base,
-        &["model", "add", model.to_str().unwrap(), "--name", "q"],
-    );
-    dl(
-        &base,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "1",
-            "--per-type",
-            "2",
-            "--name",
-            "small",
-        ],
-    );
+    let model = tiny_qwen35_with_set(dir.path(), &base, "2");
     let score = ["--json", "score", "--model", "q", "--set", "small"];
     let json = |store: &Path, extra: &[&str]| -> serde_json::Value {
         let args = [&score[..], extra].concat();
@@ -403,4 +410,98 @@ fn the_mtp_draft_layers_are_skipped() {
         logits.iter().map(|x| x.to_bits()).collect()
     };
     assert_eq!(bits(&with_draft), bits(&gguf));
+}
+
+/// `bench --tree-from`: the scores a `score` run stored, computed again through the prefix tree
+/// and straight (each prompt prefilled from the empty state), give the stored bits both ways
+/// (bench fails otherwise), the tree forwarding fewer tokens than the straight runs, recurrent
+/// layers included. A store holding two models' scores is refused. A stand-in llama-bench prints
+/// its JSON.
+#[test]
+fn bench_scores_a_stored_set_through_the_tree_and_straight_with_the_same_bits() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.redb");
+    let model = tiny_qwen35_with_set(dir.path(), &store, "1");
+    let scored: serde_json::Value = serde_json::from_slice(
+        &dl(
+            &store,
+            &["--json", "score", "--model", "q", "--set", "small"],
+        )
+        .stdout,
+    )
+    .unwrap();
+    let llama = dir.path().join("llama-bench");
+    std::fs::write(
+        &llama,
+        "#!/bin/sh\ncat <<'END'\n[{\"n_prompt\": 8, \"n_gen\": 0, \"avg_ts\": 1.0, \
+         \"samples_ts\": [1.0]}, {\"n_prompt\": 0, \"n_gen\": 2, \"avg_ts\": 1.0, \
+         \"samples_ts\": [1.0]}]\nEND\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&llama, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bench = |from: &Path| {
+        crate::common::deltalogic(&dir.path().join("bench.redb"))
+            .args([
+                "--json",
+                "bench",
+                "--model",
+                model.to_str().unwrap(),
+                "--backend",
+                "flex",
+                "--tokens",
+                "8",
+                "--decode",
+                "2",
+                "--parallel",
+                "1",
+                "--generate",
+                "0",
+                "--reps",
+                "1",
+                "--llama-bench",
+                llama.to_str().unwrap(),
+                "--tree-from",
+                from.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = bench(&store);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tree = &report["rows"][0]["tree"];
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    assert_eq!(n(&tree["scores"]) as usize, bits(&store).len(), "{tree}");
+    // One tree over every stored prompt: at most what `score`'s trees, one per turn, forwarded.
+    assert!(
+        n(&tree["tree_tokens"]) <= n(&scored["forward_tokens"]),
+        "{tree} {scored}"
+    );
+    assert!(
+        n(&tree["straight_tokens"]) > n(&tree["tree_tokens"]),
+        "{tree}"
+    );
+
+    // A second model's scores in the same store: refused, not mixed.
+    let other =
+        family_files::write_config(dir.path(), "tiny-qwen35-b", &tiny_qwen35(), Stored::F32)
+            .unwrap();
+    dl(
+        &store,
+        &["model", "add", other.to_str().unwrap(), "--name", "b"],
+    );
+    dl(&store, &["score", "--model", "b", "--set", "small"]);
+    let out = bench(&store);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("scores of 2 models"), "{err}");
+    assert!(
+        err.contains(store.to_str().unwrap()),
+        "names the store: {err}"
+    );
 }

@@ -14,6 +14,7 @@ pub mod beliefr;
 pub mod clomo;
 pub mod deduce;
 pub mod deltalogic;
+pub mod harmony;
 pub mod prompts;
 pub mod question;
 pub mod robustlr;

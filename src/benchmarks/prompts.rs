@@ -91,8 +91,12 @@ pub(crate) fn record_of(name: &str, definition: &impl Serialize) -> TemplateReco
 /// `turns` (role, content) rendered with a model's chat template (jinja source), ending with the
 /// assistant's generation prompt. The template's own text is marked as markup, where control
 /// tokens are read; the messages' content is plain text, where `<|im_end|>` is only text
-/// (`model::tokenize`'s module docs). Without the marks, the text is the template's own.
+/// (`model::tokenize`'s module docs). Without the marks, the text is the template's own. A
+/// harmony template (gpt-oss's) is rendered as openai-harmony renders it (`harmony`).
 pub fn render_chat(jinja: &str, turns: &[(&str, String)]) -> Result<String> {
+    if super::harmony::is_harmony(jinja) {
+        return super::harmony::render(turns);
+    }
     use crate::model::tokenize::{markup, plain, MARKUP_CLOSE, MARKUP_OPEN};
     /// Stands around a message's index where its content goes (a noncharacter, as the marks).
     const HOLD: char = '\u{FDD2}';

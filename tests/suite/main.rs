@@ -26,6 +26,7 @@ mod generation;
 mod generation_golden;
 mod gguf_errors;
 mod grammar;
+mod harmony;
 mod hf_export;
 mod html_report;
 mod hybrid;

@@ -244,6 +244,13 @@ fn qwen3_6_vocab_matches_llama_cpp() {
     ignore = "needs the fetched models: bash scripts/fetch_models.sh"
 )]
 fn o200k_harmony_vocab_matches_llama_cpp() {
+    let tok = o200k_harmony();
+    compare("o200k-harmony-vocab", |text| tok.encode_plain(text));
+}
+
+/// gpt-oss's `o200k_harmony` tokenizer, from the fetched `o200k.vocab` (above); also the
+/// harmony chat format's (`harmony`).
+pub(crate) fn o200k_harmony() -> Tokenizer {
     let path = crate::common::fetched_model("o200k.vocab");
     let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let at = |i: usize, n: usize| {
@@ -275,14 +282,13 @@ fn o200k_harmony_vocab_matches_llama_cpp() {
         .chain((200_013..201_088).map(|i| format!("<|reserved_{i}|>")))
         .collect();
     // BOS <|startoftext|>, EOS <|return|>, padding <|endoftext|>.
-    let tok = ranks_vocab(
+    ranks_vocab(
         &ranks,
         added,
         "ggml-vocab-qwen2.gguf",
         Some("gpt-4o"),
         [199_998, 200_002, 199_999],
-    );
-    compare("o200k-harmony-vocab", |text| tok.encode_plain(text));
+    )
 }
 
 /// A byte-level BPE vocabulary from tiktoken ranks, as scripts/qwen36_vocab_goldens.py builds

@@ -6,7 +6,8 @@
 //! - `plain`: the paper's form, premises and question ending in `Label:`; labels ` True`,
 //!   ` False`, ` Uncertain` (with their separating space).
 //! - `chat`: the same question as a user turn in the model's own chat template (GGUF
-//!   `tokenizer.chat_template` or HF `tokenizer_config.json`), rendered with minijinja; the
+//!   `tokenizer.chat_template` or HF `tokenizer_config.json`), rendered with minijinja (a
+//!   harmony template, gpt-oss's, as openai-harmony renders it: `benchmarks::harmony`); the
 //!   model's step-1 label becomes its assistant turn. Labels `True`, `False`, `Uncertain` open
 //!   the assistant turn.
 //! - `dialogue`: the paper's four-turn episode (its appendix) in the plain form: (i) answer from

@@ -20,6 +20,8 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use rayon::prelude::*;
+
 use crate::model::block::config::{Gating, SwigluClamp};
 use crate::model::format::gguf::BlockBytes;
 use crate::model::format::quant::{dequantize, GgmlType};
@@ -100,6 +102,26 @@ pub struct Expert {
 }
 
 impl Expert {
+    /// The expert's output for the rows of `h: [rows, d]` that chose it.
+    fn forward(&self, h: &[f32], clamped: Option<SwigluClamp>) -> Vec<f32> {
+        self.chosen.store(true, Ordering::Relaxed);
+        let (mut gate, mut up) = (self.gate.matmul(h), self.up.matmul(h));
+        if let Some([bg, bu, _]) = &self.biases {
+            add_bias(&mut gate, bg);
+            add_bias(&mut up, bu);
+        }
+        let mut act = vec![0f32; gate.len()];
+        match clamped {
+            None => kernels::silu_mul(&gate, &up, &mut act),
+            Some(c) => swiglu_clamped(c, &gate, &up, &mut act),
+        }
+        let mut y = self.down.matmul(&act);
+        if let Some([_, _, bd]) = &self.biases {
+            add_bias(&mut y, bd);
+        }
+        y
+    }
+
     /// Bytes of its three matrices as the file stores them.
     fn bytes(&self) -> usize {
         [&self.gate, &self.up, &self.down]
@@ -211,32 +233,21 @@ impl Experts {
                     .collect(),
             );
         }
+        // One hand-off to the thread pool for all the chosen experts (each product splitting
+        // its outputs further), not three per expert: in decode a token's 8 small experts each
+        // paid the pool's start and join three times over. Threads split experts and outputs,
+        // never a sum, so the bits are the same for any split.
         let outs: Vec<Vec<f32>> = rows_of
-            .iter()
+            .par_iter()
             .zip(&self.experts)
             .map(|(rows, expert)| {
                 if rows.is_empty() {
                     return Vec::new();
                 }
-                expert.chosen.store(true, Ordering::Relaxed);
                 let mut h = Vec::with_capacity(rows.len() * d);
                 rows.iter()
                     .for_each(|&r| h.extend_from_slice(&x[r * d..][..d]));
-                let (mut gate, mut up) = (expert.gate.matmul(&h), expert.up.matmul(&h));
-                if let Some([bg, bu, _]) = &expert.biases {
-                    add_bias(&mut gate, bg);
-                    add_bias(&mut up, bu);
-                }
-                let mut act = vec![0f32; gate.len()];
-                match self.clamped {
-                    None => kernels::silu_mul(&gate, &up, &mut act),
-                    Some(c) => swiglu_clamped(c, &gate, &up, &mut act),
-                }
-                let mut y = expert.down.matmul(&act);
-                if let Some([_, _, bd]) = &expert.biases {
-                    add_bias(&mut y, bd);
-                }
-                y
+                expert.forward(&h, self.clamped)
             })
             .collect();
         let mut out = vec![0f32; t * d];

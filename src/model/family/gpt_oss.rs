@@ -22,8 +22,8 @@
 //! real gpt-oss-20b file at its first expert tensor).
 //! The `o200k_harmony` tokenizer is llama.cpp's `gpt-4o` pre-tokenizer over an o200k vocabulary
 //! (read like Phi-4-mini's; checked against llama.cpp and openai-harmony in
-//! `tokenizer_golden::o200k_harmony_vocab_matches_llama_cpp`); the harmony chat format is not
-//! implemented.
+//! `tokenizer_golden::o200k_harmony_vocab_matches_llama_cpp`); its chat format, harmony, is
+//! rendered by `benchmarks::harmony`.
 
 use serde_json::{Map, Value};
 

@@ -196,6 +196,26 @@ pub fn dl(store: &std::path::Path, args: &[&str]) -> std::process::Output {
     out
 }
 
+/// Builds the set `name` of DeltaLogic episodes from generated theories in `store`: `per_type`
+/// episodes of each cell, from `seed`.
+pub fn build_generated(store: &std::path::Path, seed: &str, per_type: &str, name: &str) {
+    dl(
+        store,
+        &[
+            "build",
+            "deltalogic",
+            "--from",
+            "generated",
+            "--seed",
+            seed,
+            "--per-type",
+            per_type,
+            "--name",
+            name,
+        ],
+    );
+}
+
 /// A model file fetched by scripts/fetch_models.sh (into `DELTALOGIC_MODELS` or `models/`). A test
 /// that reads one carries `#[cfg_attr(models_missing, ignore = "...")]`: build.rs sets
 /// `models_missing` when the files are absent outside CI, so such a test is reported as ignored,

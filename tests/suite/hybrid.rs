@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::common::dl;
+use crate::common::{build_generated, dl};
 use deltalogic::eval::{PromptRecord, ScoreRecord};
 use deltalogic::model::block::config::{Config, Rope, Shape};
 use deltalogic::model::block::delta_net::DeltaNet;
@@ -68,21 +68,7 @@ fn tiny_qwen35_with_set(dir: &Path, store: &Path, per_type: &str) -> PathBuf {
         store,
         &["model", "add", model.to_str().unwrap(), "--name", "q"],
     );
-    dl(
-        store,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "1",
-            "--per-type",
-            per_type,
-            "--name",
-            "small",
-        ],
-    );
+    build_generated(store, "1", per_type, "small");
     model
 }
 
@@ -188,21 +174,7 @@ fn generations_on_a_hybrid_model_are_audited_bit_for_bit() {
         &store,
         &["model", "add", model.to_str().unwrap(), "--name", "q"],
     );
-    dl(
-        &store,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "2",
-            "--per-type",
-            "1",
-            "--name",
-            "one",
-        ],
-    );
+    build_generated(&store, "2", "1", "one");
     let run = |args: &[&str]| -> serde_json::Value {
         serde_json::from_slice(&dl(&store, args).stdout).unwrap()
     };

@@ -38,21 +38,7 @@ pub fn scored_with(dir: &Path, add: &[&str], norm: &str) -> PathBuf {
     let mut args = vec!["model", "add", model.to_str().unwrap(), "--name", "smol"];
     args.extend_from_slice(add);
     dl(&store, &args);
-    dl(
-        &store,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "0",
-            "--per-type",
-            "1",
-            "--name",
-            "tiny",
-        ],
-    );
+    common::build_generated(&store, "0", "1", "tiny");
     dl(
         &store,
         &["score", "--model", "smol", "--set", "tiny", "--norm", norm],

@@ -248,21 +248,7 @@ fn the_real_smollm2_flips_a_conclusion_between_normalisations() {
         &store,
         &["model", "add", model.to_str().unwrap(), "--name", "smol"],
     );
-    dl(
-        &store,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "0",
-            "--per-type",
-            "3",
-            "--name",
-            "small",
-        ],
-    );
+    common::build_generated(&store, "0", "3", "small");
     let scored = dl(
         &store,
         &[

@@ -3,7 +3,7 @@
 //! request, a server that dies mid-run, and answers a client must refuse. The real engines are
 //! tested in `engines`.
 
-use crate::common::{self, deltalogic, dl, members, model_id, ByteModel, NoChat};
+use crate::common::{self, build_generated, deltalogic, dl, members, model_id, ByteModel, NoChat};
 use crate::fake_server::{Consistent, Fake, Fault};
 use crate::served_safety::{add_args, run, run_ok, KEY, VAR};
 use deltalogic::benchmarks::deltalogic::Episode;
@@ -524,21 +524,7 @@ fn a_merge_never_follows_a_url_or_key_variable_from_the_file() {
         );
     }
     // Not askable until registered here.
-    dl(
-        &mine,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "6",
-            "--per-type",
-            "1",
-            "--name",
-            "other",
-        ],
-    );
+    build_generated(&mine, "6", "1", "other");
     let err = not_registered(&run(&mine, &["score", "--model", "byte", "--set", "other"]));
     assert!(err.contains("it came from a cache file"), "{err}");
     assert_eq!(fake.received(), before, "{err}");

@@ -205,21 +205,7 @@ fn real_model_parts_merged_equal_a_single_run() {
         &base,
         &["model", "add", model.to_str().unwrap(), "--name", "smol"],
     );
-    dl(
-        &base,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "1",
-            "--per-type",
-            "2",
-            "--name",
-            "small",
-        ],
-    );
+    common::build_generated(&base, "1", "2", "small");
     let score = ["--json", "score", "--model", "smol", "--set", "small"];
     let single = copy(&base, dir.path(), "single.redb");
     let one: serde_json::Value = serde_json::from_slice(&dl(&single, &score).stdout).unwrap();

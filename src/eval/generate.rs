@@ -229,11 +229,11 @@ impl<'a, M: Generation, K: Display> Lockstep<'a, M, K> {
             .unzip();
         let refs: Vec<&[u32]> = runs.iter().map(Vec::as_slice).collect();
         let (model, ends) = (self.model, &self.ends);
-        let rows = goings.len();
+        let generations = goings.len();
         let mut failed = None;
         let mut keep = |i: usize, logits: &[f32]| -> usize {
             let run = refs[i];
-            match goings[i].take(model, ends, run, logits, rows) {
+            match goings[i].take(model, ends, run, logits, generations) {
                 Ok(n) => n,
                 Err(e) => {
                     failed.get_or_insert(e);
@@ -421,8 +421,8 @@ impl Drafter {
         Vec::new()
     }
 
-    /// A pass's outcome: `accepted` of `drafted` tokens taken, in a pass of `rows` generations.
-    fn update(&mut self, drafted: usize, accepted: usize, rows: usize) {
+    /// A pass's outcome: `accepted` of `drafted` tokens taken, in a pass of `generations`.
+    fn update(&mut self, drafted: usize, accepted: usize, generations: usize) {
         self.last_accepted = accepted;
         if drafted == 0 {
             return;
@@ -433,7 +433,7 @@ impl Drafter {
         };
         self.seen = self.seen * DECAY + drafted as f32;
         self.taken = self.taken * DECAY + accepted as f32;
-        let pays = self.taken * (rows + PASS_ROWS) as f32 >= self.seen * rows as f32;
+        let pays = self.taken * (generations + PASS_ROWS) as f32 >= self.seen * generations as f32;
         match accepted {
             0 => self.misses += 1,
             _ => self.misses = 0,

@@ -5,18 +5,30 @@
 //!
 //! Both engines quantise activations to 8 bits per block, and on these small models that makes
 //! the label log-probs chaotic in their low bits: one ulp of difference upstream moves a value
-//! across a step of the 8-bit grid, and the change spreads through the layers. llama.cpp does
-//! not agree with itself across vector units: its AVX2 and AVX-512 builds differ by a mean
-//! |Δ log-prob| of 0.107 (SmolLM2 Q4_1, best label 48/50) and 0.050 (Qwen2.5-Coder-0.5B) on
-//! these cases, and perturbing our activations by 1.2e-7 relative (about one ulp) before they are
-//! quantised moves SmolLM2's by 0.13. A fixed distance such as 0.01 is therefore out of reach
-//! for any engine that does not repeat llama.cpp's own float operations in its own order, which
-//! differs by CPU. The test holds the integer mode to llama.cpp's own spread instead: its
-//! distance to the native build must stay within 1.5 times the distance between the two
-//! llama.cpp builds. A wrong kernel (a block scale, a sign, a min term) lands far outside.
+//! across a step of the 8-bit grid, and the change spreads through the layers (perturbing our
+//! activations by 1.2e-7 relative, about one ulp, before they are quantised moves SmolLM2's
+//! log-probs by 0.13). A fixed distance such as 0.01 from llama.cpp is therefore out of reach
+//! for any engine that does not repeat llama.cpp's own float operations in its own order.
+//!
+//! Two yardsticks instead, on the same quantised file:
+//! - **Accuracy** (the gate): the integer mode's distance from the exact product of the file's
+//!   weights — our f32 mode on the same file, which agrees with llama.cpp's f32 path to 5e-5 on
+//!   every family's f32 twin (Gemma's to 2e-3: llama.cpp's f16 GELU table) — is at most `ACCURACY_FACTOR` times llama.cpp's native build's
+//!   distance from it. Both engines' integer modes are measured from the same point, so this
+//!   asks that ours rounds no worse than llama.cpp's; a wrong kernel (a block scale, a sign, a
+//!   min term) or a coarser activation quantiser lands far outside.
+//! - **llama.cpp's own spread**: the distance between its native build (AVX-512 on the machine
+//!   that made the goldens) and its AVX2 build; ours to the native build within `SPREAD_FACTOR`
+//!   times it. That measures how far two builds drift that share every activation rounding but
+//!   their f32 kernels' width: on the real models here the spread is wide (SmolLM2 0.107) and
+//!   ours is within it, but on most of the random-weight family files (`families_llamacpp`)
+//!   the two builds are as far from the exact product as ours (0.11 on Qwen3's file) and yet
+//!   a tenth of that from each other (0.009): their errors are one error. An engine with its
+//!   own order of float operations makes its own, and lands outside; those files are listed
+//!   there, by name.
+//!
 //! The real Gemma 3 270M's goldens come from scripts/gemma3_real_goldens.py (the AVX2 one with
-//! `--llamacpp-only`); the random-weight family files are held to their own spreads the same
-//! way in `families_llamacpp`.
+//! `--llamacpp-only`).
 
 use crate::common::{self, golden, Golden};
 
@@ -27,6 +39,10 @@ use deltalogic::model::scorer::{set_threads, Backend, Scorer};
 /// How far our integer mode may be from llama.cpp's native build, as a multiple of the distance
 /// between llama.cpp's native and AVX2 builds.
 pub(super) const SPREAD_FACTOR: f64 = 1.5;
+/// How far our integer mode may be from the exact product, as a multiple of llama.cpp's native
+/// build's distance from it. Measured on the 14 family files (2026-11-28): 0.85 to 1.07 on the
+/// mean |Δ log-prob|, 0.99 to 1.04 on the mean |Δ logit| (docs/models.md).
+pub(super) const ACCURACY_FACTOR: f64 = 1.25;
 
 /// Each case's per-label log-probs.
 type Scores = Vec<Vec<Vec<f32>>>;
@@ -63,28 +79,40 @@ fn distance(a: &Scores, b: &Scores) -> (f64, usize) {
 
 fn within_llama_cpp_spread(model: &Path, name: &str) {
     set_threads(2).unwrap();
-    let scorer = Scorer::open(model, Backend::Int8).unwrap();
     let native = golden(&format!("{name}-llamacpp.json"));
     let avx2 = of(&golden(&format!("{name}-llamacpp-avx2.json")));
-    let ours: Scores = native
-        .cases
-        .iter()
-        .map(|case| {
-            let labels: Vec<String> = case.labels.iter().map(|l| l.label.clone()).collect();
-            let scores = scorer.score(&case.context, &labels).unwrap();
-            for (want, got) in case.labels.iter().zip(&scores) {
-                assert_eq!(got.tokens, want.tokens, "tokens of {:?}", want.label);
-            }
-            scores.into_iter().map(|s| s.logprobs).collect()
-        })
-        .collect();
+    let [ours, exact] = [Backend::Int8, Backend::Flex].map(|backend| {
+        let scorer = Scorer::open(model, backend).unwrap();
+        native
+            .cases
+            .iter()
+            .map(|case| {
+                let labels: Vec<String> = case.labels.iter().map(|l| l.label.clone()).collect();
+                let scores = scorer.score(&case.context, &labels).unwrap();
+                for (want, got) in case.labels.iter().zip(&scores) {
+                    assert_eq!(got.tokens, want.tokens, "tokens of {:?}", want.label);
+                }
+                scores.into_iter().map(|s| s.logprobs).collect()
+            })
+            .collect::<Scores>()
+    });
     let native = of(&native);
     let cases = native.len();
     let (ours_d, ours_agree) = distance(&ours, &native);
     let (spread, spread_agree) = distance(&avx2, &native);
+    let (ours_e, ours_e_agree) = distance(&ours, &exact);
+    let (native_e, native_e_agree) = distance(&native, &exact);
+    let (avx2_e, _) = distance(&avx2, &exact);
     eprintln!(
         "{name} int8 vs llama.cpp native: mean |dlogprob| {ours_d:.4}, best label \
-         {ours_agree}/{cases}; llama.cpp AVX2 vs native: {spread:.4}, {spread_agree}/{cases}"
+         {ours_agree}/{cases}; llama.cpp AVX2 vs native: {spread:.4}, {spread_agree}/{cases}; \
+         from the exact product: ours {ours_e:.4} ({ours_e_agree}/{cases}), llama.cpp native \
+         {native_e:.4} ({native_e_agree}/{cases}), AVX2 {avx2_e:.4}"
+    );
+    assert!(
+        ours_e <= ACCURACY_FACTOR * native_e,
+        "{name}: int8 is {ours_e:.4} from the exact product, more than {ACCURACY_FACTOR} x \
+         llama.cpp's {native_e:.4}"
     );
     assert!(
         ours_d <= SPREAD_FACTOR * spread,

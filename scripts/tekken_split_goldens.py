@@ -39,6 +39,7 @@ import gguf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import qwen36_vocab_goldens  # noqa: E402
+import tekken_vocab_goldens  # noqa: E402
 from qwen36_vocab_goldens import BYTE_ENCODER, token_bytes_to_string  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,19 +74,7 @@ def write_vocab(out):
     assert len(set(tokens)) == len(tokens), "a token twice"
     types = [gguf.TokenType.CONTROL] * len(SPECIAL) + [gguf.TokenType.NORMAL] * (
         len(tokens) - len(SPECIAL))
-    w = gguf.GGUFWriter(str(out), "mistral3")
-    w.add_name("tekken-split")
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("tekken")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.close()
+    tekken_vocab_goldens.write_gguf(out, "tekken-split", tokens, types, merges)
     return merges
 
 

@@ -434,7 +434,6 @@ fn hf_file_round_trip() {
 )]
 fn tekken_vocab_matches_llama_cpp() {
     use base64::Engine as _;
-    use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
     let path = crate::common::fetched_model("tekken_240911.json");
     let at = |detail: String| format!("{}: {detail}", path.display());
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}", at(e.to_string())));
@@ -500,26 +499,7 @@ fn tekken_vocab_matches_llama_cpp() {
         .chain(by_rank.iter().map(|t| spell(t)))
         .collect();
     let tokens = [named, tokens].concat();
-    // llama.cpp's token types: 3 control, 1 normal.
-    let types: Vec<i32> = (0..tokens.len())
-        .map(|i| if i < specials { 3 } else { 1 })
-        .collect();
-    let mut w = GgufWriter::default();
-    w.kv("general.architecture", Meta::Str("mistral3".into()))
-        .kv("general.name", Meta::Str("tekken-vocab".into()))
-        .kv("tokenizer.ggml.model", Meta::Str("gpt2".into()))
-        .kv("tokenizer.ggml.pre", Meta::Str("tekken".into()))
-        .kv("tokenizer.ggml.tokens", Meta::Strs(tokens))
-        .kv("tokenizer.ggml.token_type", Meta::I32s(types))
-        .kv("tokenizer.ggml.merges", Meta::Strs(merges))
-        .kv("tokenizer.ggml.bos_token_id", Meta::U32(1))
-        .kv("tokenizer.ggml.eos_token_id", Meta::U32(2))
-        .kv("tokenizer.ggml.unknown_token_id", Meta::U32(0));
-    let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().join("tekken-vocab.gguf");
-    w.write(&out).unwrap_or_else(|e| panic!("{e}"));
-    let tok = Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let tok = tekken_vocab("tekken-vocab", "tekken", tokens, specials, merges);
     compare("tekken-vocab", |text| tok.encode_plain(text));
 }
 
@@ -568,28 +548,14 @@ fn tekken_split_matches_llama_cpp() {
         .chain(merged)
         .chain(strings("whole"))
         .collect();
-    let dir = tempfile::tempdir().expect("temp dir");
     let vocab = |pre: &str| {
-        use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
-        // llama.cpp's token types: 3 control, 1 normal.
-        let types = (0..tokens.len())
-            .map(|i| if i < special.len() { 3 } else { 1 })
-            .collect();
-        let mut w = GgufWriter::default();
-        w.kv("general.architecture", Meta::Str("mistral3".into()))
-            .kv("general.name", Meta::Str("tekken-split".into()))
-            .kv("tokenizer.ggml.model", Meta::Str("gpt2".into()))
-            .kv("tokenizer.ggml.pre", Meta::Str(pre.into()))
-            .kv("tokenizer.ggml.tokens", Meta::Strs(tokens.clone()))
-            .kv("tokenizer.ggml.token_type", Meta::I32s(types))
-            .kv("tokenizer.ggml.merges", Meta::Strs(merges.clone()))
-            .kv("tokenizer.ggml.bos_token_id", Meta::U32(1))
-            .kv("tokenizer.ggml.eos_token_id", Meta::U32(2))
-            .kv("tokenizer.ggml.unknown_token_id", Meta::U32(0));
-        let out = dir.path().join(format!("{pre}.gguf"));
-        w.write(&out).unwrap_or_else(|e| panic!("{e}"));
-        Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
-            .unwrap_or_else(|e| panic!("{e}"))
+        tekken_vocab(
+            "tekken-split",
+            pre,
+            tokens.clone(),
+            special.len(),
+            merges.clone(),
+        )
     };
     let tekken = vocab("tekken");
     let wrong: Vec<String> = cases
@@ -628,4 +594,37 @@ fn tekken_split_matches_llama_cpp() {
             "{text:?}: Llama 3's split gives tekken's ids (differs on {differ:?})"
         );
     }
+}
+
+/// A vocabulary-only GGUF as scripts/tekken_vocab_goldens.py's `write_gguf` writes one (BOS 1,
+/// EOS 2, UNK 0; the first `control` tokens control tokens, the others normal), but with
+/// pre-tokenizer `pre`, read back.
+fn tekken_vocab(
+    name: &str,
+    pre: &str,
+    tokens: Vec<String>,
+    control: usize,
+    merges: Vec<String>,
+) -> Tokenizer {
+    use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
+    // llama.cpp's token types: 3 control, 1 normal.
+    let types = (0..tokens.len())
+        .map(|i| if i < control { 3 } else { 1 })
+        .collect();
+    let mut w = GgufWriter::default();
+    w.kv("general.architecture", Meta::Str("mistral3".into()))
+        .kv("general.name", Meta::Str(name.into()))
+        .kv("tokenizer.ggml.model", Meta::Str("gpt2".into()))
+        .kv("tokenizer.ggml.pre", Meta::Str(pre.into()))
+        .kv("tokenizer.ggml.tokens", Meta::Strs(tokens))
+        .kv("tokenizer.ggml.token_type", Meta::I32s(types))
+        .kv("tokenizer.ggml.merges", Meta::Strs(merges))
+        .kv("tokenizer.ggml.bos_token_id", Meta::U32(1))
+        .kv("tokenizer.ggml.eos_token_id", Meta::U32(2))
+        .kv("tokenizer.ggml.unknown_token_id", Meta::U32(0));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join(format!("{name}-{pre}.gguf"));
+    w.write(&out).unwrap_or_else(|e| panic!("{e}"));
+    Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
 """Dev only: Hugging Face transformers' label log-probs, next-token logits and greedy tokens on
-Gemma 4 E2B's family file (issue 43), as fixtures/golden/families-gemma4-transformers.json, the
-f32 reference for Gemma 4 (tests/suite/families_llamacpp.rs): llama.cpp is not one in f32 for
-Gemma, its CPU GELU being read from an f16 table.
+a Gemma 4 family file (issue 43), as fixtures/golden/families-gemma4-transformers.json (E2B's) or
+families-gemma4-e4b-transformers.json (E4B's), the f32 reference for Gemma 4
+(tests/suite/families_llamacpp.rs): llama.cpp is not one in f32 for Gemma, its CPU GELU being read
+from an f16 table.
 
-The f32 file `gemma4-e2b-window16-f32.gguf` is written by `deltalogic dev family-files`, exported
-with `deltalogic model export-hf` (whose config.json and tensor names are transformers'), and
-loaded by transformers' own `Gemma4ForCausalLM` in f32 with eager attention. The contexts and
-labels are read from the llama.cpp golden (families-gemma4-llamacpp.json, beside --out), and the
-golden has its layout.
+The f32 file (`gemma4-e2b-window16-f32.gguf` by default, --name) is written by `deltalogic dev
+family-files`, exported with `deltalogic model export-hf` (whose config.json and tensor names are
+transformers'), and loaded by transformers' own `Gemma4ForCausalLM` in f32 with eager attention.
+The contexts and labels are read from the llama.cpp golden of the same file (--cases, beside
+--out), and the golden has its layout.
 
 Runs under a Python with torch and transformers (the vLLM CPU venv):
     .tools/vllm-venv/bin/python scripts/gemma4_transformers_goldens.py \
         [--deltalogic target/debug/deltalogic] [--dir /tmp/gemma4]
+and for E4B's file:
+    .tools/vllm-venv/bin/python scripts/gemma4_transformers_goldens.py \
+        --name gemma4-e4b-window16 --cases families-gemma4-e4b-llamacpp.json \
+        --out fixtures/golden/families-gemma4-e4b-transformers.json
 """
 
 import argparse
@@ -30,9 +35,12 @@ ap.add_argument("--deltalogic", default="target/debug/deltalogic")
 ap.add_argument("--dir", default="/tmp/deltalogic-gemma4")
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--out", default="fixtures/golden/families-gemma4-transformers.json")
+ap.add_argument("--name", default="gemma4-e2b-window16", help="the family file")
+ap.add_argument("--cases", default="families-gemma4-llamacpp.json",
+                help="the llama.cpp golden of that file, beside --out")
 a = ap.parse_args()
 GREEDY = 8
-NAME = "gemma4-e2b-window16"
+NAME = a.name
 torch.set_num_threads(a.threads)
 
 os.makedirs(a.dir, exist_ok=True)
@@ -52,8 +60,9 @@ model.eval()
 
 def cases():
     """The llama.cpp golden's contexts and labels (scripts/llamacpp_families.py's)."""
-    path = os.path.join(os.path.dirname(a.out), "families-gemma4-llamacpp.json")
-    golden = json.load(open(path))["files"][0]["cases"]
+    path = os.path.join(os.path.dirname(a.out), a.cases)
+    (golden,) = [f["cases"] for f in json.load(open(path))["files"]
+                 if f["file"] == f"{NAME}-f32.gguf"]
     return [(c["context"], [l["tokens"] for l in c["labels"]]) for c in golden]
 
 

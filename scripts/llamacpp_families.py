@@ -35,6 +35,9 @@ and fixtures/golden/families-hybrid-llamacpp.json (Qwen3.5, issue 44; the C++ pr
 change for a recurrent model: it clears the whole sequence before each line):
     scripts/llamacpp_families.py --only qwen35-0.8b --greedy \
         --out fixtures/golden/families-hybrid-llamacpp.json
+and fixtures/golden/families-gemma4-e4b-llamacpp.json (Gemma 4 E4B, issue 43; a 1.6 GB f32 file):
+    scripts/llamacpp_families.py --only gemma4-e4b-window16 --greedy \
+        --out fixtures/golden/families-gemma4-e4b-llamacpp.json
 """
 
 import argparse
@@ -77,6 +80,10 @@ def family_files(only):
 
 
 files = [f for name in a.only for f in family_files(name)] if a.only else family_files(None)
+# The C++ program's RUNPATH names bin_dir, but libllama's own dependencies are looked up by
+# libllama's RUNPATH, the directory it was built in, which may be gone (the AVX2 build's names
+# another worktree's): libggml is looked up in bin_dir first.
+env = dict(os.environ, LD_LIBRARY_PATH=bin_dir)
 
 
 def cases():
@@ -116,7 +123,7 @@ for path in files:
         for l in labels:
             lines.append(" ".join(map(str, [len(ctx)] + ctx + l)))
     run = subprocess.run([exe, path, a.threads], input="\n".join(lines) + "\n",
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=env)
     if run.returncode != 0:
         print(f"{os.path.basename(path)}: llama.cpp failed: {run.stderr[-2000:]}")
         continue
@@ -132,7 +139,7 @@ for path in files:
         run = subprocess.run([exe, path, a.threads, "greedy", str(GREEDY)],
                              input="".join(f"{len(ctx)} {' '.join(map(str, ctx))}\n"
                                            for ctx, _ in cs),
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, env=env)
         if run.returncode != 0:
             print(f"{os.path.basename(path)}: llama.cpp greedy failed: {run.stderr[-2000:]}")
             continue

@@ -79,8 +79,15 @@ def write_vocab(tekken, out):
     special = SPECIAL + [f"<SPECIAL_{i}>" for i in range(len(SPECIAL), specials)]
     tokens = special + [token_bytes_to_string(t) for t in by_rank]
     types = [gguf.TokenType.CONTROL] * specials + [gguf.TokenType.NORMAL] * n_ranks
+    write_gguf(out, "tekken-vocab", tokens, types, merges)
+    print(f"{out}: {specials} special, {n_ranks} ranks, {len(merges)} merges")
+
+
+def write_gguf(out, name, tokens, types, merges):
+    """A vocabulary-only GGUF with pre-tokenizer `tekken`: BOS 1, EOS 2, UNK 0, no
+    `add_bos_token` (llama.cpp's default for `tekken`, add one, applies)."""
     w = gguf.GGUFWriter(str(out), "mistral3")
-    w.add_name("tekken-vocab")
+    w.add_name(name)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("tekken")
     w.add_token_list(tokens)
@@ -92,7 +99,6 @@ def write_vocab(tekken, out):
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.close()
-    print(f"{out}: {specials} special, {n_ranks} ranks, {len(merges)} merges")
 
 
 def main():

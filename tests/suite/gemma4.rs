@@ -100,6 +100,40 @@ fn gemma4_gives_the_same_bits_from_gguf_from_its_export_and_converted_back() {
     );
 }
 
+/// E4B's form (`gemma4-e4b-window16`: one MLP width on every layer, `use_double_wide_mlp`
+/// false) at the same tiny widths, through its export and back.
+#[test]
+fn gemma4_e4b_form_gives_the_same_bits_from_gguf_from_its_export_and_converted_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let e4b = config("gemma4-e4b-window16").unwrap();
+    assert!(e4b.layer_intermediate.is_empty() && e4b.kv_heads == 2);
+    let cfg = Config {
+        layer_intermediate: Vec::new(),
+        ..tiny()
+    };
+    let gguf = write_config(d, "gemma4-e4b-tiny", &cfg, Store::F32).unwrap();
+    assert_eq!(
+        Gguf::open(&gguf)
+            .unwrap()
+            .get("gemma4.feed_forward_length")
+            .map(|v| format!("{v:?}")),
+        Some("U32(96)".into())
+    );
+    let want = scores(&gguf);
+    let hf = d.join("hf");
+    hf_export::export(&gguf, &hf).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(hf.join("config.json")).unwrap()).unwrap();
+    assert_eq!(json["use_double_wide_mlp"], false);
+    let got = scores(&hf);
+    assert_eq!(bits(&got.0), bits(&want.0), "export: label log-probs");
+    assert_eq!(bits(&got.1), bits(&want.1), "export: logits");
+    let back = d.join("back.gguf");
+    hf_to_gguf(&hf, &back, Store::F32, None).unwrap();
+    assert_eq!(bits(&scores(&back).0), bits(&want.0), "converted back");
+}
+
 /// What each of Gemma 4's own features does: without it the scores move.
 #[test]
 fn gemma4_features_each_change_the_scores() {

@@ -434,7 +434,6 @@ fn hf_file_round_trip() {
 )]
 fn tekken_vocab_matches_llama_cpp() {
     use base64::Engine as _;
-    use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
     let path = crate::common::fetched_model("tekken_240911.json");
     let at = |detail: String| format!("{}: {detail}", path.display());
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}", at(e.to_string())));
@@ -500,15 +499,123 @@ fn tekken_vocab_matches_llama_cpp() {
         .chain(by_rank.iter().map(|t| spell(t)))
         .collect();
     let tokens = [named, tokens].concat();
+    let tok = tekken_vocab("tekken-vocab", "tekken", tokens, specials, merges);
+    compare("tekken-vocab", |text| tok.encode_plain(text));
+}
+
+/// Tekken's split itself, which the real vocabulary above cannot pin (trained on that split, none
+/// of its tokens crosses a boundary of it, so its ids stay the same under Llama 3's or GPT-4o's
+/// regex): a small vocabulary with `tokenizer.ggml.pre = "tekken"` whose merges cross the places
+/// where the splits differ (digit runs, contractions on either side, camel case, punctuation with
+/// its newlines) and a token no merge reaches, built from fixtures/tokens/tekken-split.json as
+/// scripts/tekken_split_goldens.py built it for llama.cpp; the ids are llama.cpp's, BOS by its
+/// default for `tekken`.
+#[test]
+fn tekken_split_matches_llama_cpp() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/tokens/tekken-split.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let golden: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let strings = |key: &str| -> Vec<String> {
+        golden[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: no {key}", path.display()))
+            .iter()
+            .map(|s| s.as_str().expect("a string").to_string())
+            .collect()
+    };
+    let cases: Vec<Golden> = golden["cases"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}: no cases", path.display()))
+        .iter()
+        .map(|c| Golden {
+            text: c["text"].as_str().expect("text string").to_string(),
+            ids: c["ids"]
+                .as_array()
+                .expect("ids array")
+                .iter()
+                .map(|id| id.as_u64().expect("id") as u32)
+                .collect(),
+        })
+        .collect();
+    let (special, merges) = (strings("special"), strings("merges"));
+    // Each merge's result is a token, after the special tokens and the bytes.
+    let merged = merges.iter().map(|m| m.replacen(' ', "", 1));
+    let tokens: Vec<String> = special
+        .iter()
+        .cloned()
+        .chain(byte_alphabet().iter().map(char::to_string))
+        .chain(merged)
+        .chain(strings("whole"))
+        .collect();
+    let vocab = |pre: &str| {
+        tekken_vocab(
+            "tekken-split",
+            pre,
+            tokens.clone(),
+            special.len(),
+            merges.clone(),
+        )
+    };
+    let tekken = vocab("tekken");
+    let wrong: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            let ids = tekken
+                .encode_plain(&c.text)
+                .unwrap_or_else(|e| panic!("{e}"));
+            (ids != c.ids)
+                .then(|| format!("{:?}\n  llama.cpp {:?}\n  ours      {ids:?}", c.text, c.ids))
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "tekken-split: {} of {} texts tokenized differently from llama.cpp:\n{}",
+        wrong.len(),
+        cases.len(),
+        wrong.join("\n")
+    );
+    // The cases tell the splits apart: Llama 3's, which also takes a piece that is a token whole
+    // and adds a BOS, gives other ids on digit runs, a contraction and camel case.
+    let llama3 = vocab("llama-bpe");
+    let differ: Vec<&str> = cases
+        .iter()
+        .filter(|c| llama3.encode_plain(&c.text).ok().as_ref() != Some(&c.ids))
+        .map(|c| c.text.as_str())
+        .collect();
+    eprintln!(
+        "tekken-split: {} texts identical to llama.cpp; Llama 3's split differs on {}",
+        cases.len(),
+        differ.len()
+    );
+    for text in ["12345", "'sam", "camelCase"] {
+        assert!(
+            differ.contains(&text),
+            "{text:?}: Llama 3's split gives tekken's ids (differs on {differ:?})"
+        );
+    }
+}
+
+/// A vocabulary-only GGUF as scripts/tekken_vocab_goldens.py's `write_gguf` writes one (BOS 1,
+/// EOS 2, UNK 0; the first `control` tokens control tokens, the others normal), but with
+/// pre-tokenizer `pre`, read back.
+fn tekken_vocab(
+    name: &str,
+    pre: &str,
+    tokens: Vec<String>,
+    control: usize,
+    merges: Vec<String>,
+) -> Tokenizer {
+    use deltalogic::model::dev::gguf_write::{GgufWriter, Meta};
     // llama.cpp's token types: 3 control, 1 normal.
-    let types: Vec<i32> = (0..tokens.len())
-        .map(|i| if i < specials { 3 } else { 1 })
+    let types = (0..tokens.len())
+        .map(|i| if i < control { 3 } else { 1 })
         .collect();
     let mut w = GgufWriter::default();
     w.kv("general.architecture", Meta::Str("mistral3".into()))
-        .kv("general.name", Meta::Str("tekken-vocab".into()))
+        .kv("general.name", Meta::Str(name.into()))
         .kv("tokenizer.ggml.model", Meta::Str("gpt2".into()))
-        .kv("tokenizer.ggml.pre", Meta::Str("tekken".into()))
+        .kv("tokenizer.ggml.pre", Meta::Str(pre.into()))
         .kv("tokenizer.ggml.tokens", Meta::Strs(tokens))
         .kv("tokenizer.ggml.token_type", Meta::I32s(types))
         .kv("tokenizer.ggml.merges", Meta::Strs(merges))
@@ -516,9 +623,8 @@ fn tekken_vocab_matches_llama_cpp() {
         .kv("tokenizer.ggml.eos_token_id", Meta::U32(2))
         .kv("tokenizer.ggml.unknown_token_id", Meta::U32(0));
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().join("tekken-vocab.gguf");
+    let out = dir.path().join(format!("{name}-{pre}.gguf"));
     w.write(&out).unwrap_or_else(|e| panic!("{e}"));
-    let tok = Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
-        .unwrap_or_else(|e| panic!("{e}"));
-    compare("tekken-vocab", |text| tok.encode_plain(text));
+    Tokenizer::from_gguf(&Gguf::open(&out).unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -12,7 +12,8 @@
 //! tokenizers at a size CI can carry (the vocabulary sizes the embedding). Gemma 3's two layers
 //! are one local and one global, so that both of its ropes are checked. Ministral 3 has a second
 //! file with an original window of 16 positions, so that its attention temperature and YaRN ramp
-//! are checked within the contexts' length. Gemma 4 E2B's file has 4 layers (see its entry).
+//! are checked within the contexts' length. Gemma 4's files (E2B, E4B) have 4 layers (see
+//! `family::gemma4`).
 
 use std::path::{Path, PathBuf};
 

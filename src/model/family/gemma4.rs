@@ -399,53 +399,61 @@ fn shared_kv_unread<'a>(
     })
 }
 
+/// A Gemma 4 dense model's family file at the given widths, cut to 4 layers: a local and a
+/// global layer with keys and values of their own, then one of each attending with theirs
+/// (llama.cpp's layers n − 2 and n − 1; E2B's last 20 layers and E4B's last 18 do so), their
+/// MLPs twice as wide when `double_wide`. What E2B and E4B share: 8 heads of 256 on local layers
+/// (rope base 10⁴) and of 512 on global ones (base 10⁶, a quarter of the pairs turning),
+/// per-layer inputs of 256, final soft-cap 30, and a window of 512, cut to 16 so that the
+/// contexts cross it.
+fn window16(hidden: usize, intermediate: usize, kv: usize, double_wide: bool) -> Config {
+    let mut c = crate::model::dev::family_files::base("gemma4", hidden, intermediate, 8, kv, 512);
+    c.layers = 4;
+    gemma4_block(&mut c);
+    c.final_softcap = Some(30.0);
+    c.max_positions = 131_072;
+    c.rope.theta = 1_000_000.0;
+    c.rope.freq_factors = Some(proportional(512, 64));
+    c.rope.scaling = Some("proportional, 64 of 256 pairs turning".into());
+    c.head_dim_local = Some(256);
+    c.rope_local = Some(Rope {
+        theta: LOCAL_BASE,
+        rotary_dim: 256,
+        freq_factors: None,
+        scaling: None,
+        ..c.rope.clone()
+    });
+    c.sliding_window = Some(16);
+    c.local_layers = vec![true, false, true, false];
+    c.kv_source = vec![None, None, Some(0), Some(1)];
+    if double_wide {
+        let wide = 2 * intermediate;
+        c.layer_intermediate = vec![intermediate, intermediate, wide, wide];
+    }
+    c.per_layer_input = Some(256);
+    c.layer_scale = true;
+    c
+}
+
 pub struct Gemma4;
 
 impl Family for Gemma4 {
     fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
-        use crate::model::block::config::{Activation, Rope};
-        use crate::model::dev::family_files::{base, FamilyFile};
+        use crate::model::dev::family_files::FamilyFile;
         vec![
-            // Issue 43. Gemma 4 E2B (35 layers, config.json's text_config) cut to 4: a local and a
-            // global layer with keys and values of their own, then one of each attending with
-            // theirs (its last 20 layers share; llama.cpp's layers n − 2 and n − 1), their MLPs
-            // twice as wide as E2B's shared layers' are. Heads of 256 (local, rope base 10⁴) and
-            // 512 (global, base 10⁶, a quarter of the pairs turning), one KV head, per-layer inputs
-            // of 256, final soft-cap 30. Its window of 512 is cut to 16, so that the contexts cross
-            // it.
+            // Issue 43. Gemma 4 E2B (35 layers, config.json's text_config): one KV head, MLPs of
+            // 6144, twice as wide on its last 20 layers, which share (`use_double_wide_mlp`).
             FamilyFile {
                 name: "gemma4-e2b-window16",
                 real: "gemma-4-E2B",
-                config: || {
-                    let mut c = base("gemma4", 1536, 6144, 8, 1, 512);
-                    c.layers = 4;
-                    c.activation = Activation::GeluTanh;
-                    c.embed_scale = Some((1536f32).sqrt());
-                    c.post_norms = true;
-                    c.qk_norm = true;
-                    c.v_norm = true;
-                    c.attn_scale = 1.0;
-                    c.final_softcap = Some(30.0);
-                    c.max_positions = 131_072;
-                    c.rope.theta = 1_000_000.0;
-                    c.rope.freq_factors = Some(proportional(512, 64));
-                    c.rope.scaling = Some("proportional, 64 of 256 pairs turning".into());
-                    c.head_dim_local = Some(256);
-                    c.rope_local = Some(Rope {
-                        theta: 10_000.0,
-                        rotary_dim: 256,
-                        freq_factors: None,
-                        scaling: None,
-                        ..c.rope.clone()
-                    });
-                    c.sliding_window = Some(16);
-                    c.local_layers = vec![true, false, true, false];
-                    c.kv_source = vec![None, None, Some(0), Some(1)];
-                    c.layer_intermediate = vec![6144, 6144, 12_288, 12_288];
-                    c.per_layer_input = Some(256);
-                    c.layer_scale = true;
-                    c
-                },
+                config: || window16(1536, 6144, 1, true),
+            },
+            // Gemma 4 E4B (42 layers, its last 18 sharing): two KV heads, MLPs of 10 240 on
+            // every layer (`use_double_wide_mlp` false).
+            FamilyFile {
+                name: "gemma4-e4b-window16",
+                real: "gemma-4-E4B",
+                config: || window16(2560, 10_240, 2, false),
             },
         ]
     }

@@ -306,7 +306,7 @@ pub fn encode(data: &[f32], store: Store) -> Vec<u8> {
 /// the scale byte `e = ⌊log2 amax⌋ − 2 + 127` (0 for a zero block), each value the nearest of
 /// the doubled E2M1 values times `2^(e − 128)` (the first on a tie), low nibbles the first 16.
 pub fn quantize_mxfp4(data: &[f32]) -> Vec<u8> {
-    const KVALUES: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+    use crate::model::format::quant::{e8m0_half, MXFP4_VALUES as KVALUES};
     let mut out = Vec::with_capacity(data.len() / 32 * 17);
     for block in data.chunks(32) {
         let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
@@ -315,10 +315,7 @@ pub fn quantize_mxfp4(data: &[f32]) -> Vec<u8> {
         } else {
             0
         };
-        let d = match e {
-            0..=1 => f32::from_bits(0x0020_0000 << e),
-            e => f32::from_bits(u32::from(e - 1) << 23),
-        };
+        let d = e8m0_half(e);
         let best = |x: f32| {
             (1..16).fold(0usize, |b, i| {
                 let err = |i: usize| (f32::from(KVALUES[i]) * d - x).abs();

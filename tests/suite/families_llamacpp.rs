@@ -83,6 +83,7 @@ const OUTSIDE_SPREAD: &[(&str, f64, usize)] = &[
     ("qwen35-2b-q8_0.gguf", 0.14, 8),
     ("qwen3moe-30b-a3b-q8_0.gguf", 0.107, 8),
     ("gpt-oss-20b-window16-q8_0.gguf", 0.107, 8),
+    ("gpt-oss-20b-window16-mxfp4.gguf", 0.107, 8),
 ];
 
 /// f32 mode, next-token logits over the whole vocabulary, the same bounds as the log-probs.
@@ -255,10 +256,11 @@ fn name_and_store(file: &str) -> (&str, Store) {
         .unwrap()
         .rsplit_once('-')
         .unwrap();
-    let store = if suffix == "f32" {
-        Store::F32
-    } else {
-        Store::Q8_0
+    let store = match suffix {
+        "f32" => Store::F32,
+        "mxfp4" => Store::Mxfp4,
+        "q8_0" => Store::Q8_0,
+        other => panic!("{file}: no store {other:?}"),
     };
     (name, store)
 }

@@ -64,6 +64,10 @@ pub enum Store {
     F32,
     F16,
     Q8_0,
+    /// Issue 45: MXFP4 (rows of whole 32-value blocks). A family file stored so is
+    /// llama-quantize's `MXFP4_MOE`: MXFP4 experts, the other matrices Q8_0
+    /// (`family_files::stored_as`).
+    Mxfp4,
 }
 
 impl Store {
@@ -72,6 +76,7 @@ impl Store {
             Store::F32 => 0,
             Store::F16 => 1,
             Store::Q8_0 => 8,
+            Store::Mxfp4 => 39,
         }
     }
 }
@@ -286,7 +291,7 @@ fn write_parts<B: AsRef<[u8]>>(
     out.flush()
 }
 
-/// `data` as `store` stores it (Q8_0: rows of whole 32-value blocks).
+/// `data` as `store` stores it (Q8_0, MXFP4: rows of whole 32-value blocks).
 pub fn encode(data: &[f32], store: Store) -> Vec<u8> {
     // Sized up front: the experts of a layer at Qwen3-30B-A3B's widths are 2.4 GB.
     let mut out = Vec::with_capacity(data.len() * 4);
@@ -298,6 +303,7 @@ pub fn encode(data: &[f32], store: Store) -> Vec<u8> {
             .iter()
             .for_each(|&x| out.extend_from_slice(&f16::from_f32(x).to_le_bytes())),
         Store::Q8_0 => return quantize_q8_0(data),
+        Store::Mxfp4 => return quantize_mxfp4(data),
     }
     out
 }

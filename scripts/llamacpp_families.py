@@ -7,12 +7,13 @@ The files are random-weight GGUFs at the real models' shapes, 2 layers, written 
 records each file's sha256, and the test writes the same bytes again and checks it.
 
 Usage: scripts/llamacpp_families.py [--deltalogic target/release/deltalogic] [--dir /tmp/fam]
-           [--only NAME ...] [--greedy] [--out FILE] [--llama-bin DIR] [--q8-only]
+           [--only NAME ...] [--storage f32|q8_0|mxfp4 ...] [--greedy] [--out FILE]
+           [--llama-bin DIR] [--q8-only]
 Needs llama.cpp built by scripts/llamacpp.sh; builds scripts/llamacpp_logprobs.cpp against it
 (--llama-bin: the build's bin directory, by default .tools/llama.cpp-build/bin, the native one).
 
 Each golden has a twin `<golden>-avx2.json` from the second build (`scripts/llamacpp.sh --avx2`),
-its Q8_0 files only: the distance between the two builds is llama.cpp's own spread on that file,
+its quantised files only: the distance between the two builds is llama.cpp's own spread on that file,
 what tests/suite/families_llamacpp.rs holds our integer mode to. Made, for each golden, with the
 same --only names and
     --greedy --q8-only --llama-bin .tools/llama.cpp-avx2/bin --out fixtures/golden/<golden>-avx2.json
@@ -31,6 +32,12 @@ and fixtures/golden/families-moe-llamacpp.json (Qwen3-MoE at Qwen3-30B-A3B's wid
 and fixtures/golden/families-gptoss-llamacpp.json the same way with --only gpt-oss-20b-window16
 (gpt-oss at gpt-oss-20b's widths, 1 local layer with a window of 16, a 3.2 GB f32 file).
 Without --only the script now writes these two large files too (2.5 and 3.3 GB).
+fixtures/golden/families-gptoss-mxfp4-llamacpp.json (the same gpt-oss file stored as
+llama-quantize's MXFP4_MOE mix: MXFP4 experts, the other matrices Q8_0; 0.5 GB) and its AVX2 twin:
+    scripts/llamacpp_families.py --only gpt-oss-20b-window16 --storage mxfp4 --greedy \
+        --exe /tmp/x/deltalogic-logprobs --dir /tmp/x \
+        --out fixtures/golden/families-gptoss-mxfp4-llamacpp.json
+(and with --llama-bin .tools/llama.cpp-avx2/bin and --exe another path for the twin).
 and fixtures/golden/families-hybrid-llamacpp.json (Qwen3.5, issue 44; the C++ program needs no
 change for a recurrent model: it clears the whole sequence before each line):
     scripts/llamacpp_families.py --only qwen35-0.8b --greedy \
@@ -55,7 +62,10 @@ ap.add_argument("--only", action="append", default=[])
 ap.add_argument("--greedy", action="store_true")
 ap.add_argument("--exe", help="where to build the C++ program (default: beside llama.cpp's libraries)")
 ap.add_argument("--llama-bin", help="the llama.cpp build's bin directory (default: the native one)")
-ap.add_argument("--q8-only", action="store_true", help="score only the Q8_0 files")
+ap.add_argument("--q8-only", action="store_true",
+                help="score only the quantised files (Q8_0, MXFP4)")
+ap.add_argument("--storage", action="append", default=[],
+                help="write only these storage types (f32, q8_0, mxfp4; default f32 and q8_0)")
 a = ap.parse_args()
 GREEDY = 8
 
@@ -73,6 +83,8 @@ subprocess.run(
 )
 def family_files(only):
     cmd = [a.deltalogic, "dev", "family-files", "--out", a.dir]
+    for storage in a.storage:
+        cmd += ["--storage", storage]
     if only:
         cmd += ["--only", only]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split("\n")
@@ -113,7 +125,7 @@ if a.greedy:
         f"after each context from an empty cache, then {GREEDY} argmax tokens decoded one at a "
         f"time, f32 KV cache, no flash attention, {a.threads} threads")
 for path in files:
-    if a.q8_only and not path.endswith("-q8_0.gguf"):
+    if a.q8_only and path.endswith("-f32.gguf"):
         os.remove(path)
         continue
     sha = hashlib.sha256(open(path, "rb").read()).hexdigest()

@@ -255,21 +255,39 @@ pub enum DevCommand {
         /// Only this file (a name of `model::dev::family_files::files`).
         #[arg(long)]
         only: Option<String>,
+        /// Only these storage types (default f32 and q8_0; mxfp4: llama-quantize's MXFP4_MOE
+        /// mix). Not `--store`: that is the global option naming the registry.
+        #[arg(long)]
+        storage: Vec<String>,
     },
 }
 
 pub fn dev(c: &DevCommand) -> Result<()> {
     match c {
         DevCommand::MakeFixtures(a) => super::score_text::make_fixtures(a),
-        DevCommand::FamilyFiles { out, only } => {
+        DevCommand::FamilyFiles { out, only, storage } => {
             use crate::model::dev::{family_files, gguf_write::Store};
+            let stores = match storage.is_empty() {
+                true => vec![Store::F32, Store::Q8_0],
+                false => storage
+                    .iter()
+                    .map(|s| match s.as_str() {
+                        "f32" => Ok(Store::F32),
+                        "q8_0" => Ok(Store::Q8_0),
+                        "mxfp4" => Ok(Store::Mxfp4),
+                        other => Err(anyhow::anyhow!(
+                            "--storage {other:?}: the storage types are f32, q8_0 and mxfp4"
+                        )),
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            };
             std::fs::create_dir_all(out)?;
             for file in family_files::files() {
                 if only.as_deref().is_some_and(|o| o != file.name) {
                     continue;
                 }
                 let layers = (file.config)().layers;
-                for store in [Store::F32, Store::Q8_0] {
+                for &store in &stores {
                     let path = family_files::write(out, file.name, store)?;
                     println!("{} ({} shapes, {layers} layers)", path.display(), file.real);
                 }

@@ -50,7 +50,7 @@ pub enum Backend {
     /// the same bits. The default for float weights. (Named after burn's flex backend, which ran
     /// this arithmetic before and whose reductions chose their order by shape and CPU.)
     Flex,
-    /// Quantised GGUF weights (Q4_0 to Q8_0 and the k-quants Q4_K, Q5_K, Q6_K) stay quantised,
+    /// Quantised GGUF weights (Q4_0 to Q8_0, the k-quants Q4_K, Q5_K, Q6_K, MXFP4) stay quantised,
     /// repacked, and multiply activations quantised to 8 bits as llama.cpp does
     /// (`model::numerics::qmatmul`), with the same bits on every path; float weights multiply as
     /// `Flex`. The default for GGUF files with quantised weights.

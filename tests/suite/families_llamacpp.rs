@@ -70,7 +70,7 @@ const GEMMA_F32_MAX_DIFF: f32 = 2e-3;
 ///   from the native build within `SPREAD_FACTOR` times the AVX2 build's, and our greedy
 ///   continuations equal to the native build's at least as often as the AVX2 build's.
 ///
-/// The Q8_0 files our integer mode is **not** within llama.cpp's own spread on (measured,
+/// The quantised files our integer mode is **not** within llama.cpp's own spread on (measured,
 /// docs/models.md: the two builds share nearly every rounding decision, ours are our own), each
 /// checked to be still outside it, so that this list stays true; every other file must be within.
 const OUTSIDE_SPREAD: &[&str] = &[
@@ -88,6 +88,7 @@ const OUTSIDE_SPREAD: &[&str] = &[
     "qwen35-2b-q8_0.gguf",
     "qwen3moe-30b-a3b-q8_0.gguf",
     "gpt-oss-20b-window16-q8_0.gguf",
+    "gpt-oss-20b-window16-mxfp4.gguf",
 ];
 
 /// f32 mode, next-token logits over the whole vocabulary, the same bounds as the log-probs.
@@ -285,10 +286,11 @@ fn name_and_store(file: &str) -> (&str, Store) {
         .unwrap()
         .rsplit_once('-')
         .unwrap();
-    let store = if suffix == "f32" {
-        Store::F32
-    } else {
-        Store::Q8_0
+    let store = match suffix {
+        "f32" => Store::F32,
+        "mxfp4" => Store::Mxfp4,
+        "q8_0" => Store::Q8_0,
+        other => panic!("{file}: no store {other:?}"),
     };
     (name, store)
 }
@@ -331,7 +333,7 @@ fn check(entry: &File, w: GgufWriter, avx2: Option<&File>, f32_bounds: Option<(f
     let ours = Run::ours(&scorer, &entry.cases);
     let d = Distance::between(&ours, &native);
     drop(scorer);
-    // The exact product of the Q8_0 file's weights, the yardstick of both integer engines.
+    // The exact product of the quantised file's weights, the yardstick of both integer engines.
     let exact = (store != Store::F32)
         .then(|| Run::ours(&Scorer::open(&path, Backend::Flex).unwrap(), &entry.cases));
     drop(file);
@@ -371,7 +373,7 @@ fn check(entry: &File, w: GgufWriter, avx2: Option<&File>, f32_bounds: Option<(f
         );
         return;
     }
-    let exact = exact.expect("a Q8_0 file");
+    let exact = exact.expect("a quantised file");
     let avx2 = avx2.unwrap_or_else(|| panic!("{}: no AVX2 golden", entry.file));
     assert_eq!(
         avx2.sha256, entry.sha256,

@@ -53,6 +53,19 @@ fn gpt_oss_at_gpt_oss_20b_widths_agrees_with_llama_cpp() {
     agrees("families-gptoss-llamacpp.json");
 }
 
+/// The same gpt-oss file stored as llama-quantize's `MXFP4_MOE` mix (MXFP4 experts, the other
+/// matrices Q8_0, biases and the embedding f32; `dev family-files --storage mxfp4`), in the
+/// integer mode against llama.cpp's MXFP4 product (`ggml_vec_dot_mxfp4_q8_0`: the experts
+/// against Q8_0 activations, as ours). Measured: mean |Δ log-prob| 0.0011 (max 0.023), mean
+/// |Δ logit| 1.8e-6 (max 1.3e-5); best label, argmax, greedy 8/8. As for the Q8_0 file, that is
+/// outside llama.cpp's own spread (`OUTSIDE_SPREAD`): its AVX2 and native builds give the same
+/// label log-probs and logits, to the printed digit.
+#[test]
+fn gpt_oss_with_mxfp4_experts_agrees_with_llama_cpp() {
+    let _one = LARGE.lock().unwrap_or_else(|e| e.into_inner());
+    agrees("families-gptoss-mxfp4-llamacpp.json");
+}
+
 #[test]
 fn qwen3moe_gives_the_same_bits_from_both_formats() {
     same_bits("qwen3moe");
@@ -274,10 +287,16 @@ fn unimplemented_moe_families_are_refused_by_name() {
 
 /// MXFP4 experts (gpt-oss's storage; issue 45), here in the Qwen3-MoE fixture: the f32 mode
 /// dequantises them from the mapped file, so the file scores to the bit as one holding the
-/// same values as f32 experts; the integer mode, which has no MXFP4 product yet, refuses the
-/// file naming the tensor and the type.
+/// same values as f32 experts; the integer mode repacks them (`PackCache`) and multiplies them
+/// as llama.cpp does, against 8-bit activations: near the f32 scores, not equal (measured: max
+/// |Δ log-prob| 0.026, max |Δ logit| 0.041). Its agreement with llama.cpp is
+/// `gpt_oss_with_mxfp4_experts_agrees_with_llama_cpp`.
+/// About twice what was measured (0.026 and 0.041).
+const MXFP4_INT_LOGPROB: f32 = 0.05;
+const MXFP4_INT_LOGIT: f32 = 0.08;
+
 #[test]
-fn mxfp4_experts_score_as_their_values_in_f32_and_are_refused_in_the_integer_mode() {
+fn mxfp4_experts_score_as_their_values_in_f32_and_near_them_in_the_integer_mode() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let (_, gguf) = both(d, "qwen3moe");
@@ -311,12 +330,23 @@ fn mxfp4_experts_score_as_their_values_in_f32_and_are_refused_in_the_integer_mod
     assert_eq!(bits(&a.0), bits(&b.0), "label log-probs");
     assert_eq!(bits(&a.1), bits(&b.1), "logits");
     assert_ne!(bits(&a.0), bits(&scores(&gguf).0));
-    let e = Scorer::open(&mx, Backend::Int8).err().expect("loaded");
-    let e = e.to_string();
-    assert!(
-        e.contains("blk.0.ffn_gate_exps.weight") && e.contains("Mxfp4") && e.contains("f32 mode"),
-        "{e}"
-    );
+    let s = Scorer::open(&mx, Backend::Int8).unwrap();
+    let t = tokens();
+    let state = s.prefill(&s.empty_state(), &t[..12]).unwrap();
+    let lp = s.score_continuation(&state, &t[12..]).unwrap();
+    let logits = s.next_logits(&state).unwrap();
+    let max_diff = |x: &[f32], y: &[f32]| {
+        x.iter()
+            .zip(y)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max)
+    };
+    let (dl, dg) = (max_diff(&lp, &a.0), max_diff(&logits, &a.1));
+    eprintln!("MXFP4 integer mode against f32: max |Δ log-prob| {dl}, max |Δ logit| {dg}");
+    assert!(dl > 0.0 && dl <= MXFP4_INT_LOGPROB, "{dl}");
+    assert!(dg > 0.0 && dg <= MXFP4_INT_LOGIT, "{dg}");
+    // The experts were repacked: the integer product ran.
+    assert!(s.model().experts_held().1 > 0);
 }
 
 /// gpt-oss's local layers rotate at `rope.freq_base_swa` when the file gives one (llama.cpp's

@@ -34,8 +34,8 @@ const MIN_WEIGHT_SUM: f32 = 1.0 / 16_384.0;
 
 /// One expert's matrix `[rows, cols]`, as its file and the numerics mode hold it.
 pub enum ExpertMatrix {
-    /// Rows without an integer kernel (f32, f16, bf16; MXFP4 in the f32 mode) left in the
-    /// mapped file (GGUF or safetensors), dequantised a tile at a time.
+    /// Rows without an integer kernel (f32, f16, bf16) left in the mapped file (GGUF or
+    /// safetensors), widened a tile at a time.
     Float {
         ty: GgmlType,
         rows: usize,

@@ -1751,16 +1751,6 @@ impl Loader<'_> {
             }
             return Ok(ExpertMatrix::Quant(q));
         }
-        // Types without an integer kernel (MXFP4) multiply only in the f32 mode, dequantised.
-        if self.integer && ty.block_len() > 1 {
-            return Err(ModelError::Invalid {
-                path: path(),
-                detail: format!(
-                    "tensor {tensor}: {ty:?} has no integer-mode product yet; score this file in \
-                     the f32 mode, which dequantises it"
-                ),
-            });
-        }
         let Some(row_bytes) = ty.bytes_for(cols) else {
             return Err(ModelError::Invalid {
                 path: path(),

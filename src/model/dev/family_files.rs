@@ -86,7 +86,8 @@ pub fn config(name: &str) -> Option<Config> {
 /// vocabularies; every matrix of the blocks is Q8_0. Biases too (gpt-oss's experts' are
 /// matrices, `[experts, n]`): llama.cpp adds them as f32 only (`ggml_add_id`), as its converter
 /// writes them. The convolution's 4 taps per row cannot form Q8_0 blocks; llama-quantize keeps
-/// it f32. Vectors are f32, as llama.cpp's converter stores them.
+/// it f32. Vectors are f32, as llama.cpp's converter stores them. An MXFP4 file is
+/// llama-quantize's `MXFP4_MOE` mix: the experts' matrices (3-D) MXFP4, the other matrices Q8_0.
 fn stored_as(stored: &str, rank: usize, store: Store) -> Store {
     if stored == "token_embd.weight"
         || stored.ends_with(".bias")
@@ -94,12 +95,14 @@ fn stored_as(stored: &str, rank: usize, store: Store) -> Store {
         || rank < 2
     {
         Store::F32
+    } else if store == Store::Mxfp4 && rank < 3 {
+        Store::Q8_0
     } else {
         store
     }
 }
 
-/// Writes `dir/<name>-<f32|q8_0>.gguf` and returns its path.
+/// Writes `dir/<name>-<f32|q8_0|mxfp4>.gguf` and returns its path.
 pub fn write(dir: &Path, name: &str, store: Store) -> Result<PathBuf, ModelError> {
     let cfg = config(name)
         .ok_or_else(|| crate::model::invalid(dir, format!("no family file {name:?}")))?;
@@ -127,6 +130,7 @@ pub fn file_name(name: &str, store: Store) -> String {
         Store::F32 => "f32",
         Store::F16 => "f16",
         Store::Q8_0 => "q8_0",
+        Store::Mxfp4 => "mxfp4",
     };
     format!("{name}-{suffix}.gguf")
 }

@@ -64,6 +64,10 @@ pub enum Store {
     F32,
     F16,
     Q8_0,
+    /// Issue 45: MXFP4 (rows of whole 32-value blocks). A family file stored so is
+    /// llama-quantize's `MXFP4_MOE`: MXFP4 experts, the other matrices Q8_0
+    /// (`family_files::stored_as`).
+    Mxfp4,
 }
 
 impl Store {
@@ -72,6 +76,7 @@ impl Store {
             Store::F32 => 0,
             Store::F16 => 1,
             Store::Q8_0 => 8,
+            Store::Mxfp4 => 39,
         }
     }
 }
@@ -286,7 +291,7 @@ fn write_parts<B: AsRef<[u8]>>(
     out.flush()
 }
 
-/// `data` as `store` stores it (Q8_0: rows of whole 32-value blocks).
+/// `data` as `store` stores it (Q8_0, MXFP4: rows of whole 32-value blocks).
 pub fn encode(data: &[f32], store: Store) -> Vec<u8> {
     // Sized up front: the experts of a layer at Qwen3-30B-A3B's widths are 2.4 GB.
     let mut out = Vec::with_capacity(data.len() * 4);
@@ -298,6 +303,7 @@ pub fn encode(data: &[f32], store: Store) -> Vec<u8> {
             .iter()
             .for_each(|&x| out.extend_from_slice(&f16::from_f32(x).to_le_bytes())),
         Store::Q8_0 => return quantize_q8_0(data),
+        Store::Mxfp4 => return quantize_mxfp4(data),
     }
     out
 }
@@ -306,7 +312,7 @@ pub fn encode(data: &[f32], store: Store) -> Vec<u8> {
 /// the scale byte `e = ⌊log2 amax⌋ − 2 + 127` (0 for a zero block), each value the nearest of
 /// the doubled E2M1 values times `2^(e − 128)` (the first on a tie), low nibbles the first 16.
 pub fn quantize_mxfp4(data: &[f32]) -> Vec<u8> {
-    const KVALUES: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+    use crate::model::format::quant::{e8m0_half, MXFP4_VALUES as KVALUES};
     let mut out = Vec::with_capacity(data.len() / 32 * 17);
     for block in data.chunks(32) {
         let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
@@ -315,10 +321,7 @@ pub fn quantize_mxfp4(data: &[f32]) -> Vec<u8> {
         } else {
             0
         };
-        let d = match e {
-            0..=1 => f32::from_bits(0x0020_0000 << e),
-            e => f32::from_bits(u32::from(e - 1) << 23),
-        };
+        let d = e8m0_half(e);
         let best = |x: f32| {
             (1..16).fold(0usize, |b, i| {
                 let err = |i: usize| (f32::from(KVALUES[i]) * d - x).abs();

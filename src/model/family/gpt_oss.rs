@@ -15,11 +15,12 @@
 //!   the activation is ggml's `swiglu_oai`: `g = min(gate, 7)`, `u = clamp(up, −7, 7)`,
 //!   `g · sigmoid(1.702 g) · (u + 1)`.
 //!
+//! MXFP4 experts (every real gpt-oss GGUF's) are dequantised tile by tile in the f32 mode and
+//! multiplied by llama.cpp's integer MXFP4 product in the integer mode (`numerics::qmatmul`).
+//!
 //! Not implemented, refused by name: Hugging Face checkpoints (their experts are fused with gate
-//! and up interleaved, and MXFP4-packed), `model export-hf`, any other `gpt-oss.` key, a tied LM
-//! head (llama.cpp requires `output.weight`), and in the integer mode MXFP4 experts (no
-//! integer MXFP4 product yet: the f32 mode dequantises them, and the integer mode refuses the
-//! real gpt-oss-20b file at its first expert tensor).
+//! and up interleaved, and MXFP4-packed), `model export-hf`, any other `gpt-oss.` key, and a
+//! tied LM head (llama.cpp requires `output.weight`).
 //! The `o200k_harmony` tokenizer is llama.cpp's `gpt-4o` pre-tokenizer over an o200k vocabulary
 //! (read like Phi-4-mini's; checked against llama.cpp and openai-harmony in
 //! `tokenizer_golden::o200k_harmony_vocab_matches_llama_cpp`); its chat format, harmony, is

@@ -24,14 +24,13 @@ pub enum GgmlType {
     Q4K,
     Q5K,
     Q6K,
-    /// Issue 45: gpt-oss's expert weights. Read (dequantised) in the f32 mode only: it has no
-    /// integer kernel.
+    /// Issue 45: gpt-oss's expert weights.
     Mxfp4,
 }
 
 impl GgmlType {
     /// The quantised types, in ggml's order.
-    pub const QUANTISED: [GgmlType; 8] = [
+    pub const QUANTISED: [GgmlType; 9] = [
         GgmlType::Q4_0,
         GgmlType::Q4_1,
         GgmlType::Q5_0,
@@ -40,6 +39,7 @@ impl GgmlType {
         GgmlType::Q4K,
         GgmlType::Q5K,
         GgmlType::Q6K,
+        GgmlType::Mxfp4,
     ];
 
     /// The type for a ggml type id (`enum ggml_type`), if supported.
@@ -93,12 +93,23 @@ impl GgmlType {
     /// Where a block keeps its f16 scales: `d`, and Q4_1/Q5_1's `m` or a k-quant's `dmin`.
     pub fn half_fields(self) -> &'static [usize] {
         match self {
-            // MXFP4's scale is a power of two in a byte (e8m0): finite unless 255, which
-            // dequantises to NaN and is caught there.
+            // MXFP4's scale is a power of two in a byte (e8m0, `finite_scales`).
             GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 | GgmlType::Mxfp4 => &[],
             GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
             GgmlType::Q6K => &[208],
             GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4K | GgmlType::Q5K => &[0, 2],
+        }
+    }
+
+    /// Whether a block's scales are finite: its f16 fields, or MXFP4's E8M0 byte (255 is NaN).
+    /// A block whose scales are finite has only finite values.
+    pub fn finite_scales(self, block: &[u8]) -> bool {
+        match self {
+            GgmlType::Mxfp4 => block[0] != 255,
+            _ => self
+                .half_fields()
+                .iter()
+                .all(|&f| f16::from_le_bytes([block[f], block[f + 1]]).is_finite()),
         }
     }
 
@@ -200,7 +211,9 @@ fn half16(b: &[u8]) -> f32 {
 /// is `d * sc[e / sub] * (u[e] - zero) - second * min[e / sub]` for the k-quants and
 /// `d * (u[e] - zero) + second` for the legacy types, where `sub`, `zero` and the meaning of
 /// `sc` (signed for Q6_K) come from the type. `d` and `second` are the block's f16 fields as
-/// stored (`second` is Q4_1/Q5_1's `m` or a k-quant's `dmin`, else 0).
+/// stored (`second` is Q4_1/Q5_1's `m` or a k-quant's `dmin`, else 0). MXFP4's `d` is its
+/// E8M0 byte and a 0 (the scale `e8m0_half(d[0])`, not an f16), and `u` its table values
+/// (`MXFP4_VALUES`) plus 12.
 pub struct IntBlock {
     pub u: [u8; QK_K],
     pub sc: [u8; 16],
@@ -227,6 +240,7 @@ pub fn integers(ty: GgmlType, b: &[u8], out: &mut IntBlock) {
     let (d, second) = match ty {
         GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => ([b[0], b[1]], [0, 0]),
         GgmlType::Q6K => ([b[208], b[209]], [0, 0]),
+        GgmlType::Mxfp4 => ([b[0], 0], [0, 0]),
         _ => ([b[0], b[1]], [b[2], b[3]]),
     };
     (out.d, out.second) = (d, second);
@@ -284,27 +298,44 @@ pub fn integers(ty: GgmlType, b: &[u8], out: &mut IntBlock) {
                 }
             }
         }
-        GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 | GgmlType::Mxfp4 => {
-            unreachable!("float types and MXFP4 have no integer form")
+        // Unsigned, as every type's values: `u - 12` is the table value.
+        GgmlType::Mxfp4 => {
+            for (j, &q) in b[1..17].iter().enumerate() {
+                let value = |nibble: u8| (MXFP4_VALUES[usize::from(nibble)] + 12) as u8;
+                (u[j], u[j + 16]) = (value(q & 0xF), value(q >> 4));
+            }
+        }
+        GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => {
+            unreachable!("float types have no integer form")
         }
     }
 }
 
+/// MXFP4's values (`kvalues_mxfp4`): E2M1's, doubled so that they are integers.
+pub const MXFP4_VALUES: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+
+/// An E8M0 scale halved, `2^(e − 128)`, for the doubled values: llama.cpp's
+/// `GGML_E8M0_TO_FP32_HALF`, whose bit arithmetic gives e = 0 and 1 the subnormals 2^−128 and
+/// 2^−127. For e = 255 (NaN in the OCP format) it gives 2^127; `mxfp4` below makes that NaN, so
+/// that a file holding one is refused when loaded, before any product uses it.
+pub const fn e8m0_half(e: u8) -> f32 {
+    match e {
+        0..=1 => f32::from_bits(0x0020_0000 << e),
+        e => f32::from_bits(((e - 1) as u32) << 23),
+    }
+}
+
 /// block_mxfp4 { u8 e; u8 qs[16] } (ggml-common.h): x = kvalues_mxfp4[nibble] * 2^(e − 128),
-/// low nibbles the first 16 values. The table holds E2M1's values doubled, so the scale is
-/// halved (`GGML_E8M0_TO_FP32_HALF`; e = 0 and 1 give the subnormals 2^−128 and 2^−127, e = 255
-/// NaN).
+/// low nibbles the first 16 values (`e8m0_half`; e = 255 NaN).
 #[inline(always)]
 fn mxfp4(b: &[u8], y: &mut [f32]) {
-    const KVALUES: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
     let d = match b[0] {
-        e @ 0..=1 => f32::from_bits(0x0020_0000 << e),
         255 => f32::NAN,
-        e => f32::from_bits(u32::from(e - 1) << 23),
+        e => e8m0_half(e),
     };
     for (j, &q) in b[1..17].iter().enumerate() {
-        y[j] = f32::from(KVALUES[(q & 0xF) as usize]) * d;
-        y[j + 16] = f32::from(KVALUES[(q >> 4) as usize]) * d;
+        y[j] = f32::from(MXFP4_VALUES[(q & 0xF) as usize]) * d;
+        y[j + 16] = f32::from(MXFP4_VALUES[(q >> 4) as usize]) * d;
     }
 }
 
@@ -702,6 +733,7 @@ mod tests {
                         let j = e / 32;
                         d * f32::from(int.sc[j]) * u as f32 - second * f32::from(int.min[j])
                     }
+                    GgmlType::Mxfp4 => (u - 12) as f32 * e8m0_half(int.d[0]),
                     _ => d * f32::from(int.sc[e / 16] as i8) * (u - 32) as f32,
                 };
                 assert_eq!(got.to_bits(), want.to_bits(), "{ty:?} value {e}");

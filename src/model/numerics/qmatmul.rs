@@ -1,7 +1,7 @@
 //! The integer numerics mode: GGUF weights stay quantised (repacked into panels of 16 rows,
 //! `repack`) and multiply activations quantised to 8 bits as llama.cpp quantises them: per
-//! block of 32 for the legacy types (Q8_0, or Q8_1 for Q4_1/Q5_1), per 256 for the k-quants
-//! (Q8_K).
+//! block of 32 for the legacy types and MXFP4 (Q8_0, or Q8_1 for Q4_1/Q5_1), per 256 for the
+//! k-quants (Q8_K).
 //!
 //! In the f32 mode the same matrices stay quantised too and multiply as f32, dequantised a tile
 //! (or a chunk of rows) at a time: the bits of the f32 product, without an f32 copy.
@@ -13,7 +13,10 @@
 //!   `S = Σ_j sc_j · sum_j` and `M = Σ_j min_j · Σx_j`, still integers;
 //! - the float work is fused multiply-adds into one accumulator per output:
 //!   `acc = fma(d_w · d_x, S, acc)`, then Q4_1/Q5_1's `acc = fma(m_w, s_x, acc)` or a k-quant's
-//!   `acc = fma(−(dmin_w · d_x), M, acc)`.
+//!   `acc = fma(−(dmin_w · d_x), M, acc)`. MXFP4's `d_w` is its E8M0 byte as llama.cpp turns it
+//!   into an f32 (`quant::e8m0_half`, a power of two) and `S = Σ (u − 12)·x` is its table values
+//!   against the activations: llama.cpp's `ggml_vec_dot_mxfp4_q8_0` multiplies the same integer
+//!   by the same `d_x · d_w`.
 //!
 //! Threads split outputs, never sums; a vector lane is one output (one weight row of a panel),
 //! so the width of the vector unit changes how many outputs run at once, never an output's own
@@ -26,12 +29,14 @@ use half::f16;
 use rayon::prelude::*;
 
 use crate::model::format::gguf::BlockBytes;
-use crate::model::format::quant::{dequantize, GgmlType};
+use crate::model::format::quant::{dequantize, e8m0_half, GgmlType};
 use crate::model::numerics::kernels::{
     each, isa, matmul_t, matmul_t_rows, on_lanes, par_tiles, portable_fma, put_columns, Isa, Lanes,
     LANES,
 };
-use crate::model::numerics::repack::{self, Layout, Offsets, Scales, Second, GROUP_BYTES, PANEL};
+use crate::model::numerics::repack::{
+    self, Layout, Offsets, Scale, Scales, Second, GROUP_BYTES, PANEL,
+};
 
 /// Activation rows handed to one task, and weight rows (a multiple of `PANEL`).
 const TASK_ROWS: usize = 64;
@@ -103,19 +108,13 @@ impl QMatrix {
         out
     }
 
-    /// The first non-finite weight (its index, row-major, and value). Only a non-finite f16
-    /// scale makes one, so only the scales are read, and the row of the first such block is
+    /// The first non-finite weight (its index, row-major, and value). Only a non-finite scale
+    /// makes one, so only the scales are read, and the row of the first such block is
     /// dequantised. The file's pages are then handed back to the kernel: the repacked form
     /// replaces them.
     pub fn first_non_finite(&self) -> Option<(usize, f32)> {
         let ty = self.layout.ty;
         let bb = ty.block_bytes();
-        let fields = ty.half_fields();
-        let finite = |b: &[u8]| {
-            fields
-                .iter()
-                .all(|&f| f16::from_le_bytes([b[f], b[f + 1]]).is_finite())
-        };
         // Row by row in chunks, each let go of once read: only a chunk of the file is resident
         // at a time.
         let rows_per_chunk = 1024;
@@ -124,7 +123,7 @@ impl QMatrix {
             let range = first * rb..(first + rows_per_chunk).min(self.rows) * rb;
             let bad = self.bytes[range.clone()]
                 .par_chunks_exact(bb)
-                .position_first(|b| !finite(b));
+                .position_first(|b| !ty.finite_scales(b));
             self.bytes.release(range.clone());
             if let Some(block) = bad {
                 let r = (range.start + block * bb) / rb;
@@ -371,6 +370,9 @@ trait Simd {
     unsafe fn fzero() -> Self::F;
     /// 16 f16 as f32.
     unsafe fn halves(p: *const u8) -> Self::F;
+    /// 16 E8M0 bytes, each followed by a 0 (`Scale::E8m0`), as f32: `quant::e8m0_half`'s bit
+    /// arithmetic.
+    unsafe fn e8m0_halves(p: *const u8) -> Self::F;
     /// `a · s`.
     unsafe fn mul(a: Self::F, s: f32) -> Self::F;
     /// `fma(a, i as f32, acc)`.
@@ -448,6 +450,10 @@ impl Simd for Portable {
     #[inline(always)]
     unsafe fn halves(p: *const u8) -> Self::F {
         each(|l| f16::from_le_bytes([*p.add(2 * l), *p.add(2 * l + 1)]).to_f32())
+    }
+    #[inline(always)]
+    unsafe fn e8m0_halves(p: *const u8) -> Self::F {
+        each(|l| e8m0_half(*p.add(2 * l)))
     }
     #[inline(always)]
     unsafe fn mul(a: Self::F, s: f32) -> Self::F {
@@ -539,6 +545,14 @@ mod x86 {
             _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
         }
         #[inline(always)]
+        unsafe fn e8m0_halves(p: *const u8) -> __m512 {
+            let e = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p as *const __m256i));
+            let normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+            let subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x0020_0000), e);
+            let small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+            _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal))
+        }
+        #[inline(always)]
         unsafe fn mul(a: __m512, s: f32) -> __m512 {
             _mm512_mul_ps(a, _mm512_set1_ps(s))
         }
@@ -581,6 +595,16 @@ mod x86 {
             _mm256_maddubs_epi16(w, x)
         };
         _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
+    }
+
+    /// `Simd::e8m0_halves` for 8 lanes.
+    #[inline(always)]
+    unsafe fn e8m0_half8(p: *const u8) -> __m256 {
+        let e = _mm256_cvtepu16_epi32(_mm_loadu_si128(p as *const __m128i));
+        let normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+        let subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x0020_0000), e);
+        let small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+        _mm256_castsi256_ps(_mm256_blendv_epi8(normal, subnormal, small))
     }
 
     #[inline(always)]
@@ -668,6 +692,10 @@ mod x86 {
                 _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i)),
                 _mm256_cvtph_ps(_mm_loadu_si128(p.add(16) as *const __m128i)),
             )
+        }
+        #[inline(always)]
+        unsafe fn e8m0_halves(p: *const u8) -> Self::F {
+            Pair(e8m0_half8(p), e8m0_half8(p.add(16)))
         }
         #[inline(always)]
         unsafe fn mul(a: Self::F, s: f32) -> Self::F {
@@ -800,7 +828,10 @@ unsafe fn panel<S: Simd, const R: usize>(
                 }
             }
         }
-        let d = S::halves(h);
+        let d = match layout.scale {
+            Scale::Half => S::halves(h),
+            Scale::E8m0 => S::e8m0_halves(h),
+        };
         let (dx, sx) = (acts.d.as_ptr().add(row0), acts.s.as_ptr().add(row0));
         for r in 0..R {
             acc[r] = S::fma(S::mul(d, *dx.add(r)), total[r], acc[r]);
@@ -884,13 +915,13 @@ unsafe fn tile<S: Simd>(
                     const LAYOUT: Layout = Layout::of(GgmlType::$ty).unwrap();
                     tile_of::<S>(&LAYOUT, w, acts, out, n, rows, cols)
                 })*
-                GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 | GgmlType::Mxfp4 => {
+                GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => {
                     unreachable!("QMatrix::new admits only types with integer kernels")
                 }
             }
         };
     }
-    by_type!(Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4K, Q5K, Q6K)
+    by_type!(Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4K, Q5K, Q6K, Mxfp4)
 }
 
 /// `tile` for one layout: panel by panel, up to `ROWS` activation rows at a time.
@@ -1188,10 +1219,10 @@ mod tests {
     use crate::model::format::quant::{integers, IntBlock};
     use crate::model::numerics::kernels;
 
-    const TYPES: [GgmlType; 8] = GgmlType::QUANTISED;
+    const TYPES: [GgmlType; 9] = GgmlType::QUANTISED;
 
     /// Random blocks with small positive f16 scales (and offsets or mins where the type has
-    /// them), so that products stay finite.
+    /// them; MXFP4 scales 2^−8 … 2^7), so that products stay finite.
     fn blocks(ty: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
         let mut s = 12345u32;
         let mut next = || {
@@ -1206,6 +1237,9 @@ mod tests {
             for (&at, high) in ty.half_fields().iter().zip([0x20, 0xA0]) {
                 b[at + 1] = high | (b[at + 1] & 0x07);
             }
+            if ty == GgmlType::Mxfp4 {
+                b[0] = 120 + b[0] % 16;
+            }
             out.extend(b);
         }
         out
@@ -1213,6 +1247,14 @@ mod tests {
 
     fn half(b: [u8; 2]) -> f32 {
         f16::from_le_bytes(b).to_f32()
+    }
+
+    /// A block's `d` as `layout` stores it.
+    fn scale(layout: &Layout, d: [u8; 2]) -> f32 {
+        match layout.scale {
+            Scale::Half => half(d),
+            Scale::E8m0 => e8m0_half(d[0]),
+        }
     }
 
     /// The module docs' definition, written out from the file's blocks (not the packed form).
@@ -1245,7 +1287,7 @@ mod tests {
                     Scales::Signed => total += i32::from(int.sc[j] as i8) * sum,
                 }
             }
-            acc = (half(int.d) * a.d[b]).mul_add(total as f32, acc);
+            acc = (scale(&layout, int.d) * a.d[b]).mul_add(total as f32, acc);
             match layout.second {
                 Second::None => {}
                 Second::Offset => acc = half(int.second).mul_add(a.s[b], acc),
@@ -1306,6 +1348,39 @@ mod tests {
         }
     }
 
+    /// Every MXFP4 scale byte, subnormal (0, 1) to the largest (255, refused when a file is
+    /// loaded but turned into 2^127 by llama.cpp's arithmetic), on every path as the definition
+    /// turns it (`quant::e8m0_half`): row `r` of the matrix has `e = r`. The activations are
+    /// small so that most products stay finite; the largest scales overflow alike everywhere.
+    #[test]
+    fn every_mxfp4_scale_multiplies_alike_on_every_path() {
+        let ty = GgmlType::Mxfp4;
+        let (rows, cols, t) = (256, 32, 3);
+        let mut bytes = blocks(ty, rows, cols);
+        for (r, b) in bytes.chunks_exact_mut(ty.block_bytes()).enumerate() {
+            b[0] = r as u8;
+        }
+        let w = QMatrix::new(ty, cols, BlockBytes::Owned(bytes.clone()), true);
+        let x: Vec<f32> = (0..t * cols)
+            .map(|i| ((i * 31 % 97) as f32 - 48.0) / 3328.0)
+            .collect();
+        for path in paths() {
+            let mut got = vec![0f32; t * rows];
+            let acts = quantize(&x, cols, &w.layout);
+            product(&acts, &w, path, &mut got, rows, 0);
+            for r in 0..t {
+                for c in 0..rows {
+                    let want = definition(ty, &bytes, cols, &x[r * cols..][..cols], c);
+                    assert_eq!(
+                        got[r * rows + c].to_bits(),
+                        want.to_bits(),
+                        "{path:?} row {r}, e = {c}"
+                    );
+                }
+            }
+        }
+    }
+
     /// In the f32 mode, both ways of multiplying (a tile per task for short runs, a chunk of
     /// rows once for long ones) give the bits of the f32 product of the dequantised matrix.
     #[test]
@@ -1341,7 +1416,12 @@ mod tests {
             let (rows, cols) = (5, 2 * block);
             let mut bytes = blocks(ty, rows, cols);
             let at = 3 * ty.block_bytes() + if ty == GgmlType::Q6K { 208 } else { 0 };
-            bytes[at..at + 2].copy_from_slice(&f16::INFINITY.to_le_bytes());
+            if ty == GgmlType::Mxfp4 {
+                // E8M0's NaN.
+                bytes[at] = 255;
+            } else {
+                bytes[at..at + 2].copy_from_slice(&f16::INFINITY.to_le_bytes());
+            }
             let w = QMatrix::new(ty, cols, BlockBytes::Owned(bytes.clone()), true);
             let mut deq = vec![0f32; rows * cols];
             dequantize(ty, &bytes, &mut deq);

@@ -8,22 +8,27 @@
 //! rows' sums at once, and the per-row scales then apply lane by lane. Bits are packed as the
 //! file packs them:
 //! - 8-bit values (Q8_0, as offset binary) take 64 bytes per group;
+//! - MXFP4's values are its table's (`quant::MXFP4_VALUES`, −12..=12) plus 12, in 5 bits as
+//!   Q5_0's, so that the kernels multiply them as any unsigned value (zero 12), not through a
+//!   table;
 //! - lower nibbles of narrower values take 64 bytes per *pair* of groups (`2i` in the low
 //!   nibbles, `2i + 1` in the high ones);
 //! - a fifth bit takes a plane of 64 bytes per 8 groups (bit `k` for group `8i + k`), a fifth
 //!   and sixth bit a plane per 4 groups (bits `2k, 2k + 1` for group `4i + k`).
 //!
-//! A packed block has a *header*, before its values: the 16 rows' f16 scales `d`, their second f16
+//! A packed block has a *header*, before its values: the 16 rows' f16 scales `d` (MXFP4: its
+//! E8M0 byte then a 0, the kernel turning it into an f32 as llama.cpp does), their second f16
 //! (Q4_1's `m`, a k-quant's `dmin`), a k-quant's sub-block scales, sub-block by sub-block, 16
 //! bytes each, and Q4_K/Q5_K's mins in groups of 4 sub-blocks as the values are (row `r`'s mins
 //! `4i..4i + 4` at bytes `4r..4r + 4` of group `i`), so that a `dpbusd` weighs them too.
-//! Headers fill whole 64-byte lines: where one is half a line short (Q4_0, Q5_0, Q8_0, Q6_K),
-//! two blocks keep theirs side by side before both blocks' values. The values follow in the
+//! Headers fill whole 64-byte lines: where one is half a line short (Q4_0, Q5_0, Q8_0, Q6_K,
+//! MXFP4), two blocks keep theirs side by side before both blocks' values. The values follow in the
 //! order the kernel reads them, a plane right after the lower bits of its groups. With the
 //! buffer starting on a line (`Packed`), no 64-byte load straddles two lines, and the lines a
 //! product reads run in order through memory (decode reads each of them once, from memory).
-//! The growth over the file is Q4_K/Q5_K's 6-bit scales stored as bytes (3%), and for a row
-//! with an odd number of blocks that share header lines, the unused half of its last unit.
+//! The growth over the file is Q4_K/Q5_K's 6-bit scales stored as bytes (3%), MXFP4's fifth bit
+//! and second scale byte (22 bytes a row and block for the file's 17: 29%), and for a row with
+//! an odd number of blocks that share header lines, the unused half of its last unit.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -49,6 +54,16 @@ pub enum Scales {
     Signed,
 }
 
+/// How a block's scale `d` is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// An f16.
+    Half,
+    /// MXFP4's E8M0 byte (then a 0): `quant::e8m0_half` of it. An f16 cannot hold every one
+    /// (2^−128 … 2^126).
+    E8m0,
+}
+
 /// What the block's second f16 does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Second {
@@ -71,6 +86,7 @@ pub struct Layout {
     pub bits: u32,
     /// Subtracted from every value.
     pub zero: i32,
+    pub scale: Scale,
     pub scales: Scales,
     pub second: Second,
 }
@@ -86,6 +102,7 @@ impl Layout {
                 sub: 32,
                 bits,
                 zero,
+                scale: Scale::Half,
                 scales: Scales::None,
                 second,
             }
@@ -101,6 +118,7 @@ impl Layout {
                 sub,
                 bits,
                 zero,
+                scale: Scale::Half,
                 scales,
                 second,
             }
@@ -114,7 +132,11 @@ impl Layout {
             GgmlType::Q4K => k(ty, 32, 4, 0, Scales::WithMins),
             GgmlType::Q5K => k(ty, 32, 5, 0, Scales::WithMins),
             GgmlType::Q6K => k(ty, 16, 6, 32, Scales::Signed),
-            GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 | GgmlType::Mxfp4 => return None,
+            GgmlType::Mxfp4 => Layout {
+                scale: Scale::E8m0,
+                ..legacy(ty, 5, 12, Second::None)
+            },
+            GgmlType::F32 | GgmlType::F16 | GgmlType::Bf16 => return None,
         })
     }
 
@@ -191,7 +213,7 @@ impl Layout {
                 _ => 0,
             };
         // Every header is whole 32-byte halves of a line: two blocks share their header lines
-        // where one would leave half a line (Q4_0, Q5_0, Q8_0 and Q6_K).
+        // where one would leave half a line (Q4_0, Q5_0, Q8_0, Q6_K and MXFP4).
         let per_unit = if header.is_multiple_of(LINE) { 1 } else { 2 };
         let values = self.low_bytes() + self.plane_bytes();
         let headers = (per_unit * header).next_multiple_of(LINE);

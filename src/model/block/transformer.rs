@@ -1340,7 +1340,10 @@ impl Transformer {
             eps: c.norm_eps,
         };
         let width = net.in_width();
-        let zero = LayerState::zero(net);
+        // Made only for a run from the empty state: a decode step would otherwise clear a whole
+        // state (a megabyte a layer on Qwen3.5-0.8B) per layer and token for nothing (1% of a
+        // decode's samples, `docs/models.md`, *Decode: where a token's time goes*).
+        let mut zero = None;
         let mut gated = Vec::with_capacity(proj.len() / width * net.value_dim());
         let mut states = Vec::with_capacity(runs.len());
         let mut row = 0;
@@ -1354,7 +1357,10 @@ impl Transformer {
                     states.push(state);
                 }
                 None => {
-                    let from = r.state.recurrent.get(slot).map_or(&zero, |s| &**s);
+                    let from = match r.state.recurrent.get(slot) {
+                        Some(s) => &**s,
+                        None => zero.get_or_insert_with(|| LayerState::zero(net)),
+                    };
                     let (out, state) = delta_net::run(net, &weights, from, proj);
                     gated.extend(out);
                     states.push(state);

@@ -40,8 +40,8 @@ use deltalogic::model::scorer::{set_threads, Backend, Scorer};
 /// between llama.cpp's native and AVX2 builds.
 pub(super) const SPREAD_FACTOR: f64 = 1.5;
 /// How far our integer mode may be from the exact product, as a multiple of llama.cpp's native
-/// build's distance from it. Measured on the 16 quantised family files (2026-11-28): 0.85 to 1.07 on the
-/// mean |Δ log-prob|, 0.95 to 1.04 on the mean |Δ logit| (docs/models.md).
+/// build's distance from it. Measured on the 16 quantised family files (2026-11-28): 0.85 to
+/// 1.07 on the mean |Δ log-prob|, 0.95 to 1.04 on the mean |Δ logit| (docs/models.md).
 pub(super) const ACCURACY_FACTOR: f64 = 1.25;
 
 /// Each case's per-label log-probs.

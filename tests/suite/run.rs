@@ -45,21 +45,7 @@ fn prepare(store: &Path, model: &Path) {
         store,
         &["model", "add", model.to_str().unwrap(), "--name", "smol"],
     );
-    dl(
-        store,
-        &[
-            "build",
-            "deltalogic",
-            "--from",
-            "generated",
-            "--seed",
-            "1",
-            "--per-type",
-            "1",
-            "--name",
-            "small",
-        ],
-    );
+    crate::common::build_generated(store, "1", "1", "small");
 }
 
 #[test]

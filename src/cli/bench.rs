@@ -14,10 +14,12 @@
 //! attention and the rest are the gap between a share and 1, with the kernels' own overhead.
 //!
 //! Each (model, backend) runs in a child process so that its peak RSS (VmHWM) is its own.
-//! Decode is what greedy generation runs: from a one-token state, `next_logits` then `prefill`
-//! of the chosen token, step after step, as llama-bench's `tg` decodes from an empty cache. The
+//! Decode is what greedy generation runs: from a one-token state, the chosen token through the
+//! blocks and the LM head (`extend_each`, the runner's step), step after step, as llama-bench's
+//! `tg` decodes from an empty cache. The state is moved into each step, so a recurrent layer's
+//! state is advanced in place, as in generation, not copied. The
 //! second decode figure is what the runner does with a run's generations: `--parallel` of them
-//! stepped together (`next_logits_each` then `step`), each after its own one-token prompt,
+//! stepped together, each after its own one-token prompt,
 //! beside llama-batched-bench decoding as many sequences together (`-npp 1 -npl`). A step of
 //! several reads the weights once for all of them, so it is a short prefill, and its share is
 //! of the multiply-add peak.
@@ -246,16 +248,10 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
     // measured again from after the read (its buffer is above the mmap threshold, so freeing
     // it hands it back).
     let prefill_peak = peak_rss_kib()?;
+    let first = argmax(&scorer.next_logits(&start)?);
     let before = read_bandwidth(args.compute.threads);
     reset_peak_rss()?;
-    let s = best_of(&mut || {
-        let mut state = start.clone();
-        for _ in 0..args.decode {
-            let logits = scorer.next_logits(&state)?;
-            state = scorer.prefill(&state, &[argmax(&logits)])?;
-        }
-        Ok(())
-    })?;
+    let s = best_of(&mut || decode_steps(&scorer, vec![start.clone()], vec![first], args.decode))?;
     let peak_rss_mib = prefill_peak.max(peak_rss_kib()?) / 1024.0;
     let decode_read = Read {
         before,
@@ -268,19 +264,13 @@ fn measure(model: &Path, backend: Backend, args: &BenchArgs) -> anyhow::Result<M
     let starts = (0..args.parallel)
         .map(|i| scorer.prefill(&empty, &tokens[i % tokens.len()..][..1]))
         .collect::<Result<Vec<_>, _>>()?;
-    let parallel = best_of(&mut || {
-        let mut states = starts.clone();
-        for _ in 0..args.decode {
-            let refs: Vec<&State> = states.iter().collect();
-            let next: Vec<u32> = scorer
-                .next_logits_each(&refs)?
-                .iter()
-                .map(|l| argmax(l))
-                .collect();
-            states = scorer.step(&refs, &next)?;
-        }
-        Ok(())
-    })?;
+    let firsts = scorer
+        .next_logits_each(&starts.iter().collect::<Vec<_>>())?
+        .iter()
+        .map(|l| argmax(l))
+        .collect::<Vec<_>>();
+    let parallel =
+        best_of(&mut || decode_steps(&scorer, starts.clone(), firsts.clone(), args.decode))?;
     let positions = longest.max(args.decode + 1);
     let cost = scorer.model().weight_cost();
     let (experts_chosen, experts) = scorer.model().experts_bytes();
@@ -609,6 +599,28 @@ fn generating(
 }
 
 /// The most likely token, ties to the lowest id (the greedy choice).
+/// `steps` greedy decode steps of `states` together, each starting with its token of `next`,
+/// as the runner's generations step (`Transformer::extend_each`: the blocks over each state's
+/// token, then the LM head over them). Each state is moved in, so a recurrent layer's state is
+/// advanced in place rather than copied at every step.
+fn decode_steps(
+    scorer: &Scorer,
+    mut states: Vec<State>,
+    mut next: Vec<u32>,
+    steps: usize,
+) -> anyhow::Result<()> {
+    for _ in 0..steps {
+        let runs: Vec<&[u32]> = next.iter().map(std::slice::from_ref).collect();
+        let mut chosen = vec![0; next.len()];
+        states = scorer.extend_each(states, &runs, &mut |i, logits| {
+            chosen[i] = argmax(logits);
+            1
+        })?;
+        next = chosen;
+    }
+    Ok(())
+}
+
 fn argmax(logits: &[f32]) -> u32 {
     let mut best = 0;
     for (i, &x) in logits.iter().enumerate() {

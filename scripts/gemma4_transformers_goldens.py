@@ -1,23 +1,30 @@
 #!/usr/bin/env python3
 """Dev only: Hugging Face transformers' label log-probs, next-token logits and greedy tokens on
-a Gemma 4 family file (issue 43), as fixtures/golden/families-gemma4-transformers.json (E2B's) or
-families-gemma4-e4b-transformers.json (E4B's), the f32 reference for Gemma 4
-(tests/suite/families_llamacpp.rs): llama.cpp is not one in f32 for Gemma, its CPU GELU being read
-from an f16 table.
+a family file exported to a Hugging Face directory, as a golden of fixtures/golden: Gemma 4's
+(issue 43; families-gemma4-transformers.json for E2B's file, families-gemma4-e4b-transformers.json
+for E4B's), the f32 reference for Gemma 4 (llama.cpp is not one in f32 for Gemma, its CPU GELU
+being read from an f16 table), and gpt-oss's (issue 45; families-gptoss-transformers.json), the
+check that `model export-hf` writes what transformers' `GptOssForCausalLM` reads
+(tests/suite/families_llamacpp.rs).
 
 The f32 file (`gemma4-e2b-window16-f32.gguf` by default, --name) is written by `deltalogic dev
 family-files`, exported with `deltalogic model export-hf` (whose config.json and tensor names are
-transformers'), and loaded by transformers' own `Gemma4ForCausalLM` in f32 with eager attention.
-The contexts and labels are read from the llama.cpp golden of the same file (--cases, beside
---out), and the golden has its layout.
+transformers'), and loaded by transformers' own class for it (--class) in f32 with eager
+attention. The contexts and labels are read from the llama.cpp golden of the same file (--cases,
+beside --out), and the golden has its layout.
 
 Runs under a Python with torch and transformers (the vLLM CPU venv):
     .tools/vllm-venv/bin/python scripts/gemma4_transformers_goldens.py \
         [--deltalogic target/debug/deltalogic] [--dir /tmp/gemma4]
-and for E4B's file:
+for E4B's file:
     .tools/vllm-venv/bin/python scripts/gemma4_transformers_goldens.py \
         --name gemma4-e4b-window16 --cases families-gemma4-e4b-llamacpp.json \
         --out fixtures/golden/families-gemma4-e4b-transformers.json
+and for gpt-oss's:
+    .tools/vllm-venv/bin/python scripts/gemma4_transformers_goldens.py \
+        --name gpt-oss-20b-window16 --class GptOssForCausalLM \
+        --cases families-gptoss-llamacpp.json \
+        --out fixtures/golden/families-gptoss-transformers.json
 """
 
 import argparse
@@ -28,7 +35,7 @@ import shutil
 import subprocess
 
 import torch
-from transformers import Gemma4ForCausalLM
+import transformers
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--deltalogic", default="target/debug/deltalogic")
@@ -38,6 +45,8 @@ ap.add_argument("--out", default="fixtures/golden/families-gemma4-transformers.j
 ap.add_argument("--name", default="gemma4-e2b-window16", help="the family file")
 ap.add_argument("--cases", default="families-gemma4-llamacpp.json",
                 help="the llama.cpp golden of that file, beside --out")
+ap.add_argument("--class", dest="cls", default="Gemma4ForCausalLM",
+                help="the transformers class that reads the exported directory")
 a = ap.parse_args()
 GREEDY = 8
 NAME = a.name
@@ -54,7 +63,7 @@ subprocess.run([a.deltalogic, "model", "export-hf", "--model", gguf, "-o", hf], 
 sha = hashlib.sha256(open(gguf, "rb").read()).hexdigest()
 os.remove(gguf)
 
-model = Gemma4ForCausalLM.from_pretrained(hf, dtype=torch.float32, attn_implementation="eager")
+model = getattr(transformers, a.cls).from_pretrained(hf, dtype=torch.float32, attn_implementation="eager")
 model.eval()
 
 
@@ -90,7 +99,7 @@ for ctx, labels in cases():
 shutil.rmtree(hf)
 
 golden = {
-    "source": f"transformers {__import__('transformers').__version__} Gemma4ForCausalLM, f32, "
+    "source": f"transformers {transformers.__version__} {a.cls}, f32, "
               "eager attention, on the `deltalogic model export-hf` directory of the file; "
               "scripts/gemma4_transformers_goldens.py",
     "files": [entry],

@@ -168,6 +168,17 @@ fn group(name: &str) -> String {
     }
 }
 
+/// Whether `name` is the `suffix` (`_blocks` or `_scales`) half of an MXFP4 pair of `U8`
+/// tensors in `w`.
+fn mxfp4_part(w: &crate::model::format::hf::Weights, name: &str, suffix: &str) -> bool {
+    use crate::model::block::transformer::TensorFile;
+    let Some(stem) = name.strip_suffix(suffix) else {
+        return false;
+    };
+    let u8 = |n: &str| matches!(w.stored(n), Ok(Some((_, ty, _))) if ty == "U8");
+    u8(&format!("{stem}_blocks")) && u8(&format!("{stem}_scales"))
+}
+
 /// What `model inspect` says of `path`, a model of a built-in family or not.
 pub fn inspect(path: &Path) -> Inspection {
     inspect_in(&FAMILIES, path)
@@ -208,6 +219,10 @@ pub fn inspect_in(families: &Families, path: &Path) -> Inspection {
                 let ty = match w.describe(&name) {
                     Ok(Some(d)) => d.ty,
                     Ok(None) => continue,
+                    // Issue 45: transformers' MXFP4 (gpt-oss's experts), a tensor as `U8`
+                    // blocks and scales: counted once, as MXFP4.
+                    Err(_) if mxfp4_part(&w, &name, "_scales") => continue,
+                    Err(_) if mxfp4_part(&w, &name, "_blocks") => "MXFP4".into(),
                     Err(_) => "unsupported".into(),
                 };
                 types(&name, ty);

@@ -91,14 +91,16 @@ impl Scorer {
         Self::open_in(&FAMILIES, path, backend)
     }
 
-    /// Opens a model of one of `families`. Hugging Face directories always run in f32.
+    /// Opens a model of one of `families`. A Hugging Face directory's float weights run in f32
+    /// in either mode, as a GGUF file's do; its MXFP4 experts (gpt-oss) are quantised, and
+    /// multiply as `backend` says.
     pub fn open_in(
         families: &Families,
         path: &Path,
         backend: Backend,
     ) -> Result<Scorer, ModelError> {
         let opened = Opened::open(families, path)?;
-        let integer = backend == Backend::Int8 && matches!(opened.source, Source::Gguf(_));
+        let integer = backend == Backend::Int8;
         let model = opened.with(|file, naming, extra| {
             Transformer::load(opened.cfg.clone(), file, naming, extra, integer)
         })?;

@@ -25,6 +25,7 @@ mod gemma4;
 mod generation;
 mod generation_golden;
 mod gguf_errors;
+mod gpt_oss_hf;
 mod grammar;
 mod harmony;
 mod hf_export;

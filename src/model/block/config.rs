@@ -67,6 +67,10 @@ pub struct Yarn {
     /// `mscale_all_dim` of 0 gives transformers' default, `mscale(factor, 1)`.
     pub mscale: f32,
     pub mscale_all_dim: f32,
+    /// Whether the ramp's ends are rounded out to whole pairs (floor and ceil), as llama.cpp
+    /// always does and transformers by default (`truncate`); gpt-oss's released configs say
+    /// false.
+    pub truncate: bool,
 }
 
 impl Yarn {
@@ -87,8 +91,11 @@ impl Yarn {
                     .ln()
                 / (2.0 * (theta as f64).ln())
         };
-        let low = dim(self.beta_fast).floor().max(0.0);
-        let high = dim(self.beta_slow).ceil().min(rotary_dim as f64 - 1.0);
+        let (low, high) = match self.truncate {
+            true => (dim(self.beta_fast).floor(), dim(self.beta_slow).ceil()),
+            false => (dim(self.beta_fast), dim(self.beta_slow)),
+        };
+        let (low, high) = (low.max(0.0), high.min(rotary_dim as f64 - 1.0));
         let ramp = ((i as f64 - low) / (high - low).max(0.001)).clamp(0.0, 1.0);
         // `ramp` 0 keeps the frequency (extrapolation), 1 divides it by the factor.
         let kept = 1.0 - ramp;

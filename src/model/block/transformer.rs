@@ -55,6 +55,12 @@ pub trait TensorFile {
     fn blocks(&self, _name: &str) -> Result<Option<Blocks>, ModelError> {
         Ok(None)
     }
+    /// Issue 45: `name`'s stored bytes whatever their type, with its shape and the type's name:
+    /// the `U8` tensors of a safetensors MXFP4 checkpoint (`_blocks`, `_scales`), which only a
+    /// family's view decodes. `Ok(None)` when the file has no such tensor or serves none.
+    fn stored(&self, _name: &str) -> Result<Option<(Vec<usize>, String, BlockBytes)>, ModelError> {
+        Ok(None)
+    }
     /// The shape and stored type of `name` without reading its data (`Transformer::check`);
     /// `Ok(None)` when the file has no such tensor. An unsupported type is an error naming it.
     fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError>;
@@ -73,6 +79,9 @@ impl<T: TensorFile + ?Sized> TensorFile for &T {
     }
     fn blocks(&self, name: &str) -> Result<Option<Blocks>, ModelError> {
         (**self).blocks(name)
+    }
+    fn stored(&self, name: &str) -> Result<Option<(Vec<usize>, String, BlockBytes)>, ModelError> {
+        (**self).stored(name)
     }
     fn describe(&self, name: &str) -> Result<Option<TensorDesc>, ModelError> {
         (**self).describe(name)

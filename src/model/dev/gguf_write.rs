@@ -625,6 +625,13 @@ pub fn hf_to_gguf_in(
             "yarn mscale other than 1 has no GGUF key: not converted",
         ));
     }
+    // llama.cpp always rounds the ramp's ends (gpt-oss's released configs do not).
+    if cfg.rope.yarn.as_ref().is_some_and(|y| !y.truncate) {
+        return Err(crate::model::invalid(
+            dir,
+            "yarn truncate false has no GGUF key (llama.cpp always truncates): not converted",
+        ));
+    }
     let weights = hf::Weights::open(dir)?;
     let mut w = GgufWriter::default();
     config_metadata(&mut w, &cfg, family);

@@ -18,25 +18,35 @@
 //! MXFP4 experts (every real gpt-oss GGUF's) are dequantised tile by tile in the f32 mode and
 //! multiplied by llama.cpp's integer MXFP4 product in the integer mode (`numerics::qmatmul`).
 //!
-//! Not implemented, refused by name: Hugging Face checkpoints (their experts are fused with gate
-//! and up interleaved, and MXFP4-packed), `model export-hf`, any other `gpt-oss.` key, and a
-//! tied LM head (llama.cpp requires `output.weight`).
+//! Hugging Face checkpoints (`GptOssForCausalLM`) are read in both forms transformers writes,
+//! their fused experts served expert by expert by [`hf::Experts`], and `model export-hf` writes
+//! the dense form ([`hf::layout`]); config.json is read by [`config_from_hf`] into the config
+//! the GGUF reader gives for the same model.
+//!
+//! Not implemented, refused by name: any other `gpt-oss.` key, config.json values llama.cpp's
+//! graph fixes (another SwiGLU limit or gain, attention without biases), and a tied LM head
+//! (llama.cpp requires `output.weight`). The released config.json's YaRN does not round its
+//! ramp's ends (`truncate` false), where llama.cpp always does: read as transformers reads it
+//! (`Yarn::truncate`), so such a checkpoint scores as transformers scores it, not as its GGUF
+//! conversion.
 //! The `o200k_harmony` tokenizer is llama.cpp's `gpt-4o` pre-tokenizer over an o200k vocabulary
 //! (read like Phi-4-mini's; checked against llama.cpp and openai-harmony in
 //! `tokenizer_golden::o200k_harmony_vocab_matches_llama_cpp`); its chat format, harmony, is
 //! rendered by `benchmarks::harmony`.
 
-use serde_json::{Map, Value};
+mod hf;
+
+use serde_json::{json, Map, Value};
 
 use super::gemma2::gguf_local_layers;
-use super::mistral3::gguf_yarn;
+use super::mistral3::{gguf_yarn, hf_rope, yarn_json};
 use super::read::{
     gguf_config_with, gguf_local_base, refuse_fused_qkv_and_partial_rope, refuse_unknown_keys,
     HfJson,
 };
-use super::{llama, qwen3moe, Family};
+use super::{llama, qwen3moe, Family, StoredLayout};
 use crate::model::block::config::{Config, Gating, Moe, SwigluClamp};
-use crate::model::block::transformer::{Naming, Part, RawTensor, TensorFile};
+use crate::model::block::transformer::{Naming, Part, TensorFile};
 use crate::model::format::gguf::Gguf;
 use crate::model::{invalid, ModelError};
 
@@ -69,6 +79,140 @@ pub fn gguf_name(part: Part) -> String {
     }
 }
 
+/// Hugging Face names: Llama's, the router's own, and the experts' fused tensors, `[gate E]`
+/// and `[up E]` the interleaved halves of `gate_up_proj` (and its bias) for expert `E`, `[E]`
+/// expert `E` of `down_proj` (`hf::Experts` serves them).
+pub fn hf_name(part: Part) -> String {
+    let layer = |l: usize, s: &str| format!("model.layers.{l}.{s}");
+    let experts = |l: usize, s: String| layer(l, &format!("mlp.experts.{s}"));
+    match part {
+        Part::Router(l) => layer(l, "mlp.router.weight"),
+        Part::ExpertGate(l, e) => experts(l, format!("gate_up_proj[gate {e}]")),
+        Part::ExpertUp(l, e) => experts(l, format!("gate_up_proj[up {e}]")),
+        Part::ExpertDown(l, e) => experts(l, format!("down_proj[{e}]")),
+        Part::ExpertGateBias(l, e) => experts(l, format!("gate_up_proj_bias[gate {e}]")),
+        Part::ExpertUpBias(l, e) => experts(l, format!("gate_up_proj_bias[up {e}]")),
+        Part::ExpertDownBias(l, e) => experts(l, format!("down_proj_bias[{e}]")),
+        other => llama::hf_name(other),
+    }
+}
+
+/// transformers' `GptOssConfig` read into the config the GGUF reader gives for the same model.
+/// Keys that only training reads (`router_aux_loss_coef`, `output_router_logits`,
+/// `attention_dropout`, `initializer_range`) change no score and are passed by.
+fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
+    let refuse = |what: String| Err(invalid(&json.path, what));
+    json.expect_activation(&["silu"])?;
+    hf::form(json)?;
+    if !json.bool_or("attention_bias", true)? {
+        return refuse(
+            "attention_bias false is not implemented for gpt-oss (llama.cpp's gpt-oss reads \
+             biases on q, k, v and the output)"
+                .into(),
+        );
+    }
+    if json.bool_or("tie_word_embeddings", false)? {
+        return refuse(
+            "tie_word_embeddings true is not implemented for gpt-oss (llama.cpp requires its \
+             own LM head)"
+                .into(),
+        );
+    }
+    for (key, fixed) in [
+        ("swiglu_limit", SWIGLU.limit),
+        ("swiglu_alpha", SWIGLU.alpha),
+    ] {
+        if let Some(v) = json.opt_f32(key)? {
+            if v != fixed {
+                return refuse(format!(
+                    "{key} {v} is not implemented: llama.cpp's gpt-oss fixes it at {fixed}"
+                ));
+            }
+        }
+    }
+    if json.get("rope_parameters").is_none() && json.get("rope_scaling").is_none() {
+        // transformers then applies its own default; a config that says nothing is taken as
+        // saying too little to be read with certainty.
+        return refuse(
+            "neither rope_parameters nor rope_scaling: transformers' default rope for gpt-oss \
+             is not read from an absent key; give it"
+                .into(),
+        );
+    }
+    let mut cfg = json.base_config("gpt-oss")?;
+    hf_rope(json, &mut cfg, "gpt-oss")?;
+    cfg.qkv_bias = true;
+    cfg.o_bias = true;
+    cfg.attn_sinks = true;
+    cfg.sliding_window = Some(json.usize("sliding_window")?);
+    cfg.local_layers = match json.get("layer_types") {
+        // transformers' default: even layers sliding, as llama.cpp's pattern of 2.
+        None => (0..cfg.layers).map(|l| l % 2 == 0).collect(),
+        Some(v) => layer_types(json, v, cfg.layers)?,
+    };
+    let width = json.usize("intermediate_size")?;
+    cfg.moe = Some(Moe {
+        experts: json.usize("num_local_experts")?,
+        experts_used: json.usize("num_experts_per_tok")?,
+        expert_intermediate: width,
+        norm_topk: false,
+        gating: Gating::SoftmaxOfChosen,
+        biases: true,
+        clamped: Some(SWIGLU),
+    });
+    Ok(cfg)
+}
+
+/// `layer_types`: one of `sliding_attention` (local) or `full_attention` per layer.
+fn layer_types(json: &HfJson, v: &Value, layers: usize) -> Result<Vec<bool>, ModelError> {
+    let bad = |why: String| invalid(&json.path, format!("layer_types {v}: {why}"));
+    let items = v.as_array().ok_or_else(|| bad("not a list".into()))?;
+    if items.len() != layers {
+        return Err(bad(format!("{} entries for {layers} layers", items.len())));
+    }
+    items
+        .iter()
+        .map(|t| match t.as_str() {
+            Some("sliding_attention") => Ok(true),
+            Some("full_attention") => Ok(false),
+            _ => Err(bad(format!("layer type {t} is not implemented"))),
+        })
+        .collect()
+}
+
+/// config.json's gpt-oss keys, as [`config_from_hf`] reads them back (the dense form: no
+/// `quantization_config`).
+fn hf_config(cfg: &Config, json: &mut Map<String, Value>) {
+    if let Some(y) = &cfg.rope.yarn {
+        let mut p = Map::new();
+        yarn_json(y, &mut p);
+        // Said either way: transformers' default for gpt-oss when absent is false.
+        p.insert("truncate".into(), json!(y.truncate));
+        json.insert("rope_scaling".into(), Value::Object(p));
+    }
+    if let Some(w) = cfg.sliding_window {
+        json.insert("sliding_window".into(), json!(w));
+    }
+    let types: Vec<&str> = (0..cfg.layers)
+        .map(
+            |l| match cfg.local_layers.get(l).copied().unwrap_or(false) {
+                true => "sliding_attention",
+                false => "full_attention",
+            },
+        )
+        .collect();
+    json.insert("layer_types".into(), json!(types));
+    json.insert("swiglu_limit".into(), json!(f64::from(SWIGLU.limit)));
+    json.insert("swiglu_alpha".into(), json!(f64::from(SWIGLU.alpha)));
+    json.insert("hidden_act".into(), json!("silu"));
+    json.insert("attention_bias".into(), json!(cfg.qkv_bias));
+    if let Some(m) = &cfg.moe {
+        json.insert("num_local_experts".into(), json!(m.experts));
+        json.insert("num_experts_per_tok".into(), json!(m.experts_used));
+        json.insert("intermediate_size".into(), json!(m.expert_intermediate));
+    }
+}
+
 impl Family for GptOss {
     fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
         use crate::model::block::config::{Gating, Moe, SwigluClamp, Yarn};
@@ -94,6 +238,7 @@ impl Family for GptOss {
                         beta_slow: 1.0,
                         mscale: 1.0,
                         mscale_all_dim: 0.0,
+                        truncate: true,
                     });
                     c.rope.scaling = Some("yarn 32".into());
                     c.qkv_bias = true;
@@ -162,11 +307,7 @@ impl Family for GptOss {
     }
 
     fn config_from_hf(&self, json: &HfJson) -> Result<Config, ModelError> {
-        Err(invalid(
-            &json.path,
-            "GptOssForCausalLM from config.json is not implemented (its experts are fused, gate \
-             and up interleaved, MXFP4-packed): load the GGUF convert_hf_to_gguf.py writes",
-        ))
+        config_from_hf(json)
     }
 
     fn gguf_namings(&self) -> &'static [Naming] {
@@ -177,11 +318,21 @@ impl Family for GptOss {
         Box::new(qwen3moe::ExpertSlices { inner: file })
     }
 
-    fn to_hf(&self, _part: Part, _cfg: &Config, _t: RawTensor) -> Result<RawTensor, String> {
-        Err("gpt-oss checkpoints are not written (config.json is not read back)".into())
+    fn hf_naming(&self) -> Naming {
+        hf_name
     }
 
-    fn hf_config(&self, _cfg: &Config, _json: &mut Map<String, Value>) {}
+    fn hf_view<'a>(&self, file: &'a dyn TensorFile, _cfg: &Config) -> Box<dyn TensorFile + 'a> {
+        Box::new(hf::Experts::new(file))
+    }
+
+    fn hf_layout(&self, parts: &[(Part, Vec<usize>)]) -> Option<StoredLayout> {
+        hf::layout(parts)
+    }
+
+    fn hf_config(&self, cfg: &Config, json: &mut Map<String, Value>) {
+        hf_config(cfg, json)
+    }
 
     fn gguf_metadata(&self, cfg: &Config) -> Vec<(String, crate::model::format::gguf::Value)> {
         use crate::model::format::gguf::Value as V;

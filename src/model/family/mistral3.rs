@@ -68,6 +68,34 @@ fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
     let mut cfg = json.base_config("mistral3")?;
     // Loaded through `llama::GgufOrder` (module docs).
     cfg.rope.layout = RopeLayout::Interleaved;
+    let Some(p) = hf_rope(json, &mut cfg, "mistral3")? else {
+        return Ok(cfg);
+    };
+    let num = |key: &str| rope_number(json, p, key);
+    let original = num("original_max_position_embeddings")?;
+    if let Some(beta) = num("llama_4_scaling_beta")? {
+        let floor = original.ok_or_else(|| {
+            invalid(
+                &json.path,
+                "llama_4_scaling_beta needs original_max_position_embeddings",
+            )
+        })?;
+        cfg.attn_temperature = Some(AttnTemperature {
+            beta: beta as f32,
+            floor: floor as usize,
+        });
+    }
+    Ok(cfg)
+}
+
+/// The rope of a config.json in either layout (transformers 5's `rope_parameters` with the base
+/// inside, or `rope_theta` and `rope_scaling`): the base, and linear or YaRN scaling, set on
+/// `cfg`; any other type refused for `arch`. Returns the parameters for the family's own keys.
+pub fn hf_rope<'a>(
+    json: &'a HfJson,
+    cfg: &mut Config,
+    arch: &str,
+) -> Result<Option<&'a Value>, ModelError> {
     let params = match (json.get("rope_parameters"), json.get("rope_scaling")) {
         (Some(_), Some(_)) => {
             return Err(invalid(
@@ -93,21 +121,9 @@ fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
         (None, s) => s,
     };
     let Some(p) = params else {
-        return Ok(cfg);
+        return Ok(None);
     };
-    let num = |key: &str| -> Result<Option<f64>, ModelError> {
-        p.get(key)
-            .filter(|v| !v.is_null())
-            .map(|v| {
-                v.as_f64().ok_or_else(|| {
-                    invalid(
-                        &json.path,
-                        format!("rope parameter {key} is not a number: {v}"),
-                    )
-                })
-            })
-            .transpose()
-    };
+    let num = |key: &str| rope_number(json, p, key);
     let original = num("original_max_position_embeddings")?;
     match rope_scaling_type(p).as_deref() {
         None | Some("default") | Some("none") => {}
@@ -118,7 +134,7 @@ fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
                     format!("rope scaling {p}: linear needs a factor"),
                 )
             })? as f32;
-            apply_linear(&mut cfg, Some((vec![f], format!("linear {f}"))));
+            apply_linear(cfg, Some((vec![f], format!("linear {f}"))));
         }
         Some("yarn") => {
             let factor = num("factor")?.ok_or_else(|| {
@@ -128,17 +144,17 @@ fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
                 return Err(invalid(
                     &json.path,
                     format!(
-                        "yarn attention_factor {a} is not implemented for mistral3 (llama.cpp's \
-                         mistral3 does not read it)"
+                        "yarn attention_factor {a} is not implemented for {arch} (llama.cpp's \
+                         {arch} does not read it)"
                     ),
                 ));
             }
-            if p.get("truncate").and_then(Value::as_bool) == Some(false) {
-                return Err(invalid(
-                    &json.path,
-                    "yarn truncate false is not implemented",
-                ));
-            }
+            let truncate = match p.get("truncate").filter(|v| !v.is_null()) {
+                None => true,
+                Some(t) => t.as_bool().ok_or_else(|| {
+                    invalid(&json.path, format!("yarn truncate {t} is not a boolean"))
+                })?,
+            };
             let window = json.usize("max_position_embeddings")? as f64;
             let original = original.unwrap_or(window);
             // transformers 5 takes the factor as max_position_embeddings over the original
@@ -166,29 +182,52 @@ fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
                 beta_slow: num("beta_slow")?.map_or(BETA_SLOW, |b| b as f32),
                 mscale,
                 mscale_all_dim,
+                truncate,
             });
             cfg.rope.scaling = Some(format!("yarn {factor}"));
         }
         Some(other) => {
             return Err(invalid(
                 &json.path,
-                format!("rope scaling type {other} is not implemented for mistral3 ({p})"),
+                format!("rope scaling type {other} is not implemented for {arch} ({p})"),
             ))
         }
     }
-    if let Some(beta) = num("llama_4_scaling_beta")? {
-        let floor = original.ok_or_else(|| {
-            invalid(
-                &json.path,
-                "llama_4_scaling_beta needs original_max_position_embeddings",
-            )
-        })?;
-        cfg.attn_temperature = Some(AttnTemperature {
-            beta: beta as f32,
-            floor: floor as usize,
-        });
+    Ok(Some(p))
+}
+
+/// YaRN's rope parameters as [`hf_rope`] reads them back.
+pub fn yarn_json(y: &Yarn, p: &mut serde_json::Map<String, Value>) {
+    p.insert("rope_type".into(), "yarn".into());
+    p.insert("factor".into(), f64::from(y.factor).into());
+    p.insert(
+        "original_max_position_embeddings".into(),
+        y.original_max_positions.into(),
+    );
+    p.insert("beta_fast".into(), f64::from(y.beta_fast).into());
+    p.insert("beta_slow".into(), f64::from(y.beta_slow).into());
+    if y.mscale_all_dim != 0.0 {
+        p.insert("mscale".into(), f64::from(y.mscale).into());
+        p.insert("mscale_all_dim".into(), f64::from(y.mscale_all_dim).into());
     }
-    Ok(cfg)
+    if !y.truncate {
+        p.insert("truncate".into(), false.into());
+    }
+}
+
+/// A number among the rope parameters `p`, `None` when absent.
+fn rope_number(json: &HfJson, p: &Value, key: &str) -> Result<Option<f64>, ModelError> {
+    p.get(key)
+        .filter(|v| !v.is_null())
+        .map(|v| {
+            v.as_f64().ok_or_else(|| {
+                invalid(
+                    &json.path,
+                    format!("rope parameter {key} is not a number: {v}"),
+                )
+            })
+        })
+        .transpose()
 }
 
 /// The `mistral3.` keys read here besides the common ones.
@@ -229,6 +268,8 @@ pub fn gguf_yarn(g: &Gguf, arch: &str, cfg: &mut Config) -> Result<usize, ModelE
             // llama.cpp assumes mscale 1 and takes the log multiplier as mscale_all_dim.
             mscale: 1.0,
             mscale_all_dim: opt_f32("rope.scaling.yarn_log_multiplier")?.unwrap_or(0.0),
+            // ggml_rope_yarn_corr_dims rounds the ramp's ends.
+            truncate: true,
         });
         cfg.rope.scaling = Some(format!("yarn {factor}"));
     }
@@ -343,18 +384,7 @@ impl super::Family for Mistral3 {
         crate::model::family::read::linear_scaling_json(cfg, json);
         let mut p = serde_json::Map::new();
         if let Some(y) = &cfg.rope.yarn {
-            p.insert("rope_type".into(), "yarn".into());
-            p.insert("factor".into(), f64::from(y.factor).into());
-            p.insert(
-                "original_max_position_embeddings".into(),
-                y.original_max_positions.into(),
-            );
-            p.insert("beta_fast".into(), f64::from(y.beta_fast).into());
-            p.insert("beta_slow".into(), f64::from(y.beta_slow).into());
-            if y.mscale_all_dim != 0.0 {
-                p.insert("mscale".into(), f64::from(y.mscale).into());
-                p.insert("mscale_all_dim".into(), f64::from(y.mscale_all_dim).into());
-            }
+            yarn_json(y, &mut p);
         }
         if let Some(t) = &cfg.attn_temperature {
             p.entry("rope_type").or_insert_with(|| "default".into());
@@ -404,6 +434,7 @@ fn ministral3(original: usize) -> Config {
         beta_slow: 1.0,
         mscale: 1.0,
         mscale_all_dim: 1.0,
+        truncate: true,
     });
     c.rope.scaling = Some("yarn 16".into());
     c.attn_temperature = Some(AttnTemperature {

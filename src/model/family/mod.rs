@@ -93,6 +93,13 @@ pub trait Family: Sync {
         shape
     }
 
+    /// How a Hugging Face checkpoint of the family lays out the tensor holding `parts` (each
+    /// with its shape as the block reads it, in `Transformer::parts` order), when not as their
+    /// rows stacked (gpt-oss's fused experts); `None` for stacked rows.
+    fn hf_layout(&self, _parts: &[(Part, Vec<usize>)]) -> Option<StoredLayout> {
+        None
+    }
+
     /// config.json's family keys for `cfg`, beside the ones every family shares
     /// (`format::hf_export`). The export reads the file back with [`Family::config_from_hf`]
     /// and refuses it unless it gives `cfg` again.
@@ -116,6 +123,15 @@ pub trait Family: Sync {
     fn family_files(&self) -> Vec<crate::model::dev::family_files::FamilyFile> {
         Vec::new()
     }
+}
+
+/// A Hugging Face tensor of several block weights in a layout of its own ([`Family::hf_layout`]):
+/// its shape, and the groups of parts whose data, each group arranged by `arrange` (the parts
+/// in the group's order, as [`Family::to_hf`] gives them), follow one another in the file.
+pub struct StoredLayout {
+    pub shape: Vec<usize>,
+    pub groups: Vec<Vec<Part>>,
+    pub arrange: fn(&[RawTensor]) -> Vec<f32>,
 }
 
 /// The families a command knows: [`FAMILIES`], or a library user's own list.

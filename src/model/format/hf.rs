@@ -75,20 +75,28 @@ impl Shard {
         }))
     }
 
-    /// `name`'s bytes where they lie in the map.
+    /// `name`'s float bytes where they lie in the map.
     fn blocks(&self, name: &str) -> Result<Option<Blocks>, ModelError> {
         let Some(info) = self.meta.info(name) else {
             return Ok(None);
         };
         let ty = self.float_type(name, info.dtype)?;
-        let (start, end) = info.data_offsets;
         // `read_metadata` checked that the offsets tile the data section exactly.
+        Ok(self
+            .stored(name)
+            .map(|(shape, _, bytes)| (shape, ty, bytes)))
+    }
+
+    /// `name`'s bytes where they lie, of any type.
+    fn stored(&self, name: &str) -> Option<(Vec<usize>, String, BlockBytes)> {
+        let info = self.meta.info(name)?;
+        let (start, end) = info.data_offsets;
         let data = 8 + self.header_len;
         let bytes = BlockBytes::Mapped {
             map: Arc::clone(&self.map),
             range: data + start..data + end,
         };
-        Ok(Some((info.shape.clone(), ty, bytes)))
+        Some((info.shape.clone(), format!("{:?}", info.dtype), bytes))
     }
 
     fn tensor(&self, name: &str) -> Result<Option<RawTensor>, ModelError> {
@@ -225,6 +233,11 @@ impl TensorFile for Weights {
     /// of experts' matrices are read where they lie, as from GGUF, instead of copied.
     fn blocks(&self, name: &str) -> Result<Option<Blocks>, ModelError> {
         self.lookup(name, |s| s.blocks(name))
+    }
+
+    /// Issue 45: any tensor's bytes where they lie, `U8` too (MXFP4 blocks and scales).
+    fn stored(&self, name: &str) -> Result<Option<(Vec<usize>, String, BlockBytes)>, ModelError> {
+        self.lookup(name, |s| Ok(s.stored(name)))
     }
 }
 

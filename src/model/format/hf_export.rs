@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 
 use crate::model::block::config::Config;
 use crate::model::block::transformer::{Part, TensorFile, Transformer};
-use crate::model::family::{self, Families, Family, FAMILIES};
+use crate::model::family::{self, Families, Family, StoredLayout, FAMILIES};
 use crate::model::format::gguf::Gguf;
 use crate::model::format::hf::{pretty, write};
 use crate::model::tokenize::Tokenizer;
@@ -140,22 +140,37 @@ impl Lacks for &'static dyn Family {
 }
 
 /// The tensors a Hugging Face checkpoint of the family holds, in the block's order: each
-/// stored name with the parts stacked in it (one, or the slots of a fused matrix) and its shape.
-fn stored_tensors(cfg: &Config, fam: &dyn Family) -> Vec<(String, Vec<Part>, Vec<usize>)> {
+/// stored name with its shape and the groups of parts written one after the other (one part
+/// each, the slots of a fused matrix stacked), with how a group's data is arranged.
+fn stored_tensors(cfg: &Config, fam: &dyn Family) -> Vec<(String, StoredLayout)> {
     let naming = fam.hf_naming();
-    let mut out: Vec<(String, Vec<Part>, Vec<usize>)> = Vec::new();
+    // Each stored name with the parts it holds and their shapes.
+    type Held = Vec<(Part, Vec<usize>)>;
+    let mut parts: Vec<(String, Held)> = Vec::new();
     for (part, shape) in Transformer::parts(cfg) {
         let name = naming(part);
         let stored = name.split_once('[').map_or(name.as_str(), |(n, _)| n);
-        match out.iter_mut().find(|t| t.0 == stored) {
-            Some(t) => {
-                t.1.push(part);
-                t.2[0] += shape[0];
-            }
-            None => out.push((stored.to_string(), vec![part], fam.hf_shape(part, shape))),
+        match parts.iter_mut().find(|t| t.0 == stored) {
+            Some(t) => t.1.push((part, shape)),
+            None => parts.push((stored.to_string(), vec![(part, shape)])),
         }
     }
-    out
+    let stacked = |held: &[(Part, Vec<usize>)]| {
+        let mut shape = fam.hf_shape(held[0].0, held[0].1.clone());
+        shape[0] += held[1..].iter().map(|(_, s)| s[0]).sum::<usize>();
+        StoredLayout {
+            shape,
+            groups: held.iter().map(|(p, _)| vec![*p]).collect(),
+            arrange: |t| t[0].data.clone(),
+        }
+    };
+    parts
+        .into_iter()
+        .map(|(name, held)| {
+            let layout = fam.hf_layout(&held).unwrap_or_else(|| stacked(&held));
+            (name, layout)
+        })
+        .collect()
 }
 
 /// Writes `model.safetensors` one tensor at a time (a whole model never sits in memory as f32):
@@ -170,11 +185,11 @@ fn write_weights(
     let tensors = stored_tensors(cfg, fam);
     let mut header = Map::new();
     let mut offset = 0usize;
-    for (name, _, shape) in &tensors {
-        let bytes = 4 * shape.iter().product::<usize>();
+    for (name, layout) in &tensors {
+        let bytes = 4 * layout.shape.iter().product::<usize>();
         header.insert(
             name.clone(),
-            json!({"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + bytes]}),
+            json!({"dtype": "F32", "shape": layout.shape, "data_offsets": [offset, offset + bytes]}),
         );
         offset += bytes;
     }
@@ -189,22 +204,26 @@ fn write_weights(
     w.write_all(&(head.len() as u64).to_le_bytes())
         .map_err(io)?;
     w.write_all(&head).map_err(io)?;
-    for (name, parts, _) in &tensors {
-        for &part in parts {
-            let gguf_name = naming(part);
-            let t = view
-                .tensor(&gguf_name)?
-                .ok_or_else(|| ModelError::MissingTensor {
-                    path: view.path().to_path_buf(),
-                    tensor: gguf_name.clone(),
-                })?;
-            let t = fam.to_hf(part, cfg, t).map_err(|why| {
-                invalid(
-                    view.path(),
-                    format!("tensor {gguf_name} cannot be written as {name}: {why}"),
-                )
-            })?;
-            let bytes: Vec<u8> = t.data.iter().flat_map(|x| x.to_le_bytes()).collect();
+    for (name, layout) in &tensors {
+        for group in &layout.groups {
+            let mut held = Vec::with_capacity(group.len());
+            for &part in group {
+                let gguf_name = naming(part);
+                let t = view
+                    .tensor(&gguf_name)?
+                    .ok_or_else(|| ModelError::MissingTensor {
+                        path: view.path().to_path_buf(),
+                        tensor: gguf_name.clone(),
+                    })?;
+                held.push(fam.to_hf(part, cfg, t).map_err(|why| {
+                    invalid(
+                        view.path(),
+                        format!("tensor {gguf_name} cannot be written as {name}: {why}"),
+                    )
+                })?);
+            }
+            let data = (layout.arrange)(&held);
+            let bytes: Vec<u8> = data.iter().flat_map(|x| x.to_le_bytes()).collect();
             w.write_all(&bytes).map_err(io)?;
         }
     }

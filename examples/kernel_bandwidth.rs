@@ -6,7 +6,9 @@
 //! `cargo run --release --example kernel_bandwidth -- TYPE ROWS COLS [ACTIVATION_ROWS]`, with
 //! TYPE one of q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k: 40 random matrices of that shape (more
 //! than the caches hold, for the usual shapes), each multiplied in turn, five rounds, three
-//! times; prints GB/s of the file's bytes and multiply-adds per second. Threads: rayon's
+//! times; prints GB/s of the file's bytes and multiply-adds per second, and GB per CPU-second
+//! of the process (user and system time, `getrusage`): on a machine shared with other work the
+//! wall-clock rate follows the scheduler, the rate per CPU-second far less. Threads: rayon's
 //! (`RAYON_NUM_THREADS`).
 
 use std::time::Instant;
@@ -79,16 +81,30 @@ fn main() {
     pass(&mut out);
     let bytes: usize = matrices.iter().map(QMatrix::file_bytes).sum();
     for _ in 0..3 {
-        let start = Instant::now();
+        let (start, cpu) = (Instant::now(), cpu_seconds());
         for _ in 0..ROUNDS {
             pass(&mut out);
         }
-        let seconds = start.elapsed().as_secs_f64();
+        let (seconds, cpu) = (start.elapsed().as_secs_f64(), cpu_seconds() - cpu);
         println!(
-            "{ty:?} {rows} x {cols}, {t} row(s): {:.2} GB/s of file bytes, {:.1} G multiply-adds/s",
+            "{ty:?} {rows} x {cols}, {t} row(s): {:.2} GB/s of file bytes, {:.1} G multiply-adds/s, \
+             {:.2} GB per CPU-second",
             (bytes * ROUNDS) as f64 / seconds / 1e9,
-            (MATRICES * ROUNDS * rows * cols * t) as f64 / seconds / 1e9
+            (MATRICES * ROUNDS * rows * cols * t) as f64 / seconds / 1e9,
+            (bytes * ROUNDS) as f64 / cpu / 1e9
         );
     }
     std::hint::black_box(&out);
+}
+
+/// The CPU time of this process so far (all threads, user and system), in seconds.
+fn cpu_seconds() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` fills the struct it is given; RUSAGE_SELF is always valid.
+    let usage = unsafe {
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()), 0);
+        usage.assume_init()
+    };
+    let time = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    time(usage.ru_utime) + time(usage.ru_stime)
 }

@@ -364,21 +364,10 @@ fn mxfp4_experts_score_as_their_values_in_f32_and_near_them_in_the_integer_mode(
 /// same at the global base, and the same when no layer is local.
 #[test]
 fn gpt_oss_local_layers_rotate_at_their_own_base() {
-    use deltalogic::model::dev::family_files::{config, write_config};
+    use deltalogic::model::dev::family_files::write_config;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut cfg = config("gpt-oss-20b-window16").unwrap();
-    cfg.hidden = 64;
-    cfg.intermediate = 64;
-    cfg.heads = 4;
-    cfg.kv_heads = 2;
-    cfg.head_dim = 16;
-    cfg.rope.rotary_dim = 16;
-    cfg.layers = 2;
-    cfg.local_layers = vec![true, false];
-    if let Some(m) = &mut cfg.moe {
-        (m.experts, m.experts_used, m.expert_intermediate) = (4, 2, 32);
-    }
+    let cfg = super::gpt_oss_hf::tiny_config();
     let g = Gguf::open(write_config(d, "gpt-oss-tiny", &cfg, Store::F32).unwrap()).unwrap();
     let run = |name: &str, edit: &dyn Fn(&mut GgufWriter)| {
         let mut w = GgufWriter::from_gguf(&g).unwrap();

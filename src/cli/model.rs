@@ -65,7 +65,7 @@ pub enum Command {
         #[arg(long, value_enum)]
         backend: Option<Backend>,
     },
-    /// Write a GGUF model (llama, qwen2) as a Hugging Face directory: f32 model.safetensors,
+    /// Write a GGUF model of any family as a Hugging Face directory: f32 model.safetensors,
     /// config.json, tokenizer.json built from the GGUF metadata. Scoring the directory gives the
     /// same bits as scoring the file; no store is used.
     ExportHf {

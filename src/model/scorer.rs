@@ -74,11 +74,6 @@ pub fn set_threads(n: usize) -> Result<(), ModelError> {
     Ok(())
 }
 
-/// The bytes the integer mode may hold of a mixture's repacked experts in models opened from
-/// now on (`None`: half the memory available when one is opened); past it the least recently
-/// used are let go and repacked from the file when next chosen (issue 45). No bit depends on it.
-pub use crate::model::numerics::repack::set_expert_budget;
-
 pub struct Scorer {
     model: Transformer,
     tokenizer: Tokenizer,

@@ -8,7 +8,7 @@ use std::path::Path;
 use deltalogic::model::dev::fixtures::{EXPERTS, EXPERTS_USED, EXPERT_WIDTH};
 use deltalogic::model::dev::gguf_write::{hf_to_gguf, quantize_mxfp4, GgufWriter, Meta, Store};
 use deltalogic::model::format::gguf::Gguf;
-use deltalogic::model::scorer::{set_expert_budget, Backend, Scorer};
+use deltalogic::model::scorer::{Backend, Scorer};
 
 use super::families::{bits, both, edited_fixture, refused, same_bits, scores, tokens};
 use super::families_llamacpp::agrees;
@@ -140,8 +140,7 @@ fn qwen3moe_gives_the_same_bits_on_every_path_thread_count_and_vector_unit() {
 /// Issue 45: the integer mode holds repacked experts within a byte budget, the least recently
 /// used let go of and repacked from the mapped file when next chosen. With a budget of one byte
 /// only the matrix in use is held, every expert is repacked at each use, and the bits are the
-/// default budget's. (The budget is global: a test opening a mixture meanwhile runs slower,
-/// with the same bits.)
+/// default budget's.
 #[test]
 fn a_tiny_expert_budget_holds_one_matrix_and_gives_the_same_bits() {
     let dir = tempfile::tempdir().unwrap();
@@ -149,9 +148,10 @@ fn a_tiny_expert_budget_holds_one_matrix_and_gives_the_same_bits() {
     let q8 = dir.path().join("qwen3moe-q8_0.gguf");
     hf_to_gguf(&hf, &q8, Store::Q8_0, None).unwrap();
     let run = |budget: Option<usize>| {
-        set_expert_budget(budget);
         let s = Scorer::open(&q8, Backend::Int8).unwrap();
-        set_expert_budget(None);
+        if let Some(bytes) = budget {
+            s.model().set_expert_budget(bytes);
+        }
         let t = tokens();
         let state = s.prefill(&s.empty_state(), &t[..12]).unwrap();
         let lp = s.score_continuation(&state, &t[12..]).unwrap();

@@ -607,6 +607,13 @@ impl Transformer {
         })
     }
 
+    /// Sets the byte budget of this model's repacked experts (the integer mode, issue 45; the
+    /// default is `repack::expert_budget`): past it the least recently used are let go of and
+    /// repacked from the file when next chosen. It changes speed and memory, never a bit.
+    pub fn set_expert_budget(&self, bytes: usize) {
+        self.expert_cache.set_limit(bytes);
+    }
+
     /// The bytes of repacked experts held now and at most so far (the integer mode, issue 45).
     pub fn experts_held(&self) -> (usize, usize) {
         self.expert_cache.held()

@@ -385,7 +385,7 @@ impl Packing {
 /// run the whole file, which may not fit in memory. Past the budget an expert is repacked
 /// again from the mapped file when next chosen (slower, never different).
 pub struct PackCache {
-    limit: usize,
+    limit: AtomicUsize,
     clock: AtomicU64,
     held: Mutex<Held>,
 }
@@ -403,10 +403,16 @@ impl PackCache {
     /// the last one used).
     pub fn new(limit: usize) -> PackCache {
         PackCache {
-            limit,
+            limit: AtomicUsize::new(limit),
             clock: AtomicU64::new(0),
             held: Mutex::default(),
         }
+    }
+
+    /// Sets the most bytes held from the next repack on (matrices held past it are let go of
+    /// then, least recently used first).
+    pub fn set_limit(&self, bytes: usize) {
+        self.limit.store(bytes, Ordering::Relaxed);
     }
 
     /// The bytes held now and the most ever held.
@@ -437,7 +443,7 @@ impl PackCache {
         }
         held.bytes += fresh.bytes().len();
         held.slots.push(Arc::clone(slot));
-        while held.bytes > self.limit {
+        while held.bytes > self.limit.load(Ordering::Relaxed) {
             let victim = held
                 .slots
                 .iter()
@@ -455,23 +461,11 @@ impl PackCache {
     }
 }
 
-/// The budget of the experts' `PackCache` for models loaded from now on, in bytes (0: the
-/// default, half the memory available when the model is loaded).
-static EXPERT_BUDGET: AtomicUsize = AtomicUsize::new(0);
-
-/// Sets the experts' repack budget for models loaded from now on (`None`: the default).
-pub fn set_expert_budget(bytes: Option<usize>) {
-    EXPERT_BUDGET.store(bytes.unwrap_or(0), Ordering::Relaxed);
-}
-
-/// The experts' repack budget: as set, or half of `MemAvailable` (the rest is for the dense
-/// weights, the KV cache and the page cache the experts are repacked from); without
-/// `/proc/meminfo`, unbounded.
+/// The experts' repack budget a model is loaded with: half of `MemAvailable` (the rest is for
+/// the dense weights, the KV cache and the page cache the experts are repacked from); without
+/// `/proc/meminfo`, unbounded. `Transformer::set_expert_budget` sets another for one model.
 pub fn expert_budget() -> usize {
-    match EXPERT_BUDGET.load(Ordering::Relaxed) {
-        0 => available_memory().map_or(usize::MAX, |b| b / 2),
-        b => b,
-    }
+    available_memory().map_or(usize::MAX, |b| b / 2)
 }
 
 fn available_memory() -> Option<usize> {

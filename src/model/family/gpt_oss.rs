@@ -38,7 +38,7 @@ mod hf;
 
 use serde_json::{json, Map, Value};
 
-use super::gemma2::gguf_local_layers;
+use super::gemma2::{gguf_local_layers, hf_local_layers};
 use super::mistral3::{gguf_yarn, hf_rope, yarn_json};
 use super::read::{
     gguf_config_with, gguf_local_base, refuse_fused_qkv_and_partial_rope, refuse_unknown_keys,
@@ -145,11 +145,8 @@ fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
     cfg.o_bias = true;
     cfg.attn_sinks = true;
     cfg.sliding_window = Some(json.usize("sliding_window")?);
-    cfg.local_layers = match json.get("layer_types") {
-        // transformers' default: even layers sliding, as llama.cpp's pattern of 2.
-        None => (0..cfg.layers).map(|l| l % 2 == 0).collect(),
-        Some(v) => layer_types(json, v, cfg.layers)?,
-    };
+    // transformers' default without `layer_types`: even layers sliding, llama.cpp's pattern of 2.
+    cfg.local_layers = hf_local_layers(json, cfg.layers, 2)?;
     let width = json.usize("intermediate_size")?;
     cfg.moe = Some(Moe {
         experts: json.usize("num_local_experts")?,
@@ -161,23 +158,6 @@ fn config_from_hf(json: &HfJson) -> Result<Config, ModelError> {
         clamped: Some(SWIGLU),
     });
     Ok(cfg)
-}
-
-/// `layer_types`: one of `sliding_attention` (local) or `full_attention` per layer.
-fn layer_types(json: &HfJson, v: &Value, layers: usize) -> Result<Vec<bool>, ModelError> {
-    let bad = |why: String| invalid(&json.path, format!("layer_types {v}: {why}"));
-    let items = v.as_array().ok_or_else(|| bad("not a list".into()))?;
-    if items.len() != layers {
-        return Err(bad(format!("{} entries for {layers} layers", items.len())));
-    }
-    items
-        .iter()
-        .map(|t| match t.as_str() {
-            Some("sliding_attention") => Ok(true),
-            Some("full_attention") => Ok(false),
-            _ => Err(bad(format!("layer type {t} is not implemented"))),
-        })
-        .collect()
 }
 
 /// config.json's gpt-oss keys, as [`config_from_hf`] reads them back (the dense form: no

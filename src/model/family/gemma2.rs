@@ -83,6 +83,18 @@ pub fn hf_local_layers(
     Ok(pattern_layers(layers, pattern))
 }
 
+/// `layer_types` as [`hf_local_layers`] reads it back: each layer `sliding_attention` when local,
+/// else `full_attention`.
+pub fn hf_layer_types(cfg: &Config) -> serde_json::Value {
+    let types: Vec<&str> = (0..cfg.layers)
+        .map(|l| match cfg.local_layers.get(l) {
+            Some(true) => "sliding_attention",
+            _ => "full_attention",
+        })
+        .collect();
+    serde_json::json!(types)
+}
+
 /// llama.cpp's `set_swa_pattern`: layer `l` is local unless `(l + 1)` is a multiple of
 /// `pattern` (pattern 0 or 1: no local layer).
 pub fn pattern_layers(layers: usize, pattern: usize) -> Vec<bool> {
@@ -262,18 +274,7 @@ pub fn gemma_hf_config(cfg: &Config, json: &mut serde_json::Map<String, serde_js
     }
     if let Some(w) = cfg.sliding_window {
         json.insert("sliding_window".into(), json!(w));
-        let types: Vec<&str> = cfg
-            .local_layers
-            .iter()
-            .map(|&l| {
-                if l {
-                    "sliding_attention"
-                } else {
-                    "full_attention"
-                }
-            })
-            .collect();
-        json.insert("layer_types".into(), json!(types));
+        json.insert("layer_types".into(), hf_layer_types(cfg));
     }
 }
 

@@ -514,13 +514,7 @@ impl Family for Gemma4 {
         if let Some(w) = cfg.sliding_window {
             json.insert("sliding_window".into(), json!(w));
         }
-        let types: Vec<&str> = (0..cfg.layers)
-            .map(|l| match cfg.local_layers.get(l) {
-                Some(true) => "sliding_attention",
-                _ => "full_attention",
-            })
-            .collect();
-        json.insert("layer_types".into(), json!(types));
+        json.insert("layer_types".into(), gemma2::hf_layer_types(cfg));
         let rope_json = |r: &Rope| {
             let turning = r.freq_factors.as_deref().and_then(turning);
             match turning {

@@ -38,7 +38,7 @@ mod hf;
 
 use serde_json::{json, Map, Value};
 
-use super::gemma2::{gguf_local_layers, hf_local_layers};
+use super::gemma2::{gguf_local_layers, hf_layer_types, hf_local_layers};
 use super::mistral3::{gguf_yarn, hf_rope, yarn_json};
 use super::read::{
     gguf_config_with, gguf_local_base, refuse_fused_qkv_and_partial_rope, refuse_unknown_keys,
@@ -173,15 +173,7 @@ fn hf_config(cfg: &Config, json: &mut Map<String, Value>) {
     if let Some(w) = cfg.sliding_window {
         json.insert("sliding_window".into(), json!(w));
     }
-    let types: Vec<&str> = (0..cfg.layers)
-        .map(
-            |l| match cfg.local_layers.get(l).copied().unwrap_or(false) {
-                true => "sliding_attention",
-                false => "full_attention",
-            },
-        )
-        .collect();
-    json.insert("layer_types".into(), json!(types));
+    json.insert("layer_types".into(), hf_layer_types(cfg));
     json.insert("swiglu_limit".into(), json!(f64::from(SWIGLU.limit)));
     json.insert("swiglu_alpha".into(), json!(f64::from(SWIGLU.alpha)));
     json.insert("hidden_act".into(), json!("silu"));
